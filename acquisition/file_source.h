@@ -1,0 +1,44 @@
+#pragma once
+// Replays a recorded concatenated stripe image (TIFF, PNG, PGM, raw) as a
+// stream of frames of `frame_height` rows, optionally paced at a frame rate
+// (to emulate a live camera) and looped.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "acquisition/source.h"
+#include "io/image_reader.h"
+
+namespace stripeline {
+
+struct FileSourceConfig {
+  std::filesystem::path path;
+  int frame_height = 0;                       // required
+  io::ImageFileFormat format = io::ImageFileFormat::Auto;
+  std::optional<io::RawGeometry> raw;         // required for raw files
+  double rate = 0.0;                          // frames per second; 0 = as fast as possible
+  std::uint64_t loops = 1;                    // passes over the file; 0 = forever
+};
+
+class FileSource final : public FrameSource {
+ public:
+  // Opens the file and checks it: an image height that is not a multiple of
+  // frame_height is an InputError naming the file and both numbers.
+  explicit FileSource(FileSourceConfig config);
+  ~FileSource() override;
+  BatchLayout frame_layout() const override;
+  bool fill(Batch& batch) override;
+  std::optional<std::uint64_t> total_frames() const override;
+  std::string describe() const override;
+
+ private:
+  FileSourceConfig config_;
+  std::unique_ptr<io::ImageReader> reader_;
+  std::uint64_t frames_per_pass_ = 0;
+  std::uint64_t delivered_ = 0;
+  std::uint64_t pass_ = 0;
+  std::int64_t start_ns_ = 0;
+};
+
+}  // namespace stripeline

@@ -1,0 +1,65 @@
+#pragma once
+// A simulated laser line scanner: renders stripe frames of a known surface and
+// knows where the stripe centre truly is. It is the embedded default of
+// `stripeline run` and the golden data of the tests.
+//
+// Geometry: frame f images the surface cross-section at scan position f; in
+// column x the stripe centre is at row truth(f, x) (0 = centre of the frame's
+// top row), or NaN where the stripe is occluded. The rendered intensity is a
+// Gaussian beam profile integrated over each pixel, on a background, with
+// per-column beam power variation, sensor noise and speckle, plus a weaker
+// secondary reflection in some columns.
+//
+// Rendering is deterministic: pixel values depend only on (seed, frame,
+// column, row), whatever the threading.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "acquisition/source.h"
+
+namespace stripeline {
+
+struct SyntheticConfig {
+  int width = 2048;
+  int frame_height = 52;
+  std::uint64_t frames = 600;          // 0 = endless
+  PixelFormat format = PixelFormat::Mono8;
+  std::uint64_t seed = 1;
+  double beam_sigma = 1.4;             // stripe half-width (Gaussian sigma), pixels
+  double peak = 180.0;                 // mean stripe peak above background (8-bit scale)
+  double peak_variation = 0.35;        // relative power variation along the line (0..0.9)
+  double background = 20.0;            // mean background level
+  double noise = 3.0;                  // sensor noise sigma
+  double speckle = 0.15;               // multiplicative speckle on the stripe (0..1)
+  double occlusion = 0.03;             // fraction of columns with no stripe (shadow)
+  double reflection = 0.05;            // fraction of columns with a secondary reflection
+  double reflection_strength = 0.35;   // its power relative to the stripe
+  double frame_rate = 10000.0;         // frames per second, for timestamps
+  std::int64_t encoder_step = 4;       // encoder counts per frame (0 = no encoder)
+
+  // Throws ConfigError naming the key and the expected range.
+  void validate() const;
+};
+
+class SyntheticScanner final : public FrameSource {
+ public:
+  explicit SyntheticScanner(SyntheticConfig config);
+  BatchLayout frame_layout() const override;
+  bool fill(Batch& batch) override;
+  std::optional<std::uint64_t> total_frames() const override;
+  std::string describe() const override;
+
+  // True stripe centre of frame f, column x, in rows (NaN = occluded).
+  double truth(std::uint64_t frame, int column) const;
+  // Render frame f into dst (width * frame_height pixels of the format).
+  void render(std::uint64_t frame, std::byte* dst) const;
+  const SyntheticConfig& config() const { return config_; }
+  void rewind() { next_ = 0; }
+
+ private:
+  SyntheticConfig config_;
+  std::uint64_t next_ = 0;
+};
+
+}  // namespace stripeline

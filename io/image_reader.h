@@ -1,0 +1,59 @@
+#pragma once
+// Streaming readers for recorded stripe images: a frame grabber's buffers
+// saved as one tall image (e.g. 1936x152000). Rows are read in order straight
+// into the caller's memory (a pinned batch buffer), so a recording of any
+// height never has to fit in memory twice.
+//
+// Formats: TIFF (8/16-bit, single channel, strips or tiles... see .cpp), PNG
+// (8/16-bit grey), binary PGM (P5, maxval <= 65535), and raw (headerless,
+// dimensions and depth given by the caller, 16-bit little-endian).
+//
+// Every problem with the file is an InputError whose message names the file
+// and says what was expected.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/types.h"
+
+namespace stripeline::io {
+
+enum class ImageFileFormat { Auto, Tiff, Png, Pgm, Raw };
+
+struct ImageInfo {
+  int width = 0;
+  std::int64_t height = 0;  // a recording can be very tall
+  PixelFormat format = PixelFormat::Mono8;
+};
+
+// For raw files (no header) the caller supplies the geometry.
+struct RawGeometry {
+  int width = 0;
+  std::int64_t height = 0;  // 0: deduce from the file size
+  PixelFormat format = PixelFormat::Mono8;
+};
+
+class ImageReader {
+ public:
+  virtual ~ImageReader() = default;
+  virtual const ImageInfo& info() const = 0;
+  // Copy the next `rows` rows (width * bytes_per_pixel each, native-endian
+  // pixels, tightly packed) into dst. Throws InputError if the file ends or is
+  // corrupt before that.
+  virtual void read_rows(std::byte* dst, std::int64_t rows) = 0;
+  // Back to the first row (for looping replays).
+  virtual void rewind() = 0;
+  // Rows still to be read.
+  virtual std::int64_t rows_left() const = 0;
+};
+
+// Format from the extension (.tif/.tiff, .png, .pgm, .raw/.bin) unless given.
+ImageFileFormat format_from_path(const std::filesystem::path& path);
+
+std::unique_ptr<ImageReader> open_image(const std::filesystem::path& path, ImageFileFormat format = ImageFileFormat::Auto,
+                                        const std::optional<RawGeometry>& raw = std::nullopt);
+
+}  // namespace stripeline::io

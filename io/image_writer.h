@@ -1,0 +1,19 @@
+#pragma once
+// Writers for whole single-channel images (height maps, previews, synthetic
+// recordings). Every file is written under a temporary name in the target
+// directory, flushed, and renamed into place when complete: a failure or an
+// interruption never leaves a half-written file under the final name.
+#include <cstdint>
+#include <filesystem>
+
+#include "core/types.h"
+
+namespace stripeline::io {
+
+// pixels: height rows of width pixels, tightly packed, native endianness
+// (uint8_t for Mono8, uint16_t for Mono16). Format from the extension
+// (.png, .tif/.tiff, .pgm). Throws InputError for an unsupported extension
+// or unwritable path, RuntimeFailure for an I/O error while writing.
+void write_image(const std::filesystem::path& path, const void* pixels, int width, std::int64_t height, PixelFormat format);
+
+}  // namespace stripeline::io
