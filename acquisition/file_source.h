@@ -39,6 +39,7 @@ class FileSource final : public FrameSource {
   std::uint64_t delivered_ = 0;
   std::uint64_t pass_ = 0;
   std::int64_t start_ns_ = 0;
+  bool started_ = false;  // start_ns_ is set by the first fill()
 };
 
 }  // namespace stripeline

@@ -27,8 +27,8 @@ struct SyntheticConfig {
   PixelFormat format = PixelFormat::Mono8;
   std::uint64_t seed = 1;
   double beam_sigma = 1.4;             // stripe half-width (Gaussian sigma), pixels
-  double peak = 180.0;                 // mean stripe peak above background (8-bit scale)
-  double peak_variation = 0.35;        // relative power variation along the line (0..0.9)
+  double peak = 135.0;                 // mean stripe peak above background (8-bit scale)
+  double peak_variation = 0.5;         // relative power variation along the line (0..0.9)
   double background = 20.0;            // mean background level
   double noise = 3.0;                  // sensor noise sigma
   double speckle = 0.15;               // multiplicative speckle on the stripe (0..1)
@@ -52,6 +52,9 @@ class SyntheticScanner final : public FrameSource {
 
   // True stripe centre of frame f, column x, in rows (NaN = occluded).
   double truth(std::uint64_t frame, int column) const;
+  // Centre row of the secondary reflection in frame f, column x (NaN = none).
+  // Tests and evaluations use it to tell reflection columns apart.
+  double reflection_row(std::uint64_t frame, int column) const;
   // Render frame f into dst (width * frame_height pixels of the format).
   void render(std::uint64_t frame, std::byte* dst) const;
   const SyntheticConfig& config() const { return config_; }

@@ -16,4 +16,13 @@ namespace stripeline::io {
 // or unwritable path, RuntimeFailure for an I/O error while writing.
 void write_image(const std::filesystem::path& path, const void* pixels, int width, std::int64_t height, PixelFormat format);
 
+// Addition: the same with options. compress = true (the default above):
+// TIFF deflate with horizontal predictor, PNG zlib level 6; false: TIFF
+// uncompressed, PNG zlib level 0. PGM is never compressed.
+struct ImageWriteOptions {
+  bool compress = true;
+};
+void write_image(const std::filesystem::path& path, const void* pixels, int width, std::int64_t height, PixelFormat format,
+                 const ImageWriteOptions& options);
+
 }  // namespace stripeline::io

@@ -1,0 +1,129 @@
+// Replays a recorded concatenated stripe image as frames. See file_source.h.
+//
+// Frames are read straight into the batch buffer (no intermediate copy).
+// With a rate, frame i of the replay is delivered no earlier than
+// start + i / rate (steady clock), start being the first fill() call, and is
+// stamped with that due time; without one, frames are stamped with the
+// steady-clock time they were read at. Both are nanoseconds since start.
+#include "acquisition/file_source.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "core/errors.h"
+
+namespace stripeline {
+
+namespace {
+
+std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+FileSource::FileSource(FileSourceConfig config) : config_(std::move(config)) {
+  const std::string file = config_.path.string();
+  if (config_.frame_height <= 0 || config_.frame_height > kMaxFrameHeight)
+    throw ConfigError(file + ": frame height " + std::to_string(config_.frame_height) + " is out of range (expected 1.." +
+                      std::to_string(kMaxFrameHeight) + ")");
+  if (!(config_.rate >= 0.0 && std::isfinite(config_.rate))) {
+    std::ostringstream s;
+    s << file << ": replay rate " << config_.rate << " is out of range (expected 0 for as fast as possible, or frames per second > 0)";
+    throw ConfigError(s.str());
+  }
+
+  reader_ = io::open_image(config_.path, config_.format, config_.raw);
+  const io::ImageInfo& info = reader_->info();
+  if (info.height % config_.frame_height != 0)
+    throw InputError(file + ": image height " + std::to_string(info.height) + " is not a multiple of the frame height " +
+                     std::to_string(config_.frame_height) + " (expected a whole number of frames)");
+  if (info.height == 0)
+    throw InputError(file + ": image height 0 holds no frame (expected at least " + std::to_string(config_.frame_height) +
+                     " rows)");
+  frames_per_pass_ = static_cast<std::uint64_t>(info.height / config_.frame_height);
+}
+
+FileSource::~FileSource() = default;
+
+BatchLayout FileSource::frame_layout() const {
+  const io::ImageInfo& info = reader_->info();
+  return BatchLayout{info.width, config_.frame_height, 0, info.format};
+}
+
+std::optional<std::uint64_t> FileSource::total_frames() const {
+  if (config_.loops == 0) return std::nullopt;
+  return frames_per_pass_ * config_.loops;
+}
+
+std::string FileSource::describe() const {
+  const io::ImageInfo& info = reader_->info();
+  std::ostringstream s;
+  s << "file " << config_.path.string() << " " << info.width << "x" << config_.frame_height << " "
+    << to_string(info.format) << ", " << frames_per_pass_ << " frames per pass, ";
+  if (config_.loops == 0)
+    s << "looping forever";
+  else
+    s << config_.loops << (config_.loops == 1 ? " pass" : " passes");
+  if (config_.rate > 0.0)
+    s << ", paced at " << config_.rate << " fps";
+  else
+    s << ", as fast as possible";
+  return s.str();
+}
+
+bool FileSource::fill(Batch& batch) {
+  const BatchLayout want = frame_layout();
+  const BatchLayout& l = batch.layout;
+  if (l.width != want.width || l.frame_height != want.frame_height || l.format != want.format)
+    throw std::invalid_argument("FileSource::fill: batch layout " + std::to_string(l.width) + "x" +
+                                std::to_string(l.frame_height) + " " + to_string(l.format) + " does not match the file's " +
+                                std::to_string(want.width) + "x" + std::to_string(want.frame_height) + " " +
+                                to_string(want.format));
+  if (l.frames < 0 || batch.meta.size() < static_cast<std::size_t>(l.frames) || batch.pixels.size() < l.bytes())
+    throw std::invalid_argument("FileSource::fill: batch buffers are smaller than its layout");
+
+  if (!started_) {
+    start_ns_ = steady_now_ns();
+    started_ = true;
+  }
+
+  batch.first_index = delivered_;
+  int n = 0;
+  for (; n < l.frames; ++n) {
+    // End of a pass: rewind for the next one, or stop.
+    const std::uint64_t in_pass = delivered_ - pass_ * frames_per_pass_;
+    if (in_pass == frames_per_pass_) {
+      if (config_.loops != 0 && pass_ + 1 >= config_.loops) break;
+      reader_->rewind();
+      ++pass_;
+    }
+
+    reader_->read_rows(batch.frame_data(n), config_.frame_height);
+
+    FrameMeta& m = batch.meta[static_cast<std::size_t>(n)];
+    m = FrameMeta{};
+    m.frame_id = delivered_;
+    if (config_.rate > 0.0) {
+      // Deliver no earlier than the frame's due time, as a live camera would.
+      const auto due_ns =
+          static_cast<std::int64_t>(std::llround(static_cast<double>(delivered_) * 1e9 / config_.rate));
+      std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(start_ns_ + due_ns))));
+      m.timestamp_ns = due_ns;
+    } else {
+      m.timestamp_ns = steady_now_ns() - start_ns_;
+    }
+    ++delivered_;
+  }
+  batch.frames = n;
+  return n > 0;
+}
+
+}  // namespace stripeline

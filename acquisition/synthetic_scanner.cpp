@@ -1,0 +1,368 @@
+// A simulated laser line scanner with known truth. See synthetic_scanner.h.
+//
+// The surface (in units of the usable row range, 0 = top of it, 1 = bottom)
+// is a sum of parts that vary along the columns and along the frames, and
+// repeats every kSurfacePeriod frames:
+//   - a flat base with a gentle tilt across the columns,
+//   - a ramp along the columns whose height breathes along the frames, ending
+//     in a sharp step down,
+//   - a raised block with sharp edges along the columns AND along the frames,
+//   - two Gaussian domes and one Gaussian dent,
+//   - a cylinder lying along the scan direction,
+//   - an oblique step whose edge wanders across the columns from frame to frame.
+// Occlusions and secondary reflections are contiguous stretches of columns
+// placed by a hash of (seed, frame region, column cell), so they move from one
+// region of frames to the next.
+//
+// Rendering: background + noise per pixel (row-wise, cheap counter-based
+// hash), then per column the pixel-integrated Gaussian beam near its centre,
+// then rounding and clamping. Every random number is a pure function of
+// (seed, frame, column, row), so rendering frames in parallel, in any order or
+// batch size, gives identical pixels.
+#include "acquisition/synthetic_scanner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include "core/errors.h"
+
+namespace stripeline {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+
+// The surface repeats every kSurfacePeriod frames (an endless scanner scans
+// the same object over and over).
+constexpr std::uint64_t kSurfacePeriod = 600;
+// Occlusion and reflection patterns change every this many frames.
+constexpr std::uint64_t kOcclusionRegionFrames = 37;
+constexpr std::uint64_t kReflectionRegionFrames = 53;
+// The stripe is evaluated within +-kWindowSigmas of its centre (the mass
+// outside is below 6e-7 of the total).
+constexpr double kWindowSigmas = 5.0;
+
+// Salts that keep the random streams apart.
+enum Salt : std::uint64_t {
+  kSaltNoise = 1,
+  kSaltSpeckle = 2,
+  kSaltOcclusion = 3,
+  kSaltReflection = 4,
+  kSaltGain = 5,
+};
+
+// splitmix64 finaliser: a good 64-bit mixing function.
+inline std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+inline std::uint64_t hash3(std::uint64_t seed, std::uint64_t salt, std::uint64_t a, std::uint64_t b = 0) {
+  std::uint64_t h = mix64(seed + kGolden * (salt + 1));
+  h = mix64(h + kGolden * (a + 1));
+  return mix64(h + kGolden * (b + 1));
+}
+
+// Uniform in [0, 1) from the top 53 bits.
+inline double unit(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
+
+// Approximately standard normal from one 64-bit hash: the sum of four 16-bit
+// uniforms (Irwin-Hall, n = 4), scaled to unit variance. Bounded at +-3.46.
+inline float normal_approx(std::uint64_t h) {
+  const std::uint32_t s = static_cast<std::uint32_t>(h & 0xffff) + static_cast<std::uint32_t>((h >> 16) & 0xffff) +
+                          static_cast<std::uint32_t>((h >> 32) & 0xffff) + static_cast<std::uint32_t>(h >> 48);
+  // mean 4 * 32767.5, sd 65536 / sqrt(3)
+  constexpr float kScale = 1.7320508075688772f / 65536.0f;
+  return (static_cast<float>(s) - 131070.0f) * kScale;
+}
+
+inline double box(double v, double a, double b) { return (v >= a && v < b) ? 1.0 : 0.0; }
+
+inline double gauss2(double du, double su, double dp, double sp) {
+  return std::exp(-0.5 * ((du * du) / (su * su) + (dp * dp) / (sp * sp)));
+}
+
+// Cyclic distance along the (periodic) scan coordinate p in [0, 1).
+inline double dp_cyclic(double p, double c) {
+  double d = p - c;
+  if (d > 0.5) d -= 1.0;
+  if (d < -0.5) d += 1.0;
+  return d;
+}
+
+// Surface height in [0, 1] at column coordinate u in (0, 1) and scan
+// coordinate p in [0, 1).
+double surface(double u, double p) {
+  double h = 0.18 + 0.08 * u;  // flat base, gentle tilt
+
+  // Ramp along the columns (slope), height breathing along the frames, then a
+  // sharp step down at u = 0.25.
+  const double ramp_height = 0.30 * (0.65 + 0.35 * std::sin(2.0 * kPi * p));
+  if (u >= 0.05 && u < 0.20) h += ramp_height * (u - 0.05) / 0.15;
+  if (u >= 0.20 && u < 0.25) h += ramp_height;
+
+  // Raised block: sharp edges along the columns and along the frames.
+  h += 0.28 * box(u, 0.32, 0.45) * box(p, 0.10, 0.45);
+
+  // Smooth bumps: two domes and a dent.
+  h += 0.42 * gauss2(u - 0.55, 0.035, dp_cyclic(p, 0.30), 0.07);
+  h += 0.30 * gauss2(u - 0.63, 0.020, dp_cyclic(p, 0.72), 0.05);
+  h -= 0.12 * gauss2(u - 0.12, 0.030, dp_cyclic(p, 0.78), 0.06);
+
+  // Cylinder lying along the scan direction.
+  const double cu = (u - 0.80) / 0.07;
+  if (cu > -1.0 && cu < 1.0) h += 0.38 * std::sqrt(1.0 - cu * cu);
+
+  // Oblique step: its edge wanders across the columns along the frames.
+  const double edge = 0.935 + 0.035 * std::sin(2.0 * kPi * p);
+  if (u >= edge) h += 0.22;
+
+  return std::clamp(h, 0.0, 1.0);
+}
+
+// Is column x inside a hashed stretch of fraction `fraction` of the columns?
+// Columns are cut in cells; in each cell (for each region of frames) one
+// contiguous stretch of about fraction * cell columns is marked, at a hashed
+// offset. The stretch length is rounded up or down at random so the expected
+// fraction is exact. Returns the cell's hash (nonzero) when marked, else 0.
+std::uint64_t in_stretch(std::uint64_t seed, std::uint64_t salt, std::uint64_t region, int cell, double fraction, int x) {
+  if (fraction <= 0.0) return 0;
+  const int c = x / cell;
+  const std::uint64_t h = hash3(seed, salt, region, static_cast<std::uint64_t>(c));
+  const double len = fraction * cell;
+  int n = static_cast<int>(std::floor(len));
+  if (unit(h) < len - n) ++n;
+  if (n <= 0) return 0;
+  const int offset = static_cast<int>(mix64(h) % static_cast<std::uint64_t>(cell - n + 1));
+  const int pos = x - c * cell - offset;
+  return (pos >= 0 && pos < n) ? (h | 1) : 0;
+}
+
+int cell_size(int width, int lo, int hi, int divisor) { return std::clamp(width / divisor, lo, hi); }
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+[[noreturn]] void out_of_range(const char* key, const std::string& value, const std::string& expected) {
+  throw ConfigError(std::string("synthetic.") + key + " = " + value + " is out of range (expected " + expected + ")");
+}
+
+void check_range(const char* key, double v, double lo, double hi, const char* expected) {
+  if (!(v >= lo && v <= hi)) out_of_range(key, num(v), expected);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+void SyntheticConfig::validate() const {
+  if (width < 1 || width > kMaxWidth) out_of_range("width", std::to_string(width), "1.." + std::to_string(kMaxWidth));
+  if (frame_height < 8 || frame_height > kMaxFrameHeight)
+    out_of_range("frame_height", std::to_string(frame_height), "8.." + std::to_string(kMaxFrameHeight));
+  if (format != PixelFormat::Mono8 && format != PixelFormat::Mono16)
+    out_of_range("format", std::to_string(static_cast<int>(format)), "Mono8 or Mono16");
+  check_range("beam_sigma", beam_sigma, 0.3, 20.0, "0.3..20");
+  if (!(peak > 0.0 && peak <= 1000.0)) out_of_range("peak", num(peak), "more than 0 and at most 1000, on the 8-bit scale");
+  check_range("peak_variation", peak_variation, 0.0, 0.9, "0..0.9");
+  check_range("background", background, 0.0, 255.0, "0..255, on the 8-bit scale");
+  const double brightest = background + peak * (1.0 + peak_variation);
+  if (brightest > 1020.0)
+    throw ConfigError("synthetic.peak = " + num(peak) + " is out of range: background + peak * (1 + peak_variation) = " +
+                      num(brightest) + " (expected at most 1020, 4x the 8-bit full scale)");
+  check_range("noise", noise, 0.0, 100.0, "0..100, on the 8-bit scale");
+  check_range("speckle", speckle, 0.0, 1.0, "0..1");
+  if (!(occlusion >= 0.0 && occlusion < 1.0)) out_of_range("occlusion", num(occlusion), "0 <= fraction < 1");
+  if (!(reflection >= 0.0 && reflection < 1.0)) out_of_range("reflection", num(reflection), "0 <= fraction < 1");
+  check_range("reflection_strength", reflection_strength, 0.0, 2.0, "0..2");
+  if (!(frame_rate > 0.0 && frame_rate <= 1e7)) out_of_range("frame_rate", num(frame_rate), "more than 0 and at most 1e7 frames per second");
+  constexpr std::int64_t kMaxStep = std::int64_t{1} << 40;
+  if (encoder_step < -kMaxStep || encoder_step > kMaxStep)
+    out_of_range("encoder_step", std::to_string(encoder_step), "-2^40..2^40 counts per frame");
+}
+
+SyntheticScanner::SyntheticScanner(SyntheticConfig config) : config_(config) { config_.validate(); }
+
+BatchLayout SyntheticScanner::frame_layout() const {
+  return BatchLayout{config_.width, config_.frame_height, 0, config_.format};
+}
+
+std::optional<std::uint64_t> SyntheticScanner::total_frames() const {
+  if (config_.frames == 0) return std::nullopt;
+  return config_.frames;
+}
+
+std::string SyntheticScanner::describe() const {
+  std::ostringstream s;
+  s << "synthetic scanner " << config_.width << "x" << config_.frame_height << " " << to_string(config_.format)
+    << ", seed " << config_.seed << ", ";
+  if (config_.frames == 0)
+    s << "endless";
+  else
+    s << config_.frames << " frames";
+  s << " at " << config_.frame_rate << " fps";
+  return s.str();
+}
+
+double SyntheticScanner::truth(std::uint64_t frame, int column) const {
+  const SyntheticConfig& c = config_;
+  if (column < 0 || column >= c.width) return kNaN;
+
+  // Occluded stretches.
+  const int occ_cell = cell_size(c.width, 16, 256, 8);
+  if (in_stretch(c.seed, kSaltOcclusion, frame / kOcclusionRegionFrames, occ_cell, c.occlusion, column))
+    return kNaN;
+
+  const double margin = 4.0 * c.beam_sigma + 2.0;
+  const double lo = margin;
+  const double hi = (c.frame_height - 1) - margin;
+  if (hi <= lo) return 0.5 * (c.frame_height - 1);  // tiny frame: the middle
+
+  const double u = (column + 0.5) / c.width;
+  const double p = static_cast<double>(frame % kSurfacePeriod) / static_cast<double>(kSurfacePeriod);
+  return lo + (hi - lo) * surface(u, p);
+}
+
+double SyntheticScanner::reflection_row(std::uint64_t frame, int column) const {
+  const SyntheticConfig& c = config_;
+  if (c.reflection <= 0.0 || c.reflection_strength <= 0.0) return kNaN;
+  if (column < 0 || column >= c.width) return kNaN;
+  const int cell = cell_size(c.width, 16, 512, 6);
+  const std::uint64_t h =
+      in_stretch(c.seed, kSaltReflection, frame / kReflectionRegionFrames, cell, c.reflection, column);
+  if (!h) return kNaN;
+  const double t = truth(frame, column);
+  if (std::isnan(t)) return kNaN;  // no stripe, nothing to reflect
+
+  // 6..9 beam widths away, on a hashed side; the other side when it does not fit.
+  const std::uint64_t g = mix64(h ^ 0x5bd1e995ull);
+  const double d = c.beam_sigma * (6.0 + 3.0 * unit(g));
+  const double margin = 3.0 * c.beam_sigma + 1.0;
+  const double lo = margin, hi = (c.frame_height - 1) - margin;
+  const bool below_first = (g & 1) != 0;
+  for (int k = 0; k < 2; ++k) {
+    const bool below = (k == 0) == below_first;
+    const double r = below ? t + d : t - d;
+    if (r >= lo && r <= hi) return r;
+  }
+  return kNaN;
+}
+
+void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
+  const SyntheticConfig& c = config_;
+  const int W = c.width;
+  const int H = c.frame_height;
+  const std::size_t n = static_cast<std::size_t>(W) * H;
+  std::vector<float> buf(n);
+
+  // 1. Background and sensor noise, row-wise (sequential memory).
+  const std::uint64_t noise_key = hash3(c.seed, kSaltNoise, frame);
+  const float bg = static_cast<float>(c.background);
+  if (c.noise > 0.0) {
+    const float sigma = static_cast<float>(c.noise);
+    for (std::size_t i = 0; i < n; ++i) buf[i] = bg + sigma * normal_approx(mix64(noise_key + kGolden * i));
+  } else {
+    std::fill(buf.begin(), buf.end(), bg);
+  }
+
+  // 2. The stripe (and its reflection), column by column, near the centre only.
+  const std::uint64_t speckle_key = hash3(c.seed, kSaltSpeckle, frame);
+  const std::uint64_t gain_key = hash3(c.seed, kSaltGain, 0);
+  const double ph1 = unit(gain_key), ph2 = unit(mix64(gain_key));
+  const double sigma = c.beam_sigma;
+  const double inv = 1.0 / (std::sqrt(2.0) * sigma);
+  const double area = std::sqrt(2.0 * kPi) * sigma;  // a unit-peak Gaussian's integral
+  const double half_window = kWindowSigmas * sigma;
+  std::vector<double> cdf(static_cast<std::size_t>(H) + 1);  // edges of the window's pixels
+
+  auto add_beam = [&](int x, double centre, double amplitude) {
+    const int y0 = std::max(0, static_cast<int>(std::floor(centre - half_window)));
+    const int y1 = std::min(H - 1, static_cast<int>(std::ceil(centre + half_window)));
+    if (y1 < y0) return;
+    // Edges y - 0.5 for y = y0 .. y1 + 1; integral over [y-0.5, y+0.5] of
+    // exp(-(r - centre)^2 / (2 sigma^2)) = area * (Phi(b) - Phi(a)).
+    for (int y = y0; y <= y1 + 1; ++y) cdf[y - y0] = 0.5 * std::erf((y - 0.5 - centre) * inv);
+    const double scale = amplitude * area;
+    for (int y = y0; y <= y1; ++y) {
+      double v = scale * (cdf[y - y0 + 1] - cdf[y - y0]);
+      const std::size_t idx = static_cast<std::size_t>(y) * W + x;
+      if (c.speckle > 0.0) v *= 1.0 + c.speckle * (2.0 * unit(mix64(speckle_key + kGolden * idx)) - 1.0);
+      buf[idx] += static_cast<float>(v);
+    }
+  };
+
+  for (int x = 0; x < W; ++x) {
+    const double t = truth(frame, x);
+    if (std::isnan(t)) continue;
+    // Smooth power variation along the line, in [1 - v, 1 + v].
+    const double u = (x + 0.5) / W;
+    const double g = 0.6 * std::sin(2.0 * kPi * (1.3 * u + ph1)) + 0.4 * std::sin(2.0 * kPi * (3.7 * u + ph2));
+    const double amplitude = c.peak * (1.0 + c.peak_variation * g);
+    add_beam(x, t, amplitude);
+    const double r = reflection_row(frame, x);
+    if (!std::isnan(r)) add_beam(x, r, amplitude * c.reflection_strength);
+  }
+
+  // 3. Quantise.
+  if (c.format == PixelFormat::Mono8) {
+    auto* out = reinterpret_cast<std::uint8_t*>(dst);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = std::clamp(buf[i], 0.0f, 255.0f);
+      out[i] = static_cast<std::uint8_t>(static_cast<int>(v + 0.5f));
+    }
+  } else {
+    auto* out = reinterpret_cast<std::uint16_t*>(dst);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = std::clamp(buf[i] * 256.0f, 0.0f, 65535.0f);
+      out[i] = static_cast<std::uint16_t>(static_cast<int>(v + 0.5f));
+    }
+  }
+}
+
+bool SyntheticScanner::fill(Batch& batch) {
+  const BatchLayout& l = batch.layout;
+  if (l.width != config_.width || l.frame_height != config_.frame_height || l.format != config_.format)
+    throw std::invalid_argument("SyntheticScanner::fill: batch layout " + std::to_string(l.width) + "x" +
+                                std::to_string(l.frame_height) + " " + to_string(l.format) + " does not match the scanner's " +
+                                std::to_string(config_.width) + "x" + std::to_string(config_.frame_height) + " " +
+                                to_string(config_.format));
+  if (l.frames < 0 || batch.meta.size() < static_cast<std::size_t>(l.frames) || batch.pixels.size() < l.bytes())
+    throw std::invalid_argument("SyntheticScanner::fill: batch buffers are smaller than its layout");
+
+  std::uint64_t n = static_cast<std::uint64_t>(l.frames);
+  if (config_.frames != 0) n = std::min(n, config_.frames > next_ ? config_.frames - next_ : 0);
+  batch.frames = static_cast<int>(n);
+  batch.first_index = next_;
+  if (n == 0) return false;
+
+  const std::uint64_t first = next_;
+  const double ns_per_frame = 1e9 / config_.frame_rate;
+  tbb::parallel_for(tbb::blocked_range<int>(0, static_cast<int>(n)), [&](const tbb::blocked_range<int>& r) {
+    for (int i = r.begin(); i != r.end(); ++i) {
+      const std::uint64_t index = first + static_cast<std::uint64_t>(i);
+      render(index, batch.frame_data(i));
+      FrameMeta& m = batch.meta[static_cast<std::size_t>(i)];
+      m.frame_id = index;
+      m.timestamp_ns = std::llround(static_cast<double>(index) * ns_per_frame);
+      m.encoder = static_cast<std::int64_t>(index) * config_.encoder_step;
+      m.has_encoder = config_.encoder_step != 0;
+      m.missing = false;
+    }
+  });
+  next_ += n;
+  return true;
+}
+
+}  // namespace stripeline

@@ -1,0 +1,140 @@
+#include "io/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include "core/errors.h"
+
+namespace stripeline::io {
+namespace {
+
+std::atomic<unsigned long> g_temp_counter{0};
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// fsync the directory so that the rename itself survives a power cut. Best
+// effort: some file systems refuse fsync on a directory.
+void sync_directory(const std::filesystem::path& dir) noexcept {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)::fsync(fd);
+    (void)::close(fd);
+  }
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
+  if (target_.empty() || !target_.has_filename()) {
+    throw InputError(target_.string() + ": not a file name (expected a path to a file, not a directory)");
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(target_, ec)) {
+    throw InputError(target_.string() + ": is a directory (expected a path to a file)");
+  }
+  const std::filesystem::path dir = target_.parent_path();
+  if (!dir.empty()) {
+    const auto st = std::filesystem::status(dir, ec);
+    if (!std::filesystem::exists(st)) {
+      throw InputError(target_.string() + ": cannot write: directory " + quoted(dir) +
+                       " does not exist (expected an existing, writable directory)");
+    }
+    if (!std::filesystem::is_directory(st)) {
+      throw InputError(target_.string() + ": cannot write: " + quoted(dir) +
+                       " is not a directory (expected an existing, writable directory)");
+    }
+  }
+
+  const std::string name = "." + target_.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(g_temp_counter.fetch_add(1, std::memory_order_relaxed));
+  temp_ = dir.empty() ? std::filesystem::path(name) : dir / name;
+
+  // O_EXCL: never clobber somebody else's temporary. 0666 & umask like fopen.
+  // Read-write, because libtiff may read back what it wrote.
+  const int fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int err = errno;
+    temp_.clear();
+    throw InputError(target_.string() + ": cannot create a file in " + quoted(dir.empty() ? "." : dir) + ": " +
+                     errno_text(err) + " (expected an existing, writable directory)");
+  }
+  file_ = ::fdopen(fd, "w+b");
+  if (file_ == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    std::error_code ignored;
+    std::filesystem::remove(temp_, ignored);
+    temp_.clear();
+    throw RuntimeFailure(target_.string() + ": cannot open a stream on the temporary file: " + errno_text(err));
+  }
+}
+
+AtomicFile::~AtomicFile() {
+  // Never throws: an uncommitted file is simply discarded.
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  if (!committed_ && !temp_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(temp_, ignored);
+  }
+}
+
+void AtomicFile::write(const void* data, std::size_t bytes) {
+  if (file_ == nullptr) throw std::logic_error("AtomicFile::write on a closed file " + quoted(target_));
+  if (bytes == 0) return;
+  errno = 0;
+  const std::size_t written = std::fwrite(data, 1, bytes, file_);
+  if (written != bytes) {
+    const int err = errno;
+    throw RuntimeFailure(target_.string() + ": write failed after " + std::to_string(written) + " of " +
+                         std::to_string(bytes) + " bytes: " + (err != 0 ? errno_text(err) : "short write"));
+  }
+}
+
+void AtomicFile::seek(long offset) {
+  if (file_ == nullptr) throw std::logic_error("AtomicFile::seek on a closed file " + quoted(target_));
+  if (std::fseek(file_, offset, SEEK_SET) != 0) {
+    const int err = errno;
+    throw RuntimeFailure(target_.string() + ": seek to byte " + std::to_string(offset) + " failed: " + errno_text(err));
+  }
+}
+
+void AtomicFile::commit() {
+  if (committed_) throw std::logic_error("AtomicFile::commit called twice for " + quoted(target_));
+  if (file_ == nullptr) throw std::logic_error("AtomicFile::commit on a closed file " + quoted(target_));
+
+  auto fail = [&](const std::string& what, int err) {
+    // The destructor removes the temporary; close it now so nothing is pending.
+    if (file_ != nullptr) {
+      std::fclose(file_);
+      file_ = nullptr;
+    }
+    throw RuntimeFailure(target_.string() + ": " + what + ": " + errno_text(err));
+  };
+
+  if (std::fflush(file_) != 0 || std::ferror(file_) != 0) fail("write failed", errno != 0 ? errno : EIO);
+  if (::fsync(::fileno(file_)) != 0 && errno != EINVAL && errno != EROFS) fail("fsync failed", errno);
+  std::FILE* f = file_;
+  file_ = nullptr;
+  if (std::fclose(f) != 0) fail("close failed", errno);
+  if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
+    const int err = errno;
+    throw RuntimeFailure(target_.string() + ": cannot rename " + quoted(temp_) + " into place: " + errno_text(err));
+  }
+  committed_ = true;
+  sync_directory(target_.parent_path());
+}
+
+}  // namespace stripeline::io

@@ -1,0 +1,253 @@
+// Whole-image writers (PNG, TIFF, PGM), each through an AtomicFile: the image
+// appears under its final name only once it is complete and on disk.
+#include "io/image_writer.h"
+
+#include <png.h>
+#include <tiffio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "io/atomic_file.h"
+#include "io/tiff_support.h"
+
+namespace stripeline::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void input_error(const fs::path& path, const std::string& message) {
+  throw InputError(path.string() + ": " + message);
+}
+
+enum class OutFormat { Png, Tiff, Pgm };
+
+OutFormat out_format(const fs::path& path) {
+  std::string ext = path.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == ".png") return OutFormat::Png;
+  if (ext == ".tif" || ext == ".tiff") return OutFormat::Tiff;
+  if (ext == ".pgm") return OutFormat::Pgm;
+  input_error(path, "unsupported image extension '" + path.extension().string() +
+                        "' (expected .png, .tif, .tiff or .pgm)");
+}
+
+// ---------------------------------------------------------------------------
+// PNG. As in the reader: libpng may longjmp only out of png_c_write, which
+// holds no object with a destructor.
+struct PngWriteState {
+  std::FILE* file = nullptr;
+  char message[256] = {};
+  bool io_error = false;
+  int io_errno = 0;
+};
+
+void png_error_cb(png_structp png, png_const_charp message) {
+  auto* state = static_cast<PngWriteState*>(png_get_error_ptr(png));
+  if (state != nullptr && state->message[0] == '\0') std::snprintf(state->message, sizeof state->message, "%s", message);
+  png_longjmp(png, 1);
+}
+
+void png_warning_cb(png_structp, png_const_charp) {}
+
+void png_write_cb(png_structp png, png_bytep data, size_t length) {
+  auto* state = static_cast<PngWriteState*>(png_get_io_ptr(png));
+  errno = 0;
+  if (std::fwrite(data, 1, length, state->file) != length) {
+    state->io_error = true;
+    state->io_errno = errno;
+    png_error(png, "write failed");
+  }
+}
+
+void png_flush_cb(png_structp) {}
+
+int png_c_write(png_structp png, png_infop info, const unsigned char* pixels, png_uint_32 width, png_uint_32 height,
+                int bit_depth, size_t row_bytes, int level) {
+  if (setjmp(png_jmpbuf(png))) return 1;
+  png_set_user_limits(png, 0x7fffffffU, 0x7fffffffU);
+  png_set_IHDR(png, info, width, height, bit_depth, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_compression_level(png, level);
+  if (level == 0) png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+  png_write_info(png, info);
+  if (bit_depth == 16 && std::endian::native == std::endian::little) png_set_swap(png);  // PNG is big-endian
+  for (png_uint_32 y = 0; y < height; ++y) png_write_row(png, pixels + static_cast<size_t>(y) * row_bytes);
+  png_write_end(png, info);
+  return 0;
+}
+
+void write_png(AtomicFile& file, const fs::path& path, const void* pixels, int width, std::int64_t height,
+               PixelFormat format, const ImageWriteOptions& options) {
+  if (height > 0x7fffffff) {
+    input_error(path, "image height " + std::to_string(height) + " is too large for PNG (expected <= 2^31-1)");
+  }
+  PngWriteState state;
+  state.file = file.handle();
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state, png_error_cb, png_warning_cb);
+  if (png == nullptr) throw RuntimeFailure(path.string() + ": cannot create a libpng writer");
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr) {
+    png_destroy_write_struct(&png, nullptr);
+    throw RuntimeFailure(path.string() + ": cannot create a libpng info struct");
+  }
+  png_set_write_fn(png, &state, png_write_cb, png_flush_cb);
+  const int bit_depth = format == PixelFormat::Mono16 ? 16 : 8;
+  const int failed = png_c_write(png, info, static_cast<const unsigned char*>(pixels), static_cast<png_uint_32>(width),
+                                 static_cast<png_uint_32>(height), bit_depth,
+                                 static_cast<size_t>(width) * bytes_per_pixel(format), options.compress ? 6 : 0);
+  png_destroy_write_struct(&png, &info);
+  if (failed != 0) {
+    if (state.io_error) {
+      throw RuntimeFailure(path.string() + ": write failed: " +
+                           (state.io_errno != 0 ? std::strerror(state.io_errno) : "short write"));
+    }
+    throw RuntimeFailure(path.string() + ": libpng failed: " + state.message);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// TIFF: libtiff writes through its own descriptor, a dup() of the
+// AtomicFile's, and closes it; the AtomicFile then fsyncs and renames.
+class TiffHandle {
+ public:
+  explicit TiffHandle(TIFF* tif) : tif_(tif) {}
+  ~TiffHandle() { close(); }
+  TiffHandle(const TiffHandle&) = delete;
+  TiffHandle& operator=(const TiffHandle&) = delete;
+  TIFF* get() const { return tif_; }
+  void close() noexcept {
+    if (tif_ != nullptr) TIFFClose(tif_);
+    tif_ = nullptr;
+  }
+
+ private:
+  TIFF* tif_;
+};
+
+void write_tiff(AtomicFile& file, const fs::path& path, const void* pixels, int width, std::int64_t height,
+                PixelFormat format, const ImageWriteOptions& options) {
+  if (height > 0xffffffffLL) {
+    input_error(path, "image height " + std::to_string(height) + " is too large for TIFF (expected <= 2^32-1)");
+  }
+  const std::size_t row_bytes = static_cast<std::size_t>(width) * bytes_per_pixel(format);
+  const std::uint64_t total = static_cast<std::uint64_t>(row_bytes) * static_cast<std::uint64_t>(height);
+  // Classic TIFF addresses 4 GiB; go BigTIFF with a safety margin.
+  const bool big = total > 0xF0000000ULL;
+
+  detail::TiffMessages messages;
+  detail::TiffOpenOptions tiff_options(messages);
+  std::fflush(file.handle());
+  const int fd = ::dup(::fileno(file.handle()));
+  if (fd < 0) throw RuntimeFailure(path.string() + ": dup failed: " + std::strerror(errno));
+  TiffHandle tif(TIFFFdOpenExt(fd, path.c_str(), big ? "w8" : "w", tiff_options.get()));
+  if (tif.get() == nullptr) {
+    ::close(fd);
+    throw RuntimeFailure(path.string() + ": libtiff cannot open the file for writing: " + messages.text());
+  }
+  TIFF* t = tif.get();
+  // Strips of about 64 KiB: small enough to stream, large enough for deflate.
+  const std::uint32_t rows_per_strip = static_cast<std::uint32_t>(
+      std::clamp<std::int64_t>(static_cast<std::int64_t>((64 << 10) / row_bytes), 1, height));
+  const bool ok = TIFFSetField(t, TIFFTAG_IMAGEWIDTH, static_cast<std::uint32_t>(width)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_IMAGELENGTH, static_cast<std::uint32_t>(height)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(format == PixelFormat::Mono16 ? 16 : 8)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, static_cast<std::uint16_t>(1)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, static_cast<std::uint16_t>(SAMPLEFORMAT_UINT)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_PHOTOMETRIC, static_cast<std::uint16_t>(PHOTOMETRIC_MINISBLACK)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_PLANARCONFIG, static_cast<std::uint16_t>(PLANARCONFIG_CONTIG)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, rows_per_strip) == 1 &&
+                  TIFFSetField(t, TIFFTAG_SOFTWARE, "stripeline") == 1 &&
+                  TIFFSetField(t, TIFFTAG_COMPRESSION,
+                               static_cast<std::uint16_t>(options.compress ? COMPRESSION_ADOBE_DEFLATE
+                                                                           : COMPRESSION_NONE)) == 1 &&
+                  (!options.compress ||
+                   TIFFSetField(t, TIFFTAG_PREDICTOR, static_cast<std::uint16_t>(PREDICTOR_HORIZONTAL)) == 1);
+  if (!ok) throw RuntimeFailure(path.string() + ": libtiff refused the image tags: " + messages.text());
+
+  // libtiff may modify the buffer it is given (predictor, byte swapping):
+  // hand it a copy of each strip, never the caller's pixels.
+  std::vector<unsigned char> strip(rows_per_strip * row_bytes);
+  const auto* src = static_cast<const unsigned char*>(pixels);
+  const std::uint32_t strips = TIFFNumberOfStrips(t);
+  for (std::uint32_t s = 0; s < strips; ++s) {
+    const std::int64_t first = static_cast<std::int64_t>(s) * rows_per_strip;
+    const std::int64_t rows = std::min<std::int64_t>(rows_per_strip, height - first);
+    const std::size_t bytes = static_cast<std::size_t>(rows) * row_bytes;
+    std::memcpy(strip.data(), src + static_cast<std::size_t>(first) * row_bytes, bytes);
+    if (TIFFWriteEncodedStrip(t, s, strip.data(), static_cast<tmsize_t>(bytes)) < 0) {
+      throw RuntimeFailure(path.string() + ": writing TIFF strip " + std::to_string(s) + " failed: " + messages.text());
+    }
+  }
+  if (TIFFFlush(t) != 1 || !messages.errors.empty()) {
+    throw RuntimeFailure(path.string() + ": writing the TIFF directory failed: " + messages.text());
+  }
+  tif.close();
+  if (!messages.errors.empty()) throw RuntimeFailure(path.string() + ": closing the TIFF failed: " + messages.text());
+}
+
+// ---------------------------------------------------------------------------
+void write_pgm(AtomicFile& file, const void* pixels, int width, std::int64_t height, PixelFormat format) {
+  const bool wide = format == PixelFormat::Mono16;
+  const std::string header = "P5\n" + std::to_string(width) + " " + std::to_string(height) + "\n" +
+                             (wide ? "65535" : "255") + "\n";
+  file.write(header.data(), header.size());
+  const std::size_t row_bytes = static_cast<std::size_t>(width) * bytes_per_pixel(format);
+  const auto* src = static_cast<const unsigned char*>(pixels);
+  const std::size_t total = row_bytes * static_cast<std::size_t>(height);
+  if (!wide || std::endian::native == std::endian::big) {
+    file.write(src, total);
+    return;
+  }
+  // 16-bit PGM is big-endian: swap through a bounded buffer.
+  std::vector<unsigned char> buffer(std::min<std::size_t>(total, std::size_t{1} << 20));
+  for (std::size_t done = 0; done < total;) {
+    const std::size_t n = std::min(buffer.size(), total - done);
+    for (std::size_t i = 0; i < n; i += 2) {
+      buffer[i] = src[done + i + 1];
+      buffer[i + 1] = src[done + i];
+    }
+    file.write(buffer.data(), n);
+    done += n;
+  }
+}
+
+}  // namespace
+
+void write_image(const std::filesystem::path& path, const void* pixels, int width, std::int64_t height,
+                 PixelFormat format) {
+  write_image(path, pixels, width, height, format, ImageWriteOptions{});
+}
+
+void write_image(const std::filesystem::path& path, const void* pixels, int width, std::int64_t height, PixelFormat format,
+                 const ImageWriteOptions& options) {
+  const OutFormat out = out_format(path);
+  if (format != PixelFormat::Mono8 && format != PixelFormat::Mono16) {
+    input_error(path, "unsupported pixel format " + std::to_string(static_cast<int>(format)) +
+                          " (expected Mono8 or Mono16)");
+  }
+  if (width <= 0 || width > kMaxWidth || height <= 0) {
+    input_error(path, "cannot write a " + std::to_string(width) + "x" + std::to_string(height) +
+                          " image (expected width 1.." + std::to_string(kMaxWidth) + " and height >= 1)");
+  }
+  if (pixels == nullptr) input_error(path, "no pixels to write (null pointer)");
+
+  AtomicFile file(path);
+  switch (out) {
+    case OutFormat::Png: write_png(file, path, pixels, width, height, format, options); break;
+    case OutFormat::Tiff: write_tiff(file, path, pixels, width, height, format, options); break;
+    case OutFormat::Pgm: write_pgm(file, pixels, width, height, format); break;
+  }
+  file.commit();
+}
+
+}  // namespace stripeline::io

@@ -1,0 +1,48 @@
+#pragma once
+// The pool of batch slots: every frame in flight lives in one, so the pool's
+// size caps what is in flight by construction. A slot pairs the pixels of a
+// batch with the profiles extracted from it; both are allocated once, at
+// start, with the backend's allocator (pinned memory for CUDA).
+//
+// Protocol: acquire() -> source fills -> processor -> sinks -> release().
+// At stop, wait_all_returned() blocks until every slot came back.
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/profile.h"
+
+namespace stripeline {
+
+struct Slot {
+  Batch batch;
+  ProfileBatch profiles;
+  double compute_ms = 0.0;  // processor time spent on this batch
+};
+
+class BufferPool {
+ public:
+  BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc);
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // Blocks until a slot is free.
+  Slot* acquire();
+  void release(Slot* slot);
+  void wait_all_returned();
+  int size() const { return static_cast<int>(slots_.size()); }
+  int in_use() const;
+  bool pinned() const;
+  std::size_t bytes() const;
+
+ private:
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<Slot*> free_;
+  mutable std::mutex mutex_;
+  std::condition_variable returned_;
+};
+
+}  // namespace stripeline

@@ -1,0 +1,252 @@
+#include "pipeline/config.h"
+
+#include <toml++/toml.h>
+
+#include <limits>
+#include <set>
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace stripeline {
+
+std::filesystem::path OutputConfig::resolve(const std::string& name) const {
+  std::filesystem::path p(name);
+  return p.is_absolute() ? p : dir / p;
+}
+
+Config default_config() { return Config{}; }
+
+namespace {
+
+// Reads the keys of one TOML table, remembering which were used so that any
+// other key is reported as unknown.
+class Section {
+ public:
+  Section(const toml::table* table, std::string name, std::string origin)
+      : table_(table), name_(std::move(name)), origin_(std::move(origin)) {}
+
+  template <class T>
+  void read(const char* key, T& out) {
+    if (!table_) return;
+    used_.insert(key);
+    const toml::node* node = table_->get(key);
+    if (!node) return;
+    if constexpr (std::is_same_v<T, bool>) {
+      if (auto v = node->value<bool>()) return void(out = *v);
+      fail(key, "expected true or false");
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (auto v = node->value<std::string>()) return void(out = *v);
+      fail(key, "expected a string");
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (auto v = node->value<double>()) return void(out = static_cast<T>(*v));
+      fail(key, "expected a number");
+    } else {
+      static_assert(std::is_integral_v<T>);
+      auto v = node->value<std::int64_t>();
+      if (!v) fail(key, "expected an integer");
+      if (*v < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+          (*v > 0 && static_cast<std::uint64_t>(*v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
+        fail(key, "value " + std::to_string(*v) + " does not fit");
+      out = static_cast<T>(*v);
+    }
+  }
+
+  void finish() const {
+    if (!table_) return;
+    for (const auto& [k, v] : *table_)
+      if (!used_.count(std::string(k.str()))) fail(std::string(k.str()).c_str(), "unknown key");
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw ConfigError(origin_ + ": " + name_ + "." + key + ": " + what);
+  }
+
+ private:
+  const toml::table* table_;
+  std::string name_, origin_;
+  std::set<std::string> used_;
+};
+
+PixelFormat parse_depth(int bits, const Section& s, const char* key) {
+  if (bits == 8) return PixelFormat::Mono8;
+  if (bits == 16) return PixelFormat::Mono16;
+  s.fail(key, std::to_string(bits) + " is not supported (expected 8 or 16)");
+}
+
+io::ImageFileFormat parse_file_format(const std::string& f, const Section& s) {
+  if (f == "auto") return io::ImageFileFormat::Auto;
+  if (f == "tiff") return io::ImageFileFormat::Tiff;
+  if (f == "png") return io::ImageFileFormat::Png;
+  if (f == "pgm") return io::ImageFileFormat::Pgm;
+  if (f == "raw") return io::ImageFileFormat::Raw;
+  s.fail("format", "'" + f + "' is not known (expected auto, tiff, png, pgm or raw)");
+}
+
+template <class F>
+void rethrow_with_origin(const std::string& origin, const std::string& section, F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(origin, 0) == 0) throw;
+    throw ConfigError(origin + ": " + section + "." + msg);
+  }
+}
+
+}  // namespace
+
+Config parse_config(const std::string& text, const std::string& origin) {
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
+    throw ConfigError(msg.str());
+  }
+  Config c = default_config();
+  c.origin = origin;
+  for (const auto& [k, v] : root) {
+    const std::string key(k.str());
+    if (key != "source" && key != "synthetic" && key != "processing" && key != "output" && key != "calibration")
+      throw ConfigError(origin + ": unknown section or key '" + key + "' (expected source, synthetic, processing, output, calibration)");
+    if (!v.is_table()) throw ConfigError(origin + ": '" + key + "' must be a table ([" + key + "])");
+  }
+
+  {  // [source]
+    Section s(root["source"].as_table(), "source", origin);
+    std::string kind = "synthetic", path, format = "auto";
+    int raw_width = 0, raw_depth = 8;
+    std::int64_t raw_height = 0;
+    s.read("kind", kind);
+    s.read("path", path);
+    s.read("frame_height", c.file.frame_height);
+    s.read("format", format);
+    s.read("raw_width", raw_width);
+    s.read("raw_height", raw_height);
+    s.read("raw_depth", raw_depth);
+    s.read("rate", c.file.rate);
+    s.read("loops", c.file.loops);
+    s.finish();
+    if (kind == "synthetic")
+      c.source = SourceKind::Synthetic;
+    else if (kind == "file")
+      c.source = SourceKind::File;
+    else
+      s.fail("kind", "'" + kind + "' is not known (expected synthetic or file)");
+    c.file.path = path;
+    c.file.format = parse_file_format(format, s);
+    if (c.file.format == io::ImageFileFormat::Raw || raw_width > 0)
+      c.file.raw = io::RawGeometry{raw_width, raw_height, parse_depth(raw_depth, s, "raw_depth")};
+    if (c.file.rate < 0) s.fail("rate", "must be >= 0 (frames per second, 0 = as fast as possible)");
+    if (c.source == SourceKind::File && path.empty()) s.fail("path", "is required when kind = \"file\"");
+  }
+  {  // [synthetic]
+    Section s(root["synthetic"].as_table(), "synthetic", origin);
+    auto& y = c.synthetic;
+    int depth = 8;
+    s.read("width", y.width);
+    s.read("frame_height", y.frame_height);
+    s.read("frames", y.frames);
+    s.read("depth", depth);
+    s.read("seed", y.seed);
+    s.read("beam_sigma", y.beam_sigma);
+    s.read("peak", y.peak);
+    s.read("peak_variation", y.peak_variation);
+    s.read("background", y.background);
+    s.read("noise", y.noise);
+    s.read("speckle", y.speckle);
+    s.read("occlusion", y.occlusion);
+    s.read("reflection", y.reflection);
+    s.read("reflection_strength", y.reflection_strength);
+    s.read("frame_rate", y.frame_rate);
+    s.read("encoder_step", y.encoder_step);
+    s.finish();
+    y.format = parse_depth(depth, s, "depth");
+    rethrow_with_origin(origin, "", [&] { y.validate(); });
+  }
+  {  // [processing]
+    Section s(root["processing"].as_table(), "processing", origin);
+    auto& p = c.pipeline;
+    std::string backend = "auto", method = "cog", selection = "strongest";
+    s.read("backend", backend);
+    s.read("batch_frames", p.batch_frames);
+    s.read("buffers", p.buffers);
+    s.read("lanes", p.lanes);
+    s.read("blur_size", p.chain.blur_size);
+    s.read("blur_sigma", p.chain.blur_sigma);
+    s.read("threshold_stage", p.chain.threshold_stage);
+    s.read("threshold", p.chain.column.threshold);
+    s.read("method", method);
+    s.read("min_peak", p.chain.column.min_peak);
+    s.read("min_width", p.chain.column.min_width);
+    s.read("max_width", p.chain.column.max_width);
+    s.read("window", p.chain.column.window);
+    s.read("neighbours", p.chain.column.neighbours);
+    s.read("selection", selection);
+    s.read("max_peaks", p.chain.max_peaks);
+    s.read("max_points", p.chain.max_points);
+    s.finish();
+    rethrow_with_origin(origin, "processing", [&] {
+      p.backend = parse_backend(backend);
+      p.chain.column.method = parse_method(method);
+      p.chain.column.selection = parse_selection(selection);
+    });
+    if (p.batch_frames < 1 || p.batch_frames > kMaxBatchFrames) s.fail("batch_frames", "must be 1.." + std::to_string(kMaxBatchFrames));
+    if (p.buffers < 1 || p.buffers > 64) s.fail("buffers", "must be 1..64");
+    if (p.lanes < 0 || p.lanes > 64) s.fail("lanes", "must be 0 (automatic)..64");
+  }
+  {  // [output]
+    Section s(root["output"].as_table(), "output", origin);
+    auto& o = c.output;
+    std::string dir = o.dir.string(), ply_format = "binary";
+    s.read("dir", dir);
+    s.read("ply", o.ply);
+    s.read("ply_format", ply_format);
+    s.read("heightmap", o.heightmap);
+    s.read("preview", o.preview);
+    s.read("summary", o.summary);
+    s.read("height_bits", o.height_bits);
+    s.finish();
+    o.dir = dir;
+    if (ply_format == "binary")
+      o.ply_encoding = io::PlyEncoding::BinaryLittleEndian;
+    else if (ply_format == "ascii")
+      o.ply_encoding = io::PlyEncoding::Ascii;
+    else
+      s.fail("ply_format", "'" + ply_format + "' is not known (expected binary or ascii)");
+    if (o.height_bits < 0 || o.height_bits > 8) s.fail("height_bits", "must be 0..8 (fractional bits of the 16-bit height code)");
+  }
+  {  // [calibration]
+    Section s(root["calibration"].as_table(), "calibration", origin);
+    auto& k = c.pipeline.calibration;
+    s.read("enabled", k.enabled);
+    s.read("x_scale", k.x_scale);
+    s.read("x_offset", k.x_offset);
+    s.read("y_scale", k.y_scale);
+    s.read("y_offset", k.y_offset);
+    s.read("z_scale", k.z_scale);
+    s.read("z_offset", k.z_offset);
+    s.read("y_from_encoder", k.y_from_encoder);
+    s.finish();
+  }
+  return c;
+}
+
+Config load_config(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw ConfigError(path.string() + ": config file not found (expected a TOML file)");
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path.string() + ": cannot be read");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  Config c = parse_config(buffer.str(), path.string());
+  // A relative source path in a config is relative to the working directory,
+  // as on the command line; documented in configs/replay.toml.
+  return c;
+}
+
+}  // namespace stripeline

@@ -1,0 +1,101 @@
+#include "pipeline/file_sinks.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/errors.h"
+#include "core/fixed_point.h"
+#include "io/image_writer.h"
+
+namespace stripeline {
+
+PlySink::PlySink(std::filesystem::path path, io::PlyEncoding encoding) : path_(std::move(path)), encoding_(encoding) {}
+
+void PlySink::begin(const ScanInfo& info) {
+  info_ = info;
+  std::vector<std::string> comments = {
+      "stripeline " STRIPELINE_VERSION,
+      "source " + info.source,
+      std::string("method ") + to_string(info.chain.column.method),
+      std::string("units ") + info.calibration.unit() +
+          (info.calibration.enabled ? "" : " (x = column, y = frame index, z = row in frame from the top row's centre)"),
+  };
+  writer_ = std::make_unique<io::PlyWriter>(path_, encoding_, comments);
+  buffer_.reserve(static_cast<std::size_t>(info.layout.width) * info.profile_slots);
+}
+
+void PlySink::consume(const Batch& batch, const ProfileBatch& p) {
+  const auto& cal = info_.calibration;
+  for (int f = 0; f < p.frames; ++f) {
+    buffer_.clear();
+    const FrameMeta& meta = batch.meta[f];
+    const double frame_coord = cal.enabled && cal.y_from_encoder && meta.has_encoder
+                                   ? static_cast<double>(meta.encoder)
+                                   : static_cast<double>(p.first_index + f);
+    const float y = static_cast<float>(cal.y(frame_coord));
+    for (int x = 0; x < p.width; ++x) {
+      const int n = p.peaks(f, x);
+      for (int s = 0; s < n; ++s) {
+        const std::size_t i = p.slot_index(f, s, x);
+        buffer_.push_back({static_cast<float>(cal.x(x)), y, static_cast<float>(cal.z(position_to_row(p.position[i]))),
+                           static_cast<float>(p.intensity[i])});
+      }
+    }
+    writer_->write(buffer_.data(), buffer_.size());
+    points_ += buffer_.size();
+  }
+}
+
+void PlySink::finish() {
+  if (writer_) writer_->finish();
+  writer_.reset();
+}
+
+void PlySink::abort() noexcept { writer_.reset(); }  // the writer's AtomicFile removes its temporary
+
+HeightMapSink::HeightMapSink(std::filesystem::path heightmap, std::filesystem::path preview, int bits, std::uint64_t expected_rows)
+    : heightmap_(std::move(heightmap)), preview_(std::move(preview)), bits_(bits), expected_rows_(expected_rows) {
+  if (bits < 0 || bits > 8) throw ConfigError("height_bits = " + std::to_string(bits) + " is out of range (expected 0..8)");
+}
+
+void HeightMapSink::begin(const ScanInfo& info) {
+  width_ = info.layout.width;
+  if (info.layout.frame_height > max_frame_height_for_code(bits_))
+    throw ConfigError("height_bits = " + std::to_string(bits_) + " cannot encode frames of " + std::to_string(info.layout.frame_height) +
+                      " rows in 16 bits (expected at most " + std::to_string(max_frame_height_for_code(bits_)) + " rows; lower height_bits)");
+  codes_.clear();
+  rows_ = 0;
+  if (expected_rows_) codes_.reserve(expected_rows_ * static_cast<std::size_t>(width_));
+}
+
+void HeightMapSink::consume(const Batch&, const ProfileBatch& p) {
+  for (int f = 0; f < p.frames; ++f) {
+    for (int x = 0; x < p.width; ++x) {
+      const std::int32_t pos = p.peaks(f, x) > 0 ? p.position[p.slot_index(f, 0, x)] : kNoPeak;
+      codes_.push_back(encode_height(pos, bits_));
+    }
+    ++rows_;
+  }
+}
+
+std::vector<std::uint8_t> make_preview(const std::vector<std::uint16_t>& codes) {
+  std::uint16_t lo = std::numeric_limits<std::uint16_t>::max(), hi = 0;
+  for (auto c : codes)
+    if (c) lo = std::min(lo, c), hi = std::max(hi, c);
+  std::vector<std::uint8_t> out(codes.size(), 0);
+  const double span = hi > lo ? static_cast<double>(hi - lo) : 1.0;
+  for (std::size_t i = 0; i < codes.size(); ++i)
+    if (codes[i]) out[i] = static_cast<std::uint8_t>(1 + std::lround((codes[i] - lo) * 254.0 / span));
+  return out;
+}
+
+void HeightMapSink::finish() {
+  if (rows_ == 0) return;  // nothing scanned, nothing written
+  if (!heightmap_.empty()) io::write_image(heightmap_, codes_.data(), width_, static_cast<std::int64_t>(rows_), PixelFormat::Mono16);
+  if (!preview_.empty()) {
+    const auto preview = make_preview(codes_);
+    io::write_image(preview_, preview.data(), width_, static_cast<std::int64_t>(rows_), PixelFormat::Mono8);
+  }
+}
+
+}  // namespace stripeline

@@ -1,0 +1,59 @@
+#pragma once
+// File outputs of a scan: a PLY point cloud and a 16-bit height map (+ an
+// 8-bit preview). Both appear under their final names only when the scan
+// completes (io::AtomicFile); an aborted scan leaves nothing behind.
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "io/ply_writer.h"
+#include "pipeline/sink.h"
+
+namespace stripeline {
+
+// One vertex per detected point (every filled slot): x, y, z, intensity,
+// through the calibration (see core/calibration.h).
+class PlySink final : public ProfileSink {
+ public:
+  PlySink(std::filesystem::path path, io::PlyEncoding encoding);
+  void begin(const ScanInfo& info) override;
+  void consume(const Batch& batch, const ProfileBatch& profiles) override;
+  void finish() override;
+  void abort() noexcept override;
+  std::uint64_t points() const { return points_; }
+
+ private:
+  std::filesystem::path path_;
+  io::PlyEncoding encoding_;
+  ScanInfo info_;
+  std::unique_ptr<io::PlyWriter> writer_;
+  std::vector<io::PlyVertex> buffer_;
+  std::uint64_t points_ = 0;
+};
+
+// Rows = profiles in acquisition order, columns = image columns; each pixel
+// the primary peak's 16-bit height code (core/fixed_point.h: `bits`
+// fractional bits, 0 = no detection). The preview maps the valid codes'
+// range to 1..255 (0 stays "no detection").
+class HeightMapSink final : public ProfileSink {
+ public:
+  HeightMapSink(std::filesystem::path heightmap, std::filesystem::path preview, int bits, std::uint64_t expected_rows = 0);
+  void begin(const ScanInfo& info) override;
+  void consume(const Batch& batch, const ProfileBatch& profiles) override;
+  void finish() override;
+  std::uint64_t rows() const { return rows_; }
+  const std::vector<std::uint16_t>& codes() const { return codes_; }
+
+ private:
+  std::filesystem::path heightmap_, preview_;
+  int bits_;
+  int width_ = 0;
+  std::uint64_t expected_rows_;
+  std::uint64_t rows_ = 0;
+  std::vector<std::uint16_t> codes_;
+};
+
+// 8-bit preview of a height-code map: valid codes' [min, max] -> [1, 255], 0 stays 0.
+std::vector<std::uint8_t> make_preview(const std::vector<std::uint16_t>& codes);
+
+}  // namespace stripeline

@@ -1,0 +1,68 @@
+#pragma once
+// The flow: source -> processor lanes -> sinks, with oneTBB's
+// parallel_pipeline. Follow one frame:
+//   1. (serial, in order)  a slot is taken from the BufferPool and the source
+//      writes the next batch of frames straight into it;
+//   2. (parallel)          a free processor lane (CPU or CUDA stream) turns
+//      the batch into profiles;
+//   3. (serial, in order)  every sink consumes the profiles in acquisition
+//      order, and the slot goes back to the pool.
+// The number of tokens equals the number of slots, so frames in flight are
+// bounded by the pool by construction.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "acquisition/source.h"
+#include "core/calibration.h"
+#include "pipeline/sink.h"
+#include "stages/chain.h"
+
+namespace stripeline {
+
+struct PipelineOptions {
+  Backend backend = Backend::Auto;  // resolved by the pipeline
+  int batch_frames = 300;           // frames per batch (the grabber's buffer)
+  int buffers = 4;                  // slots in the pool = batches in flight
+  int lanes = 0;                    // processors working at once (0 = buffers - 1, at least 1)
+  ChainConfig chain;
+  LinearCalibration calibration;
+};
+
+struct PipelineStats {
+  Backend backend = Backend::Cpu;
+  std::uint64_t frames = 0;      // frames acquired
+  std::uint64_t profiles = 0;    // profiles emitted (one per frame)
+  std::uint64_t points = 0;      // detected points written to the sinks
+  std::uint64_t overflow = 0;    // points found beyond the output slots (counted, not written)
+  std::uint64_t batches = 0;
+  std::uint64_t bytes = 0;       // pixel bytes processed
+  double seconds = 0.0;          // wall time from first fill to last sink
+  double compute_ms = 0.0;       // processor time summed over batches
+  double cuda_startup_ms = 0.0;
+  bool pinned = false;
+  double mb_per_s() const { return seconds > 0 ? bytes / 1e6 / seconds : 0.0; }
+  double profiles_per_s() const { return seconds > 0 ? profiles / seconds : 0.0; }
+};
+
+// Called from the sink stage after each batch (progress bars, metrics).
+using ProgressCallback = std::function<void(const PipelineStats&)>;
+
+class Pipeline {
+ public:
+  explicit Pipeline(PipelineOptions options);
+  // Runs until the source is exhausted or stop() is called; then every sink
+  // finishes. On an exception every sink aborts and it is rethrown.
+  PipelineStats run(FrameSource& source, const std::vector<ProfileSink*>& sinks, const ProgressCallback& progress = {});
+  // Ask a running pipeline to stop after the batches in flight (thread-safe).
+  void stop() { stop_requested_.store(true); }
+
+ private:
+  PipelineOptions options_;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace stripeline

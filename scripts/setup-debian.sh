@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install what stripeline needs on a bare Debian 12 (run as root, or with sudo
+# available). Safe to run again: it installs only what is missing.
+#   scripts/setup-debian.sh           build dependencies
+#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back)
+set -euo pipefail
+
+packages=(build-essential cmake ninja-build pkg-config git
+          libtbb-dev libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev
+          libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
+          libtiff-dev libpng-dev)
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(python3 python3-numpy python3-open3d)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,58 @@
+#pragma once
+// The processing chain applied to every batch: Gaussian blur -> threshold ->
+// per-column extraction. ChainConfig says what to do; a BatchProcessor does
+// it on one backend. One processor is one "lane": it owns its scratch (and,
+// on CUDA, its stream and device buffers), is set up once, and then runs
+// batch after batch without allocating. The pipeline runs several lanes side
+// by side.
+#include <memory>
+#include <string>
+
+#include "core/batch.h"
+#include "core/profile.h"
+#include "kernels/column_extract.h"
+#include "kernels/gaussian.h"
+#include "stages/backend.h"
+
+namespace stripeline {
+
+using kernels::ColumnMethod;
+using kernels::SpotSelection;
+
+struct ChainConfig {
+  int blur_size = 5;         // odd 3..15, or 0 for no blur
+  double blur_sigma = 0.0;   // 0: from the size (OpenCV's rule)
+  bool threshold_stage = true;  // zero the pixels below the threshold before extraction
+  kernels::ColumnParams column;  // method, threshold, gates, spot selection
+  int max_peaks = 4;         // local-max with selection 'all': slots per column
+  int max_points = 0;        // 'all' method: slots per column (0 = frame height)
+};
+
+const char* to_string(ColumnMethod m);
+const char* to_string(SpotSelection s);
+ColumnMethod parse_method(const std::string& text);       // ConfigError if unknown
+SpotSelection parse_selection(const std::string& text);   // ConfigError if unknown
+
+// Checks every value against the frame geometry; throws ConfigError naming the
+// key. Returns the column parameters with `slots` filled in.
+kernels::ColumnParams validate_chain(const ChainConfig& config, const BatchLayout& layout);
+// Output slots per column for this config and frame height.
+int output_slots(const ChainConfig& config, int frame_height);
+
+class BatchProcessor {
+ public:
+  virtual ~BatchProcessor() = default;
+  virtual Backend backend() const = 0;
+  // Process the batch's filled frames into out (out.frames, meta, sequence
+  // are set). Synchronous: when it returns, out is complete. Not thread-safe:
+  // one thread per processor at a time.
+  virtual void process(const Batch& in, ProfileBatch& out) = 0;
+  // Milliseconds of device/compute time of the last process() (0 if unknown).
+  virtual double last_compute_ms() const { return 0.0; }
+};
+
+// Set up a processor for batches of `layout` (layout.frames = capacity).
+// Backend must be resolved (Cpu or Cuda).
+std::unique_ptr<BatchProcessor> make_processor(Backend backend, const BatchLayout& layout, const ChainConfig& config);
+
+}  // namespace stripeline

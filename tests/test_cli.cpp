@@ -1,0 +1,197 @@
+// The `stripeline` program end to end: run, synth, replay, and the bad-input
+// matrix (exit 2, one line naming the file, nothing half-written left).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "io/image_reader.h"
+#include "io/image_writer.h"
+#include "io/ply_writer.h"
+#include "stages/backend.h"
+#include "test_helpers.h"
+
+using namespace stripeline;
+using test::run_cli;
+using test::TempDir;
+
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::uint64_t json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": ([0-9]+)"))) return ~0ull;
+  return std::stoull(m[1]);
+}
+
+void write_bytes(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+
+// A small demo config so the CLI tests stay fast.
+std::filesystem::path small_config(const TempDir& dir, const std::string& extra = "") {
+  const auto path = dir / "small.toml";
+  write_bytes(path, "[synthetic]\nwidth = 320\nframe_height = 40\nframes = 45\n[processing]\nbatch_frames = 10\n" + extra);
+  return path;
+}
+
+}  // namespace
+
+TEST(Cli, RunWritesEveryOutputUnderOut) {
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(run_cli("run --quiet --config " + small_config(dir).string() + " --out " + (dir / "out").string(), &out), 0) << out;
+  for (const char* name : {"scan.ply", "heightmap.png", "preview.png", "summary.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "out" / name)) << name << "\n" << out;
+  EXPECT_NE(out.find("profiles 45"), std::string::npos) << out;
+  const std::string summary = read_text(dir / "out" / "summary.json");
+  const auto points = json_number(summary, "points");
+  const auto vertices = io::read_ply(dir / "out" / "scan.ply");
+  EXPECT_EQ(vertices.size(), points);
+  EXPECT_GT(points, 45u * 320u * 9 / 10);
+  for (const auto& v : vertices) {
+    ASSERT_GE(v.x, 0.0f);
+    ASSERT_LT(v.x, 320.0f);
+    ASSERT_GE(v.y, 0.0f);
+    ASSERT_LT(v.y, 45.0f);
+    ASSERT_GE(v.z, 0.0f);
+    ASSERT_LE(v.z, 39.0f);
+  }
+  auto hm = io::open_image(dir / "out" / "heightmap.png");
+  EXPECT_EQ(hm->info().width, 320);
+  EXPECT_EQ(hm->info().height, 45);
+}
+
+TEST(Cli, CalibratedRunWritesMillimetres) {
+  TempDir dir;
+  std::string out;
+  const auto cfg = small_config(dir, "[calibration]\nenabled = true\nx_scale = 0.5\nx_offset = 10.0\nz_scale = 0.1\n[output]\nply_format = \"ascii\"\n");
+  ASSERT_EQ(run_cli("run -q --config " + cfg.string() + " --out " + (dir / "o").string(), &out), 0) << out;
+  const auto v = io::read_ply(dir / "o" / "scan.ply");
+  ASSERT_FALSE(v.empty());
+  for (const auto& p : v) {
+    ASSERT_GE(p.x, 10.0f);
+    ASSERT_LE(p.x, 10.0f + 0.5f * 319);
+    ASSERT_LE(p.z, 3.9f + 1e-4f);
+  }
+  EXPECT_NE(read_text(dir / "o" / "scan.ply").find("format ascii 1.0"), std::string::npos);
+}
+
+TEST(Cli, SynthThenReplayGivesOnePointPerDetectedColumnPerFrame) {
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(run_cli("synth " + (dir / "rec.tiff").string() + " --width 512 --frame-height 52 --frames 30 --truth " +
+                        (dir / "truth.csv").string(),
+                    &out),
+            0)
+      << out;
+  auto rec = io::open_image(dir / "rec.tiff");
+  EXPECT_EQ(rec->info().width, 512);
+  EXPECT_EQ(rec->info().height, 30 * 52);
+  const std::string truth = read_text(dir / "truth.csv");
+  EXPECT_EQ(std::count(truth.begin(), truth.end(), '\n'), 1 + 30 * 512);
+
+  ASSERT_EQ(run_cli("replay " + (dir / "rec.tiff").string() + " --frame-height 52 -q --ply " + (dir / "r.ply").string() +
+                        " --heightmap " + (dir / "r.tif").string() + " --summary " + (dir / "s.json").string(),
+                    &out),
+            0)
+      << out;
+  const auto points = json_number(read_text(dir / "s.json"), "points");
+  const auto v = io::read_ply(dir / "r.ply");
+  EXPECT_EQ(v.size(), points);
+  // cog: at most one point per (frame, column), and every detected column has one.
+  std::set<std::pair<int, int>> seen;
+  for (const auto& p : v) ASSERT_TRUE(seen.insert({static_cast<int>(p.y), static_cast<int>(p.x)}).second);
+  auto hm = io::open_image(dir / "r.tif");
+  std::vector<std::uint16_t> codes(512 * 30);
+  hm->read_rows(reinterpret_cast<std::byte*>(codes.data()), 30);
+  EXPECT_EQ(static_cast<std::size_t>(std::count_if(codes.begin(), codes.end(), [](auto c) { return c != 0; })), v.size());
+}
+
+TEST(Cli, ReplayEveryMethod) {
+  TempDir dir;
+  ASSERT_EQ(run_cli("synth " + (dir / "rec.png").string() + " --width 200 --frame-height 32 --frames 12"), 0);
+  for (const char* method : {"cog", "max", "window", "local-max", "all"}) {
+    std::string out;
+    ASSERT_EQ(run_cli("replay " + (dir / "rec.png").string() + " -H 32 -q --method " + method + " --ply " + (dir / "m.ply").string(), &out), 0)
+        << method << ": " << out;
+    EXPECT_FALSE(io::read_ply(dir / "m.ply").empty()) << method;
+  }
+}
+
+TEST(Cli, BadInputMatrixExitsTwoWithOneLineAndLeavesNothing) {
+  TempDir dir;
+  ASSERT_EQ(run_cli("synth " + (dir / "good.png").string() + " --width 64 --frame-height 16 --frames 4"), 0);
+  const std::string png = read_text(dir / "good.png");
+  write_bytes(dir / "empty.png", "");
+  write_bytes(dir / "truncated.png", png.substr(0, png.size() / 2));
+  write_bytes(dir / "corrupt.tiff", "II*\0garbage garbage garbage");
+  write_bytes(dir / "absurd.pgm", "P5\n100000000 100000000\n255\n");
+  write_bytes(dir / "maxval.pgm", "P5\n4 4\n70000\n");
+  write_bytes(dir / "odd.raw", std::string(100, '\x10'));
+  const std::uint8_t rgb[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  (void)rgb;
+  struct Case {
+    std::string args;
+    std::string names;  // the message must name this
+  };
+  const std::string out_ply = " --ply " + (dir / "never.ply").string();
+  const std::vector<Case> cases = {
+      {"replay " + (dir / "missing.png").string() + " -H 16" + out_ply, "missing.png"},
+      {"replay " + (dir / "empty.png").string() + " -H 16" + out_ply, "empty.png"},
+      {"replay " + (dir / "truncated.png").string() + " -H 16" + out_ply, "truncated.png"},
+      {"replay " + (dir / "corrupt.tiff").string() + " -H 16" + out_ply, "corrupt.tiff"},
+      {"replay " + (dir / "absurd.pgm").string() + " -H 16" + out_ply, "absurd.pgm"},
+      {"replay " + (dir / "maxval.pgm").string() + " -H 4" + out_ply, "maxval.pgm"},
+      {"replay " + (dir / "odd.raw").string() + " -H 4 --raw-width 7" + out_ply, "odd.raw"},
+      {"replay " + (dir / "good.png").string() + " -H 15" + out_ply, "good.png"},
+      {"replay " + (dir / "good.png").string() + " -H 16 --method gauss" + out_ply, "gauss"},
+      {"replay " + (dir / "good.png").string() + " -H 16 --blur 4" + out_ply, "blur"},
+      {"replay " + (dir / "good.png").string() + " -H 16 --ply /nonexistent-dir/x.ply", "/nonexistent-dir/x.ply"},
+      {"run --config " + (dir / "nope.toml").string(), "nope.toml"},
+      {"replay", "input"},
+      {"frobnicate", "frobnicate"},
+  };
+  for (const auto& c : cases) {
+    std::string out;
+    EXPECT_EQ(run_cli(c.args, &out), 2) << c.args << "\n" << out;
+    EXPECT_NE(out.find(c.names), std::string::npos) << c.args << "\n" << out;
+    EXPECT_EQ(out.find("terminate"), std::string::npos) << out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "never.ply"));
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "temporary left: " << e.path();
+}
+
+TEST(Cli, CudaBackendWithoutGpuIsACleanError) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is present: " << cuda_status();
+  TempDir dir;
+  std::string out;
+  EXPECT_EQ(run_cli("run -q --backend cuda --config " + small_config(dir).string() + " --out " + (dir / "o").string(), &out), 2) << out;
+  EXPECT_NE(out.find("cuda"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir / "o" / "scan.ply"));
+}
+
+TEST(Cli, PlyOpensInOpen3d) {
+  if (std::system("python3 -c 'import open3d' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3-open3d is not installed (scripts/setup-debian.sh --tests installs it)";
+  TempDir dir;
+  ASSERT_EQ(run_cli("run -q --config " + small_config(dir).string() + " --out " + (dir / "o").string()), 0);
+  const auto n = io::read_ply(dir / "o" / "scan.ply").size();
+  const std::string script = "import open3d as o3d, sys; p = o3d.io.read_point_cloud(sys.argv[1]); print(len(p.points))";
+  const std::string cmd = "python3 -c '" + script + "' " + (dir / "o" / "scan.ply").string();
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[64] = {};
+  const std::size_t got = std::fread(buf, 1, sizeof buf - 1, pipe);
+  ::pclose(pipe);
+  ASSERT_GT(got, 0u);
+  EXPECT_EQ(std::stoull(buf), n);
+}

@@ -1,0 +1,75 @@
+#pragma once
+// Small helpers shared by the tests: temporary directories, batches from
+// literal pixel tables, running the CLI.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/profile.h"
+
+namespace stripeline::test {
+
+// A fresh directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info ? std::string(info->test_suite_name()) + "_" + info->name() : "test";
+    for (auto& ch : name)
+      if (ch == '/') ch = '_';
+    path_ = std::filesystem::temp_directory_path() / ("stripeline_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A batch of `frames` frames (capacity `capacity`, default = frames) of T pixels.
+template <class T>
+Batch make_batch(int width, int frame_height, int frames, int capacity = 0) {
+  BatchLayout l{width, frame_height, capacity > 0 ? capacity : frames, sizeof(T) == 1 ? PixelFormat::Mono8 : PixelFormat::Mono16};
+  Batch b(l, &allocate_host);
+  b.frames = frames;
+  std::memset(b.pixels.data(), 0, b.pixels.size());
+  for (int i = 0; i < frames; ++i) b.meta[i].frame_id = static_cast<std::uint64_t>(i);
+  return b;
+}
+
+template <class T>
+T& px(Batch& b, int frame, int x, int y) {
+  return reinterpret_cast<T*>(b.frame_data(frame))[static_cast<std::size_t>(y) * b.layout.width + x];
+}
+
+// Runs the stripeline binary with arguments; returns the exit code and fills
+// `output` with stdout+stderr.
+inline int run_cli(const std::string& args, std::string* output = nullptr) {
+  const std::string cmd = std::string(STRIPELINE_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return -1;
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  if (output) *output = out;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace stripeline::test

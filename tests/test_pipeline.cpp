@@ -1,0 +1,279 @@
+// The pipeline: order, bounded buffers, partial batches, failures, and the
+// accuracy of the default chain against the simulated scanner's truth.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <map>
+
+#include "acquisition/synthetic_scanner.h"
+#include "core/errors.h"
+#include "io/image_reader.h"
+#include "io/ply_writer.h"
+#include "pipeline/buffer_pool.h"
+#include "pipeline/file_sinks.h"
+#include "pipeline/pipeline.h"
+#include "test_helpers.h"
+
+using namespace stripeline;
+
+namespace {
+
+// Keeps every profile's primary position by global frame index.
+class RecordingSink final : public ProfileSink {
+ public:
+  void begin(const ScanInfo& info) override {
+    width = info.layout.width;
+    begun = true;
+  }
+  void consume(const Batch& batch, const ProfileBatch& p) override {
+    EXPECT_EQ(p.first_index, next_index) << "batches out of order";
+    for (int f = 0; f < p.frames; ++f) {
+      EXPECT_EQ(batch.meta[f].frame_id, p.first_index + static_cast<std::uint64_t>(f));
+      std::vector<std::int32_t> row(p.width);
+      for (int x = 0; x < p.width; ++x) row[x] = p.peaks(f, x) ? p.position[p.slot_index(f, 0, x)] : kNoPeak;
+      rows.push_back(std::move(row));
+      meta.push_back(p.meta[f]);
+    }
+    next_index += static_cast<std::uint64_t>(p.frames);
+  }
+  void finish() override { finished = true; }
+  void abort() noexcept override { aborted = true; }
+
+  int width = 0;
+  bool begun = false, finished = false, aborted = false;
+  std::uint64_t next_index = 0;
+  std::vector<std::vector<std::int32_t>> rows;
+  std::vector<FrameMeta> meta;
+};
+
+SyntheticConfig small_scan(std::uint64_t frames) {
+  SyntheticConfig c;
+  c.width = 301;
+  c.frame_height = 40;
+  c.frames = frames;
+  return c;
+}
+
+// A source that throws after `good` batches.
+class FailingSource final : public FrameSource {
+ public:
+  FailingSource(SyntheticScanner& inner, int good) : inner_(inner), good_(good) {}
+  BatchLayout frame_layout() const override { return inner_.frame_layout(); }
+  bool fill(Batch& b) override {
+    if (good_-- <= 0) throw InputError("recording.tiff: corrupt strip at row 1234");
+    return inner_.fill(b);
+  }
+  std::string describe() const override { return "failing"; }
+
+ private:
+  SyntheticScanner& inner_;
+  int good_;
+};
+
+}  // namespace
+
+TEST(Pipeline, EveryFrameInOrderWithPartialLastBatchForAnyPoolSize) {
+  // Reference: the whole scan in one batch, processed directly.
+  SyntheticScanner ref_scan(small_scan(53));
+  BatchLayout l = ref_scan.frame_layout();
+  l.frames = 53;
+  Batch all(l, &allocate_host);
+  ASSERT_TRUE(ref_scan.fill(all));
+  ChainConfig chain;
+  ProfileBatch ref(l.width, l.frames, 1, &allocate_host);
+  make_processor(Backend::Cpu, l, chain)->process(all, ref);
+
+  for (int buffers : {1, 2, 4}) {
+    for (int batch_frames : {1, 7, 53, 100}) {
+      SyntheticScanner scan(small_scan(53));
+      PipelineOptions o;
+      o.backend = Backend::Cpu;
+      o.batch_frames = batch_frames;
+      o.buffers = buffers;
+      RecordingSink sink;
+      const auto stats = Pipeline(o).run(scan, {&sink});
+      ASSERT_TRUE(sink.finished);
+      ASSERT_EQ(sink.rows.size(), 53u) << "buffers " << buffers << " batch " << batch_frames;
+      EXPECT_EQ(stats.frames, 53u);
+      EXPECT_EQ(stats.profiles, 53u);
+      EXPECT_EQ(stats.batches, static_cast<std::uint64_t>((53 + batch_frames - 1) / batch_frames));
+      for (int f = 0; f < 53; ++f)
+        for (int x = 0; x < l.width; ++x)
+          ASSERT_EQ(sink.rows[f][x], ref.peaks(f, x) ? ref.position[ref.slot_index(f, 0, x)] : kNoPeak) << f << "," << x;
+      EXPECT_EQ(sink.meta[52].encoder, 52 * 4);
+    }
+  }
+}
+
+TEST(Pipeline, FramesInFlightNeverExceedThePool) {
+  class CountingSource final : public FrameSource {
+   public:
+    explicit CountingSource(std::atomic<int>& in_flight) : scan_(small_scan(200)), in_flight_(in_flight) {}
+    BatchLayout frame_layout() const override { return scan_.frame_layout(); }
+    bool fill(Batch& b) override {
+      if (!scan_.fill(b)) return false;
+      max_seen = std::max(max_seen, ++in_flight_);
+      return true;
+    }
+    std::string describe() const override { return "counting"; }
+    int max_seen = 0;
+
+   private:
+    SyntheticScanner scan_;
+    std::atomic<int>& in_flight_;
+  };
+  class DrainSink final : public ProfileSink {
+   public:
+    explicit DrainSink(std::atomic<int>& n) : n_(n) {}
+    void begin(const ScanInfo&) override {}
+    void consume(const Batch&, const ProfileBatch&) override { --n_; }
+    void finish() override {}
+
+   private:
+    std::atomic<int>& n_;
+  };
+  std::atomic<int> in_flight{0};
+  CountingSource src(in_flight);
+  DrainSink sink(in_flight);
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = 3;
+  o.buffers = 3;
+  Pipeline(o).run(src, {&sink});
+  EXPECT_GE(src.max_seen, 1);
+  EXPECT_LE(src.max_seen, 3);
+  EXPECT_EQ(in_flight.load(), 0);
+}
+
+TEST(Pipeline, SourceFailureAbortsSinksAndLeavesNoFile) {
+  test::TempDir dir;
+  SyntheticScanner scan(small_scan(100));
+  FailingSource src(scan, 3);
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = 10;
+  RecordingSink rec;
+  PlySink ply(dir / "scan.ply", io::PlyEncoding::BinaryLittleEndian);
+  HeightMapSink hm(dir / "hm.png", dir / "pv.png", 6);
+  EXPECT_THROW(Pipeline(o).run(src, {&rec, &ply, &hm}), InputError);
+  EXPECT_TRUE(rec.aborted);
+  EXPECT_FALSE(rec.finished);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "something was left in " << dir.path();
+}
+
+TEST(Pipeline, RejectsBadOptions) {
+  SyntheticScanner scan(small_scan(10));
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.buffers = 0;
+  RecordingSink sink;
+  EXPECT_THROW(Pipeline(o).run(scan, {&sink}), ConfigError);
+  o.buffers = 2;
+  o.chain.blur_size = 6;
+  EXPECT_THROW(Pipeline(o).run(scan, {&sink}), ConfigError);
+}
+
+TEST(BufferPool, AcquireReleaseAndCount) {
+  BatchLayout l{16, 4, 2, PixelFormat::Mono8};
+  BufferPool pool(l, 1, 2, &allocate_host);
+  EXPECT_EQ(pool.size(), 2);
+  Slot* a = pool.acquire();
+  Slot* b = pool.acquire();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(pool.in_use(), 2);
+  EXPECT_EQ(a->batch.pixels.size(), l.bytes());
+  EXPECT_EQ(a->profiles.capacity, 2);
+  pool.release(a);
+  pool.release(b);
+  pool.wait_all_returned();
+  EXPECT_EQ(pool.in_use(), 0);
+}
+
+TEST(HeightMapSink, RoundTripThroughPngDecodesToThePositions) {
+  test::TempDir dir;
+  SyntheticScanner scan(small_scan(20));
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = 8;
+  RecordingSink rec;
+  HeightMapSink hm(dir / "hm.png", dir / "pv.png", 6);
+  Pipeline(o).run(scan, {&rec, &hm});
+  auto reader = io::open_image(dir / "hm.png");
+  ASSERT_EQ(reader->info().width, 301);
+  ASSERT_EQ(reader->info().height, 20);
+  ASSERT_EQ(reader->info().format, PixelFormat::Mono16);
+  std::vector<std::uint16_t> codes(301 * 20);
+  reader->read_rows(reinterpret_cast<std::byte*>(codes.data()), 20);
+  int valid = 0;
+  for (int f = 0; f < 20; ++f)
+    for (int x = 0; x < 301; ++x) {
+      const std::int32_t pos = rec.rows[f][x];
+      const std::uint16_t code = codes[f * 301 + x];
+      if (pos == kNoPeak) {
+        ASSERT_EQ(code, 0);
+        continue;
+      }
+      ++valid;
+      ASSERT_NEAR(decode_height(code, 6), position_to_row(pos), 1.0 / 128 + 1e-6);
+    }
+  EXPECT_GT(valid, 301 * 20 * 9 / 10);
+  auto preview = io::open_image(dir / "pv.png");
+  EXPECT_EQ(preview->info().format, PixelFormat::Mono8);
+}
+
+TEST(HeightCode, EncodesEveryRowAboveZeroAndDecodesBack) {
+  for (int bits = 0; bits <= 8; ++bits) {
+    const int max_h = max_frame_height_for_code(bits);
+    for (std::int32_t p : {0, 1, 127, 128, 255, 256, 1000, (max_h - 1) * 256}) {
+      const auto code = encode_height(p, bits);
+      EXPECT_GE(code, 1) << bits << " " << p;
+      EXPECT_NEAR(decode_height(code, bits), p / 256.0, 0.5 / (1 << bits) + 1e-6) << bits << " " << p;
+    }
+    EXPECT_EQ(encode_height(kNoPeak, bits), 0);
+  }
+  EXPECT_EQ(encode_height(5 * 256, 6), (5 * 64) + 32);  // row 5 -> 5.5 * 64
+}
+
+// Accuracy of the default chain (blur 5, threshold 40, cog) on the default
+// synthetic scanner: the figures the README quotes come from this test.
+TEST(Accuracy, DefaultChainOnSyntheticScannerAgainstTruth) {
+  SyntheticConfig sc;  // defaults: 2048x52, 8-bit, noise, speckle, occlusions, reflections
+  sc.frames = 60;
+  SyntheticScanner scan(sc);
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = 30;
+  RecordingSink rec;
+  Pipeline(o).run(scan, {&rec});
+  double sum_sq = 0, max_err = 0;
+  std::uint64_t expected = 0, detected = 0, false_detections = 0, occluded = 0;
+  for (std::uint64_t f = 0; f < sc.frames; ++f)
+    for (int x = 0; x < sc.width; ++x) {
+      const double truth = scan.truth(f, x);
+      const std::int32_t pos = rec.rows[f][x];
+      if (std::isnan(truth)) {
+        ++occluded;
+        false_detections += pos != kNoPeak;
+        continue;
+      }
+      ++expected;
+      if (pos == kNoPeak) continue;
+      ++detected;
+      const double err = position_to_row(pos) - truth;
+      sum_sq += err * err;
+      max_err = std::max(max_err, std::abs(err));
+    }
+  const double rms = std::sqrt(sum_sq / static_cast<double>(detected));
+  const double rate = static_cast<double>(detected) / static_cast<double>(expected);
+  std::printf("[ accuracy ] cog on %llu columns: RMS error %.4f px, max %.3f px, detection rate %.4f%%, false detections %llu of %llu occluded\n",
+              static_cast<unsigned long long>(expected), rms, max_err, rate * 100.0, static_cast<unsigned long long>(false_detections),
+              static_cast<unsigned long long>(occluded));
+  RecordProperty("rms_px", std::to_string(rms));
+  RecordProperty("detection_rate", std::to_string(rate));
+  EXPECT_LT(rms, 0.08);
+  EXPECT_LT(max_err, 0.6);
+  EXPECT_GT(rate, 0.995);
+  EXPECT_GT(occluded, 0u);
+  EXPECT_LE(false_detections, occluded / 100);
+}

@@ -1,0 +1,174 @@
+// `stripeline run` and `stripeline replay`: a source through the pipeline
+// into file sinks, with a progress bar and a summary.
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "acquisition/file_source.h"
+#include "acquisition/synthetic_scanner.h"
+#include "core/errors.h"
+#include "pipeline/config.h"
+#include "pipeline/file_sinks.h"
+#include "pipeline/pipeline.h"
+#include "tools/commands.h"
+#include "tools/report.h"
+
+namespace stripeline::tools {
+
+namespace {
+
+struct CommonFlags {
+  std::string config;
+  std::string backend;
+  bool quiet = false;
+};
+
+std::unique_ptr<FrameSource> make_source(const Config& c) {
+  if (c.source == SourceKind::Synthetic) return std::make_unique<SyntheticScanner>(c.synthetic);
+  return std::make_unique<FileSource>(c.file);
+}
+
+void create_output_dir(const std::filesystem::path& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw InputError(dir.string() + ": cannot create the output directory (" + (ec ? ec.message() : "not a directory") + ")");
+}
+
+int process(const std::string& command, const Config& config, bool quiet) {
+  auto source = make_source(config);
+  const auto& out = config.output;
+  const bool any_file = !out.ply.empty() || !out.heightmap.empty() || !out.preview.empty() || !out.summary.empty();
+  if (any_file) create_output_dir(out.dir);
+
+  std::vector<std::unique_ptr<ProfileSink>> owned;
+  std::vector<std::filesystem::path> outputs;
+  if (!out.ply.empty()) {
+    outputs.push_back(out.resolve(out.ply));
+    owned.push_back(std::make_unique<PlySink>(outputs.back(), out.ply_encoding));
+  }
+  if (!out.heightmap.empty() || !out.preview.empty()) {
+    const auto hm = out.heightmap.empty() ? std::filesystem::path() : out.resolve(out.heightmap);
+    const auto pv = out.preview.empty() ? std::filesystem::path() : out.resolve(out.preview);
+    if (!hm.empty()) outputs.push_back(hm);
+    if (!pv.empty()) outputs.push_back(pv);
+    owned.push_back(std::make_unique<HeightMapSink>(hm, pv, out.height_bits, source->total_frames().value_or(0)));
+  }
+  std::vector<ProfileSink*> sinks;
+  for (auto& s : owned) sinks.push_back(s.get());
+
+  ProgressBar bar(source->total_frames(), !quiet);
+  Pipeline pipeline(config.pipeline);
+  RunReport report;
+  report.command = command;
+  report.source = source->describe();
+  report.width = source->frame_layout().width;
+  report.stats = pipeline.run(*source, sinks, [&bar](const PipelineStats& s) { bar.update(s); });
+  bar.done();
+  if (!out.summary.empty()) {
+    outputs.push_back(out.resolve(out.summary));
+    report.outputs = outputs;
+    write_summary_json(outputs.back(), report);
+  }
+  report.outputs = outputs;
+  std::printf("%s\n", summary_line(report).c_str());
+  if (report.stats.overflow > 0)
+    std::fprintf(stderr, "stripeline: warning: %llu points beyond the output slots were counted but not written (raise max_peaks/max_points)\n",
+                 static_cast<unsigned long long>(report.stats.overflow));
+  if (!quiet)
+    for (const auto& p : outputs) std::printf("  wrote %s\n", p.string().c_str());
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_run(CLI::App& app) {
+  auto* sub = app.add_subcommand("run", "Process the configured source (default: a synthetic scan) into out/");
+  auto flags = std::make_shared<CommonFlags>();
+  auto out_dir = std::make_shared<std::string>();
+  sub->add_option("-c,--config", flags->config, "TOML configuration (see configs/demo.toml); default: built-in demo");
+  sub->add_option("-o,--out", *out_dir, "Output directory (overrides output.dir)");
+  sub->add_option("--backend", flags->backend, "auto, cpu or cuda (overrides processing.backend)");
+  sub->add_flag("-q,--quiet", flags->quiet, "No progress bar, no list of outputs");
+  return {sub, [flags, out_dir] {
+            Config c = flags->config.empty() ? default_config() : load_config(flags->config);
+            if (!out_dir->empty()) c.output.dir = *out_dir;
+            if (!flags->backend.empty()) c.pipeline.backend = parse_backend(flags->backend);
+            return process("run", c, flags->quiet);
+          }};
+}
+
+Subcommand add_replay(CLI::App& app) {
+  auto* sub = app.add_subcommand("replay", "Replay a recorded concatenated stripe image (TIFF, PNG, PGM, raw)");
+  struct Flags : CommonFlags {
+    std::string input, ply, heightmap, preview, summary, method, format, selection;
+    int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1;
+    std::int64_t threshold = -1;
+    double rate = -1;
+    std::uint64_t loops = 1;
+    bool ascii = false;
+  };
+  auto f = std::make_shared<Flags>();
+  sub->add_option("input", f->input, "Recorded image: frames concatenated vertically")->required();
+  sub->add_option("-H,--frame-height", f->frame_height, "Rows per frame (the image height must be a multiple)")->required();
+  sub->add_option("--ply", f->ply, "Write the point cloud here");
+  sub->add_flag("--ascii", f->ascii, "ASCII PLY instead of binary little-endian");
+  sub->add_option("--heightmap", f->heightmap, "Write the 16-bit height map here (.png or .tif)");
+  sub->add_option("--preview", f->preview, "Write an 8-bit preview PNG here");
+  sub->add_option("--summary", f->summary, "Write a JSON summary here");
+  sub->add_option("--height-bits", f->height_bits, "Fractional bits of the 16-bit height code (default 6 = 1/64 px)");
+  sub->add_option("-m,--method", f->method, "cog, max, window, local-max or all");
+  sub->add_option("--selection", f->selection, "local-max spot selection: strongest, top, bottom or all");
+  sub->add_option("-t,--threshold", f->threshold, "Stripe threshold (pixel value)");
+  sub->add_option("-b,--blur", f->blur, "Gaussian blur size (odd 3..15, 0 = off)");
+  sub->add_option("--batch-frames", f->batch_frames, "Frames per batch");
+  sub->add_option("--format", f->format, "auto, tiff, png, pgm or raw");
+  sub->add_option("--raw-width", f->raw_width, "Raw files: image width");
+  sub->add_option("--raw-depth", f->raw_depth, "Raw files: 8 or 16 bits");
+  sub->add_option("--rate", f->rate, "Pace the replay at this many frames per second (emulates a camera)");
+  sub->add_option("--loops", f->loops, "Passes over the file (0 = forever)");
+  sub->add_option("-c,--config", f->config, "TOML configuration (see configs/replay.toml); flags override it");
+  sub->add_option("--backend", f->backend, "auto, cpu or cuda");
+  sub->add_flag("-q,--quiet", f->quiet, "No progress bar, no list of outputs");
+  return {sub, [f] {
+            Config c = f->config.empty() ? default_config() : load_config(f->config);
+            if (f->config.empty()) {  // without a config, write only what the flags ask for
+              c.output = OutputConfig{};
+              c.output.dir = "";
+              c.output.ply = c.output.heightmap = c.output.preview = c.output.summary = "";
+            }
+            c.source = SourceKind::File;
+            c.file.path = f->input;
+            c.file.frame_height = f->frame_height;
+            c.file.loops = f->loops;
+            if (f->rate >= 0) c.file.rate = f->rate;
+            if (!f->format.empty()) {
+              Config probe = parse_config("[source]\nformat = \"" + f->format + "\"\n", "--format");
+              c.file.format = probe.file.format;
+            }
+            if (f->raw_width > 0 || c.file.format == io::ImageFileFormat::Raw) {
+              if (f->raw_depth != 8 && f->raw_depth != 16)
+                throw InputError("--raw-depth " + std::to_string(f->raw_depth) + " is not supported (expected 8 or 16)");
+              c.file.raw = io::RawGeometry{f->raw_width, 0, f->raw_depth == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16};
+            }
+            if (!f->ply.empty()) c.output.ply = f->ply;
+            if (f->ascii) c.output.ply_encoding = io::PlyEncoding::Ascii;
+            if (!f->heightmap.empty()) c.output.heightmap = f->heightmap;
+            if (!f->preview.empty()) c.output.preview = f->preview;
+            if (!f->summary.empty()) c.output.summary = f->summary;
+            if (f->height_bits >= 0) c.output.height_bits = f->height_bits;
+            if (!f->method.empty()) c.pipeline.chain.column.method = parse_method(f->method);
+            if (!f->selection.empty()) c.pipeline.chain.column.selection = parse_selection(f->selection);
+            if (f->threshold >= 0) {
+              if (f->threshold > 65535) throw InputError("--threshold " + std::to_string(f->threshold) + " is out of range (expected 1..65535)");
+              c.pipeline.chain.column.threshold = static_cast<std::uint32_t>(f->threshold);
+            }
+            if (f->blur >= 0) c.pipeline.chain.blur_size = f->blur;
+            if (f->batch_frames > 0) c.pipeline.batch_frames = f->batch_frames;
+            if (!f->backend.empty()) c.pipeline.backend = parse_backend(f->backend);
+            return process("replay", c, f->quiet);
+          }};
+}
+
+}  // namespace stripeline::tools

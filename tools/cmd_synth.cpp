@@ -1,0 +1,95 @@
+// `stripeline synth OUT.tiff`: render a recording of the simulated scanner
+// (frames concatenated vertically, as a grabber saves them) and, optionally,
+// its truth as CSV (frame,column,row; row empty where the stripe is occluded).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <vector>
+
+#include "acquisition/synthetic_scanner.h"
+#include "core/errors.h"
+#include "io/atomic_file.h"
+#include "io/image_writer.h"
+#include "tools/commands.h"
+
+namespace stripeline::tools {
+
+namespace {
+
+void write_truth(const std::filesystem::path& path, const SyntheticScanner& scanner) {
+  io::AtomicFile f(path);
+  const auto& c = scanner.config();
+  std::string text = "frame,column,row\n";
+  char line[64];
+  for (std::uint64_t fr = 0; fr < c.frames; ++fr) {
+    for (int x = 0; x < c.width; ++x) {
+      const double t = scanner.truth(fr, x);
+      const int n = std::isnan(t) ? std::snprintf(line, sizeof line, "%llu,%d,\n", static_cast<unsigned long long>(fr), x)
+                                  : std::snprintf(line, sizeof line, "%llu,%d,%.4f\n", static_cast<unsigned long long>(fr), x, t);
+      text.append(line, static_cast<std::size_t>(n));
+    }
+    if (text.size() > (1u << 20)) {
+      f.write(text.data(), text.size());
+      text.clear();
+    }
+  }
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+}  // namespace
+
+Subcommand add_synth(CLI::App& app) {
+  auto* sub = app.add_subcommand("synth", "Write a synthetic recording (and its truth) from the simulated laser scanner");
+  struct Flags {
+    std::string out, truth;
+    SyntheticConfig c;
+    int depth = 8;
+  };
+  auto f = std::make_shared<Flags>();
+  f->c.frames = 300;
+  sub->add_option("output", f->out, "Recording to write (.tiff, .png or .pgm)")->required();
+  sub->add_option("--width", f->c.width, "Frame width")->capture_default_str();
+  sub->add_option("--frame-height", f->c.frame_height, "Frame height")->capture_default_str();
+  sub->add_option("--frames", f->c.frames, "Number of frames")->capture_default_str();
+  sub->add_option("--depth", f->depth, "Bits per pixel: 8 or 16")->capture_default_str();
+  sub->add_option("--seed", f->c.seed, "Random seed")->capture_default_str();
+  sub->add_option("--beam-sigma", f->c.beam_sigma, "Stripe Gaussian sigma, pixels")->capture_default_str();
+  sub->add_option("--peak", f->c.peak, "Mean stripe peak above background (8-bit scale)")->capture_default_str();
+  sub->add_option("--background", f->c.background, "Background level")->capture_default_str();
+  sub->add_option("--noise", f->c.noise, "Sensor noise sigma")->capture_default_str();
+  sub->add_option("--occlusion", f->c.occlusion, "Fraction of occluded columns")->capture_default_str();
+  sub->add_option("--reflection", f->c.reflection, "Fraction of columns with a secondary reflection")->capture_default_str();
+  sub->add_option("--truth", f->truth, "Also write the true stripe centres as CSV here");
+  return {sub, [f] {
+            if (f->depth != 8 && f->depth != 16) throw InputError("--depth " + std::to_string(f->depth) + " is not supported (expected 8 or 16)");
+            if (f->c.frames == 0) throw InputError("--frames 0: a recording needs at least one frame");
+            f->c.format = f->depth == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
+            f->c.validate();
+            const std::uint64_t rows = f->c.frames * static_cast<std::uint64_t>(f->c.frame_height);
+            const std::uint64_t bytes = rows * static_cast<std::uint64_t>(f->c.width) * (f->depth / 8);
+            if (bytes > (8ull << 30))
+              throw InputError("--frames " + std::to_string(f->c.frames) + ": the recording would take " + std::to_string(bytes >> 20) +
+                               " MiB (expected at most 8 GiB)");
+            SyntheticScanner scanner(f->c);
+            BatchLayout layout = scanner.frame_layout();
+            layout.frames = static_cast<int>(std::min<std::uint64_t>(f->c.frames, std::uint64_t{300}));
+            std::vector<std::byte> image(bytes);
+            // Render batch by batch straight into the image.
+            Batch batch(layout, &allocate_host);
+            std::size_t offset = 0;
+            while (scanner.fill(batch)) {
+              std::memcpy(image.data() + offset, batch.pixels.data(), batch.filled_bytes());
+              offset += batch.filled_bytes();
+            }
+            io::write_image(f->out, image.data(), f->c.width, static_cast<std::int64_t>(rows), f->c.format);
+            if (!f->truth.empty()) write_truth(f->truth, scanner);
+            std::printf("wrote %s: %llu frames of %dx%d %s (%d x %llu)\n", f->out.c_str(), static_cast<unsigned long long>(f->c.frames),
+                        f->c.width, f->c.frame_height, to_string(f->c.format), f->c.width, static_cast<unsigned long long>(rows));
+            if (!f->truth.empty()) std::printf("wrote %s\n", f->truth.c_str());
+            return 0;
+          }};
+}
+
+}  // namespace stripeline::tools

@@ -1,0 +1,20 @@
+#pragma once
+// The subcommands of the `stripeline` program. Each registers its options on
+// the CLI11 app and returns the function that runs it (exit code). Tools are
+// thin: they parse, build the library's objects, and report.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace stripeline::tools {
+
+struct Subcommand {
+  CLI::App* app;
+  std::function<int()> run;  // called when this subcommand was parsed
+};
+
+Subcommand add_run(CLI::App& app);      // stripeline run [--config FILE]
+Subcommand add_replay(CLI::App& app);   // stripeline replay INPUT --frame-height N ...
+Subcommand add_synth(CLI::App& app);    // stripeline synth OUT.tiff ...
+
+}  // namespace stripeline::tools

@@ -1,0 +1,96 @@
+#include "tools/report.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "io/atomic_file.h"
+
+namespace stripeline::tools {
+
+ProgressBar::ProgressBar(std::optional<std::uint64_t> total, bool enabled)
+    : total_(total), active_(enabled && ::isatty(STDERR_FILENO) == 1) {}
+
+void ProgressBar::update(const PipelineStats& s) {
+  if (!active_ || s.seconds - last_draw_ < 0.1) return;
+  last_draw_ = s.seconds;
+  if (total_ && *total_ > 0) {
+    const double frac = static_cast<double>(s.frames) / static_cast<double>(*total_);
+    const int filled = static_cast<int>(frac * 30.0);
+    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %llu/%llu frames  %.0f profiles/s ", filled, "##############################",
+                 30 - filled, "", frac * 100.0, static_cast<unsigned long long>(s.frames), static_cast<unsigned long long>(*total_),
+                 s.profiles_per_s());
+  } else {
+    std::fprintf(stderr, "\r%llu frames  %.0f profiles/s ", static_cast<unsigned long long>(s.frames), s.profiles_per_s());
+  }
+  std::fflush(stderr);
+}
+
+void ProgressBar::done() {
+  if (active_ && last_draw_ >= 0) std::fprintf(stderr, "\r%*s\r", 78, "");
+}
+
+std::string summary_line(const RunReport& r) {
+  const auto& s = r.stats;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "frames %llu, profiles %llu, points %llu, %.1f MB/s, %.0f profiles/s (%s backend, %.3f s)",
+                static_cast<unsigned long long>(s.frames), static_cast<unsigned long long>(s.profiles),
+                static_cast<unsigned long long>(s.points), s.mb_per_s(), s.profiles_per_s(), to_string(s.backend), s.seconds);
+  return buf;
+}
+
+namespace {
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char esc[8];
+          std::snprintf(esc, sizeof esc, "\\u%04x", c);
+          out += esc;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+}  // namespace
+
+void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
+  const auto& s = r.stats;
+  const double columns = static_cast<double>(s.profiles) * r.width;
+  std::ostringstream j;
+  j << "{\n"
+    << "  \"command\": " << json_string(r.command) << ",\n"
+    << "  \"source\": " << json_string(r.source) << ",\n"
+    << "  \"backend\": " << json_string(to_string(s.backend)) << ",\n"
+    << "  \"width\": " << r.width << ",\n"
+    << "  \"frames\": " << s.frames << ",\n"
+    << "  \"profiles\": " << s.profiles << ",\n"
+    << "  \"points\": " << s.points << ",\n"
+    << "  \"points_per_column\": " << (columns > 0 ? s.points / columns : 0.0) << ",\n"
+    << "  \"overflow_points\": " << s.overflow << ",\n"
+    << "  \"batches\": " << s.batches << ",\n"
+    << "  \"seconds\": " << s.seconds << ",\n"
+    << "  \"mb_per_s\": " << s.mb_per_s() << ",\n"
+    << "  \"profiles_per_s\": " << s.profiles_per_s() << ",\n"
+    << "  \"compute_ms\": " << s.compute_ms << ",\n"
+    << "  \"cuda_startup_ms\": " << s.cuda_startup_ms << ",\n"
+    << "  \"pinned_buffers\": " << (s.pinned ? "true" : "false") << ",\n"
+    << "  \"outputs\": [";
+  for (std::size_t i = 0; i < r.outputs.size(); ++i) j << (i ? ", " : "") << json_string(r.outputs[i].string());
+  j << "]\n}\n";
+  const std::string text = j.str();
+  io::AtomicFile f(path);
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+}  // namespace stripeline::tools

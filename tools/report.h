@@ -1,0 +1,40 @@
+#pragma once
+// What a run tells its user: a progress bar on a terminal, a one-line
+// summary at the end, and a JSON summary file.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/pipeline.h"
+
+namespace stripeline::tools {
+
+class ProgressBar {
+ public:
+  // Draws only when stderr is a terminal and `enabled`.
+  ProgressBar(std::optional<std::uint64_t> total_frames, bool enabled);
+  void update(const PipelineStats& stats);
+  void done();
+
+ private:
+  std::optional<std::uint64_t> total_;
+  bool active_;
+  double last_draw_ = -1.0;
+};
+
+struct RunReport {
+  std::string command;
+  std::string source;
+  int width = 0;
+  PipelineStats stats;
+  std::vector<std::filesystem::path> outputs;
+};
+
+// "frames 600, profiles 600, points 1190423, 412.5 MB/s, 1250000 profiles/s (cpu)"
+std::string summary_line(const RunReport& r);
+// Written atomically.
+void write_summary_json(const std::filesystem::path& path, const RunReport& r);
+
+}  // namespace stripeline::tools
