@@ -55,7 +55,10 @@ AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)
     }
   }
 
-  const std::string name = "." + target_.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+  // Keep the temporary name within NAME_MAX (255) even for a long target name.
+  std::string base = target_.filename().string();
+  if (base.size() > 200) base.resize(200);
+  const std::string name = "." + base + ".tmp-" + std::to_string(::getpid()) + "-" +
                            std::to_string(g_temp_counter.fetch_add(1, std::memory_order_relaxed));
   temp_ = dir.empty() ? std::filesystem::path(name) : dir / name;
 
@@ -65,6 +68,12 @@ AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)
   if (fd < 0) {
     const int err = errno;
     temp_.clear();
+    const bool users_fault = err == EACCES || err == EPERM || err == EROFS || err == ENOENT || err == ENOTDIR ||
+                             err == ENAMETOOLONG || err == EISDIR || err == ELOOP;
+    if (!users_fault) {
+      throw RuntimeFailure(target_.string() + ": cannot create a file in " + quoted(dir.empty() ? "." : dir) + ": " +
+                           errno_text(err));
+    }
     throw InputError(target_.string() + ": cannot create a file in " + quoted(dir.empty() ? "." : dir) + ": " +
                      errno_text(err) + " (expected an existing, writable directory)");
   }

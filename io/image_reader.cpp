@@ -190,8 +190,7 @@ std::string describe_bytes(std::uintmax_t n) { return std::to_string(n) + " byte
 
 std::unique_ptr<ImageReader> open_raw(const fs::path& path, const std::optional<RawGeometry>& raw) {
   if (!raw) {
-    input_error(path, "a raw image has no header (expected the width and pixel format to be given, e.g. "
-                      "--raw-width and --raw-depth)");
+    input_error(path, "a raw image has no header (expected its width and pixel depth to be given with the file)");
   }
   const std::uintmax_t size = check_input_file(path);
   if (raw->format != PixelFormat::Mono8 && raw->format != PixelFormat::Mono16) {
@@ -488,8 +487,15 @@ class TiffReader final : public ReaderBase {
     tif_ = nullptr;
   }
 
-  [[noreturn]] void tiff_error(const std::string& what) const {
-    input_error(path_, what + ": " + messages_.text());
+  [[noreturn]] void tiff_error(const std::string& what) const { input_error(path_, what + ": " + tiff_text()); }
+
+  // libtiff's messages, without the "<file>: " prefix some of them carry
+  // (the file is named at the start of our message already).
+  std::string tiff_text() const {
+    std::string text = messages_.text();
+    const std::string prefix = path_.string() + ": ";
+    for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) text.erase(at, prefix.size());
+    return text;
   }
 
   ImageInfo open() {
@@ -572,7 +578,7 @@ class TiffReader final : public ReaderBase {
       std::byte* out = dst + static_cast<std::size_t>(i) * rb;
       if (!tiled_) {
         if (TIFFReadScanline(tif_, out, row, 0) < 0) {
-          input_error(path_, "corrupt or truncated TIFF at row " + std::to_string(row) + ": " + messages_.text());
+          input_error(path_, "corrupt or truncated TIFF at row " + std::to_string(row) + ": " + tiff_text());
         }
       } else {
         const std::int64_t band = row / tile_h_;
@@ -594,7 +600,7 @@ class TiffReader final : public ReaderBase {
       const std::uint32_t tile = TIFFComputeTile(tif_, x, y, 0, 0);
       if (TIFFReadEncodedTile(tif_, tile, tile_.data(), static_cast<tmsize_t>(tile_.size())) < 0) {
         input_error(path_, "corrupt or truncated TIFF in the tile at row " + std::to_string(y) + ", column " +
-                               std::to_string(x) + ": " + messages_.text());
+                               std::to_string(x) + ": " + tiff_text());
       }
       const std::size_t cols = std::min<std::size_t>(tile_w_, static_cast<std::size_t>(info_.width) - x);
       for (std::uint32_t r = 0; r < rows_here; ++r) {

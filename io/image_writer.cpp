@@ -240,6 +240,12 @@ void write_image(const std::filesystem::path& path, const void* pixels, int widt
                           " image (expected width 1.." + std::to_string(kMaxWidth) + " and height >= 1)");
   }
   if (pixels == nullptr) input_error(path, "no pixels to write (null pointer)");
+  if (out == OutFormat::Png && height > 0x7fffffff) {
+    input_error(path, "image height " + std::to_string(height) + " is too large for PNG (expected <= 2^31-1)");
+  }
+  if (out == OutFormat::Tiff && height > 0xffffffffLL) {
+    input_error(path, "image height " + std::to_string(height) + " is too large for TIFF (expected <= 2^32-1)");
+  }
 
   AtomicFile file(path);
   switch (out) {

@@ -229,17 +229,20 @@ class Source {
     if (pos_ == end_ && !fill()) return -1;
     return static_cast<unsigned char>(buffer_[pos_++]);
   }
-  bool read(void* out, std::size_t bytes) {
+  bool read(void* out, std::size_t bytes) { return read_some(out, bytes) == bytes; }
+  // Copies up to `bytes` bytes; fewer only at the end of the file.
+  std::size_t read_some(void* out, std::size_t bytes) {
     auto* o = static_cast<char*>(out);
+    const std::size_t wanted = bytes;
     while (bytes > 0) {
-      if (pos_ == end_ && !fill()) return false;
+      if (pos_ == end_ && !fill()) return wanted - bytes;
       const std::size_t n = std::min(bytes, end_ - pos_);
       std::memcpy(o, buffer_.data() + pos_, n);
       pos_ += n;
       o += n;
       bytes -= n;
     }
-    return true;
+    return wanted;
   }
   bool skip(std::uint64_t bytes) {
     while (bytes > 0) {
@@ -399,6 +402,28 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
   const std::uint64_t body = file_size > header_bytes ? file_size - header_bytes : 0;
   std::vector<PlyVertex> out;
   out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(vertex.count, body / 4)));
+
+  // Fast path for PlyWriter's own layout: only the vertex element, exactly
+  // float x, y, z, intensity, little-endian on a little-endian host.
+  const bool own_layout =
+      *format == PlyFormat::BinaryLittle && std::endian::native == std::endian::little && elements.size() == 1 &&
+      vertex.properties.size() == 4 && ix == 0 && iy == 1 && iz == 2 && ii == 3 &&
+      std::all_of(vertex.properties.begin(), vertex.properties.end(),
+                  [](const PlyProperty& p) { return !p.is_list && p.type == PlyType::Float32; });
+  if (own_layout) {
+    constexpr std::uint64_t kChunk = 1 << 16;
+    for (std::uint64_t done = 0; done < vertex.count;) {
+      const std::uint64_t n = std::min(kChunk, vertex.count - done);
+      out.resize(static_cast<std::size_t>(done + n));
+      const std::size_t got = src.read_some(&out[static_cast<std::size_t>(done)], static_cast<std::size_t>(n) * 16);
+      if (got != n * 16) {
+        input_error(path, "PLY ends or is malformed in element 'vertex' item " + std::to_string(done + got / 16) +
+                              " of " + std::to_string(vertex.count));
+      }
+      done += n;
+    }
+    return out;
+  }
 
   const bool ascii = *format == PlyFormat::Ascii;
   const bool big = *format == PlyFormat::BinaryBig;

@@ -134,8 +134,12 @@ STRIPELINE_HD bool is_local_max(const Column& col, int height, int y, std::uint3
 }
 
 // Sub-pixel refinement of a local maximum by a parabola through (y-1, y, y+1).
+// A flat top (a saturated stripe) is located at the centre of its plateau.
 template <class Column>
 STRIPELINE_HD std::int32_t parabolic_position(const Column& col, int height, int y, std::uint32_t v) {
+  int plateau_end = y;
+  while (plateau_end + 1 < height && col(plateau_end + 1) == v) ++plateau_end;
+  if (plateau_end > y) return (y + plateau_end) * (kPositionOne / 2);
   if (y == 0 || y == height - 1) return y * kPositionOne;
   const std::int64_t a = col(y - 1), b = v, c = col(y + 1);
   const std::int64_t curvature = 2 * b - a - c;  // > 0 for a strict maximum

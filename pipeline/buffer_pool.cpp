@@ -1,5 +1,7 @@
 #include "pipeline/buffer_pool.h"
 
+#include <spdlog/spdlog.h>
+
 #include "core/errors.h"
 
 namespace stripeline {
@@ -7,40 +9,47 @@ namespace stripeline {
 BufferPool::BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc) {
   if (count < 1) throw ConfigError("buffers = " + std::to_string(count) + " is out of range (expected >= 1)");
   slots_.reserve(count);
-  free_.reserve(count);
+  ring_.resize(count);
   for (int i = 0; i < count; ++i) {
     auto s = std::make_unique<Slot>();
     s->batch = Batch(layout, alloc);
     s->profiles = ProfileBatch(layout.width, layout.frames, profile_slots, alloc);
-    free_.push_back(s.get());
+    ring_[i] = s.get();
+    ++free_count_;
     slots_.push_back(std::move(s));
   }
 }
 
 Slot* BufferPool::acquire() {
   std::unique_lock lock(mutex_);
-  returned_.wait(lock, [this] { return !free_.empty(); });
-  Slot* s = free_.back();
-  free_.pop_back();
+  returned_.wait(lock, [this] { return free_count_ > 0; });
+  Slot* s = ring_[head_];
+  head_ = (head_ + 1) % ring_.size();
+  --free_count_;
   return s;
 }
 
-void BufferPool::release(Slot* slot) {
+void BufferPool::release(Slot* slot) noexcept {
   {
     std::lock_guard lock(mutex_);
-    free_.push_back(slot);
+    if (free_count_ == ring_.size()) {  // a programming error; never throw from the release path
+      spdlog::error("buffer pool: a slot was released twice");
+      return;
+    }
+    ring_[(head_ + free_count_) % ring_.size()] = slot;
+    ++free_count_;
   }
   returned_.notify_all();
 }
 
 void BufferPool::wait_all_returned() {
   std::unique_lock lock(mutex_);
-  returned_.wait(lock, [this] { return free_.size() == slots_.size(); });
+  returned_.wait(lock, [this] { return free_count_ == slots_.size(); });
 }
 
 int BufferPool::in_use() const {
   std::lock_guard lock(mutex_);
-  return static_cast<int>(slots_.size() - free_.size());
+  return static_cast<int>(slots_.size() - free_count_);
 }
 
 bool BufferPool::pinned() const { return !slots_.empty() && slots_.front()->batch.pixels.pinned(); }

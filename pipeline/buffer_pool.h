@@ -31,7 +31,7 @@ class BufferPool {
 
   // Blocks until a slot is free.
   Slot* acquire();
-  void release(Slot* slot);
+  void release(Slot* slot) noexcept;
   void wait_all_returned();
   int size() const { return static_cast<int>(slots_.size()); }
   int in_use() const;
@@ -40,7 +40,10 @@ class BufferPool {
 
  private:
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::vector<Slot*> free_;
+  // Free slots, first in first out, so that consecutive batches cycle
+  // through every buffer. A fixed ring: no allocation after construction.
+  std::vector<Slot*> ring_;
+  std::size_t head_ = 0, free_count_ = 0;
   mutable std::mutex mutex_;
   std::condition_variable returned_;
 };

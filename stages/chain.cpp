@@ -68,9 +68,13 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
   kernels::ColumnParams p = c.column;
   if (p.threshold < 1 || p.threshold > max_value) bad("threshold", p.threshold, "1.." + std::to_string(max_value) + " for " + to_string(layout.format));
   if (p.min_peak > max_value) bad("min_peak", p.min_peak, "0.." + std::to_string(max_value));
-  if (p.min_width < 1 || p.min_width > layout.frame_height) bad("min_width", p.min_width, "1..frame height");
+  // Parameters are checked for range whatever the method; relations to the
+  // frame geometry only where the method uses them.
+  if (p.min_width < 1 || p.min_width > kMaxFrameHeight) bad("min_width", p.min_width, "1..4096");
   if (p.max_width < 0 || (p.max_width > 0 && p.max_width < p.min_width)) bad("max_width", p.max_width, "0 (no limit) or >= min_width");
-  if (p.window < 1 || p.window > layout.frame_height) bad("window", p.window, "1..frame height");
+  if (p.method == ColumnMethod::Cog && p.min_width > layout.frame_height)
+    bad("min_width", p.min_width, "at most the frame height " + std::to_string(layout.frame_height));
+  if (p.window < 1 || p.window > kMaxFrameHeight) bad("window", p.window, "1..4096 (larger than the frame means the whole frame)");
   if (p.neighbours < 1 || p.neighbours > 64) bad("neighbours", p.neighbours, "1..64");
   if (c.max_peaks < 1 || c.max_peaks > 64) bad("max_peaks", c.max_peaks, "1..64");
   if (c.max_points < 0 || c.max_points > kMaxFrameHeight) bad("max_points", c.max_points, "0 (frame height)..4096");

@@ -377,8 +377,12 @@ TEST(SyntheticScanner, Mono16IsMono8ScaledBy256) {
         const int p8 = pixel(a, PixelFormat::Mono8, c8.width, x, y);
         const int p16 = pixel(b, PixelFormat::Mono16, c8.width, x, y);
         if (p16 > 255) ++above_255;
-        // Both round the same value: 8-bit to 1, 16-bit to 1/256.
-        ASSERT_LE(std::abs(p16 - 256 * p8), 129) << "frame " << f << " x " << x << " y " << y;
+        // Both round the same value: 8-bit to 1, 16-bit to 1/256; both clamp.
+        if (p8 == 255) {
+          ASSERT_GE(p16, 255 * 256 - 128) << "frame " << f << " x " << x << " y " << y;
+        } else {
+          ASSERT_LE(std::abs(p16 - 256 * p8), 129) << "frame " << f << " x " << x << " y " << y;
+        }
       }
   }
   EXPECT_GT(above_255, 0);
@@ -437,9 +441,11 @@ TEST(SyntheticScanner, DefaultsLookLikeATypicalRecording) {
     }
   }
   std::sort(peaks.begin(), peaks.end());
-  EXPECT_GE(peaks.front(), 55);   // weakest columns still visible
-  EXPECT_LE(peaks.front(), 110);  // ... but weak
-  EXPECT_LE(peaks[peaks.size() / 2], 200);
+  const int weakest = peaks.front(), median = peaks[peaks.size() / 2];
+  const double expected_weakest = c.background + c.peak * (1 - c.peak_variation) * (1 - c.speckle);
+  EXPECT_GE(weakest, 0.8 * expected_weakest);  // weakest columns still well visible
+  EXPECT_LT(weakest, 0.75 * median);           // ... but clearly weaker than most
+  EXPECT_GE(median, c.background + 0.7 * c.peak);
 }
 
 struct BadValue {

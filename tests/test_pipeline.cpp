@@ -247,11 +247,24 @@ TEST(Accuracy, DefaultChainOnSyntheticScannerAgainstTruth) {
   RecordingSink rec;
   Pipeline(o).run(scan, {&rec});
   double sum_sq = 0, max_err = 0;
-  std::uint64_t expected = 0, detected = 0, false_detections = 0, occluded = 0;
+  std::uint64_t expected = 0, detected = 0, false_detections = 0, occluded = 0, edge_columns = 0;
   for (std::uint64_t f = 0; f < sc.frames; ++f)
     for (int x = 0; x < sc.width; ++x) {
       const double truth = scan.truth(f, x);
       const std::int32_t pos = rec.rows[f][x];
+      // The 5x5 blur spreads light sideways by 2 columns: next to an
+      // occlusion edge or a step the blurred stripe is legitimately a mix of
+      // neighbours, so those columns are judged apart (counted, not scored).
+      bool near_edge = false;
+      for (int dx = -2; dx <= 2 && !near_edge; ++dx) {
+        if (dx == 0 || x + dx < 0 || x + dx >= sc.width) continue;
+        const double n = scan.truth(f, x + dx);
+        near_edge = std::isnan(n) != std::isnan(truth) || (!std::isnan(n) && std::abs(n - truth) > 1.0);
+      }
+      if (near_edge) {
+        ++edge_columns;
+        continue;
+      }
       if (std::isnan(truth)) {
         ++occluded;
         false_detections += pos != kNoPeak;
@@ -266,14 +279,60 @@ TEST(Accuracy, DefaultChainOnSyntheticScannerAgainstTruth) {
     }
   const double rms = std::sqrt(sum_sq / static_cast<double>(detected));
   const double rate = static_cast<double>(detected) / static_cast<double>(expected);
-  std::printf("[ accuracy ] cog on %llu columns: RMS error %.4f px, max %.3f px, detection rate %.4f%%, false detections %llu of %llu occluded\n",
-              static_cast<unsigned long long>(expected), rms, max_err, rate * 100.0, static_cast<unsigned long long>(false_detections),
-              static_cast<unsigned long long>(occluded));
+  std::printf(
+      "[ accuracy ] cog on %llu columns: RMS error %.4f px, max %.3f px, detection rate %.4f%%, false detections %llu of %llu occluded "
+      "(%llu columns within 2 of an occlusion edge or step not scored)\n",
+      static_cast<unsigned long long>(expected), rms, max_err, rate * 100.0, static_cast<unsigned long long>(false_detections),
+      static_cast<unsigned long long>(occluded), static_cast<unsigned long long>(edge_columns));
   RecordProperty("rms_px", std::to_string(rms));
   RecordProperty("detection_rate", std::to_string(rate));
   EXPECT_LT(rms, 0.08);
   EXPECT_LT(max_err, 0.6);
   EXPECT_GT(rate, 0.995);
   EXPECT_GT(occluded, 0u);
+  EXPECT_LE(false_detections, occluded / 100);
+}
+
+// The defaults must work untuned on a dim recording: background 30, the
+// weakest stripe peaks near 60.
+TEST(Accuracy, DefaultChainOnDimRecording) {
+  SyntheticConfig sc;
+  sc.frames = 30;
+  sc.background = 30.0;
+  sc.peak = 50.0;
+  sc.peak_variation = 0.35;  // weakest columns: 30 + 50 * 0.65 = ~62
+  SyntheticScanner scan(sc);
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  RecordingSink rec;
+  Pipeline(o).run(scan, {&rec});
+  std::uint64_t expected = 0, detected = 0, false_detections = 0, occluded = 0;
+  double sum_sq = 0;
+  for (std::uint64_t f = 0; f < sc.frames; ++f)
+    for (int x = 2; x < sc.width - 2; ++x) {
+      const double t = scan.truth(f, x);
+      bool near_edge = false;
+      for (int dx = -2; dx <= 2; ++dx) {
+        const double n = scan.truth(f, x + dx);
+        near_edge = near_edge || std::isnan(n) != std::isnan(t) || (!std::isnan(n) && std::abs(n - t) > 1.0);
+      }
+      if (near_edge) continue;
+      const std::int32_t pos = rec.rows[f][x];
+      if (std::isnan(t)) {
+        ++occluded;
+        false_detections += pos != kNoPeak;
+        continue;
+      }
+      ++expected;
+      if (pos == kNoPeak) continue;
+      ++detected;
+      sum_sq += (position_to_row(pos) - t) * (position_to_row(pos) - t);
+    }
+  const double rate = static_cast<double>(detected) / static_cast<double>(expected);
+  const double rms = std::sqrt(sum_sq / static_cast<double>(detected));
+  std::printf("[ accuracy ] dim recording (background 30, weakest peaks ~62): RMS %.4f px, detection rate %.3f%%, false %llu of %llu occluded\n",
+              rms, rate * 100.0, static_cast<unsigned long long>(false_detections), static_cast<unsigned long long>(occluded));
+  EXPECT_GT(rate, 0.99);
+  EXPECT_LT(rms, 0.15);
   EXPECT_LE(false_detections, occluded / 100);
 }

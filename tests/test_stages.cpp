@@ -247,8 +247,9 @@ TEST(ExtractLocalMax, PlateauYieldsOnePeakAndOverflowIsCounted) {
   pr.selection = SpotSelection::All;
   pr.slots = 3;
   const auto p = extract(b, pr);
-  EXPECT_EQ(p.count[0], 5);  // 1 (plateau top) + 80 + 70 + 60 + 50
-  EXPECT_EQ(p.position[p.slot_index(0, 0, 0)], 1 * 256);
+  EXPECT_EQ(p.count[0], 5);  // 1 (the plateau) + 80 + 70 + 60 + 50
+  EXPECT_EQ(p.position[p.slot_index(0, 0, 0)], 2 * 256);  // a flat top is located at its centre
+  EXPECT_EQ(p.position[p.slot_index(0, 1, 0)], 5 * 256);
   EXPECT_EQ(p.points(), 3u);
   EXPECT_EQ(p.overflow(), 2u);
 }
@@ -290,8 +291,13 @@ TEST(ChainValidation, RejectsOutOfRangeValuesNamingTheKey) {
   c.blur_size = 4;
   EXPECT_THROW(validate_chain(c, l), ConfigError);
   c = ChainConfig{};
-  c.column.window = 17;
+  c.column.window = 0;
   EXPECT_THROW(validate_chain(c, l), ConfigError);
+  c = ChainConfig{};
+  c.column.min_width = 17;  // longer than the frame: cog could never detect anything
+  EXPECT_THROW(validate_chain(c, l), ConfigError);
+  c.column.method = ColumnMethod::Max;  // ...but max does not use it
+  EXPECT_NO_THROW(validate_chain(c, l));
   c = ChainConfig{};
   EXPECT_EQ(validate_chain(c, l).slots, 1);
   c.column.method = ColumnMethod::All;

@@ -16,5 +16,6 @@ struct Subcommand {
 Subcommand add_run(CLI::App& app);      // stripeline run [--config FILE]
 Subcommand add_replay(CLI::App& app);   // stripeline replay INPUT --frame-height N ...
 Subcommand add_synth(CLI::App& app);    // stripeline synth OUT.tiff ...
+Subcommand add_bench(CLI::App& app);    // stripeline bench [--json FILE]
 
 }  // namespace stripeline::tools

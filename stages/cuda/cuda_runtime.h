@@ -1,0 +1,160 @@
+#pragma once
+// The CUDA runtime as stripeline uses it: one checking helper, one RAII
+// template for every handle (device buffers, streams, events), the once-per-
+// process device start-up, and the pinned host allocator.
+//
+// Errors: every CUDA call goes through STRIPELINE_CUDA_CHECK, every kernel
+// launch is followed by STRIPELINE_CUDA_CHECK_LAUNCH. Both throw CudaError (a
+// RuntimeFailure) naming the call or the launch, the CUDA message, the file and
+// the line. Destructors never throw: they log through spdlog::error.
+//
+// Includable from host-only translation units and from .cu files alike (no
+// spdlog here: nvcc never has to parse it).
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "core/errors.h"
+#include "core/host_buffer.h"
+
+// Checks a cudaError_t-returning call; throws CudaError naming it.
+#define STRIPELINE_CUDA_CHECK(call) ::stripeline::cuda::check((call), #call, __FILE__, __LINE__)
+// After every <<<>>>: picks up launch errors (bad configuration, no kernel image, ...).
+#define STRIPELINE_CUDA_CHECK_LAUNCH(what) ::stripeline::cuda::check(cudaGetLastError(), (what), __FILE__, __LINE__)
+
+namespace stripeline::cuda {
+
+// Throws CudaError for `code`. Also clears the thread's last (non-sticky)
+// error, so that it does not resurface at the next launch check.
+[[noreturn]] void throw_error(cudaError_t code, const char* call, const char* file, int line);
+
+inline void check(cudaError_t code, const char* call, const char* file, int line) {
+  if (code != cudaSuccess) throw_error(code, call, file, line);
+}
+inline void check(cudaError_t code, const std::string& call, const char* file, int line) {
+  if (code != cudaSuccess) throw_error(code, call.c_str(), file, line);
+}
+
+// For destructors and other no-throw paths: logs (spdlog::error) when code is an error.
+void log_error(cudaError_t code, const char* call, const char* file, int line) noexcept;
+#define STRIPELINE_CUDA_LOG(call) ::stripeline::cuda::log_error((call), #call, __FILE__, __LINE__)
+
+// ---------------------------------------------------------------------------
+// One RAII template for every CUDA handle (DALI's UniqueHandle): move-only,
+// owns one handle, destroys it through Actual::destroy_handle (static,
+// noexcept, logs instead of throwing).
+template <class Handle, class Actual>
+class UniqueHandle {
+ public:
+  constexpr UniqueHandle() noexcept = default;
+  explicit constexpr UniqueHandle(Handle h) noexcept : handle_(h) {}
+  UniqueHandle(const UniqueHandle&) = delete;
+  UniqueHandle& operator=(const UniqueHandle&) = delete;
+  UniqueHandle(UniqueHandle&& o) noexcept : handle_(std::exchange(o.handle_, Actual::null_handle())) {}
+  UniqueHandle& operator=(UniqueHandle&& o) noexcept {
+    if (this != &o) reset(std::exchange(o.handle_, Actual::null_handle()));
+    return *this;
+  }
+  ~UniqueHandle() { reset(); }
+
+  Handle get() const noexcept { return handle_; }
+  operator Handle() const noexcept { return handle_; }  // NOLINT: handles pass straight to CUDA calls
+  explicit operator bool() const noexcept { return handle_ != Actual::null_handle(); }
+  Handle release() noexcept { return std::exchange(handle_, Actual::null_handle()); }
+  void reset(Handle h = Actual::null_handle()) noexcept {
+    if (handle_ != Actual::null_handle()) Actual::destroy_handle(handle_);
+    handle_ = h;
+  }
+
+ private:
+  Handle handle_ = Actual::null_handle();
+};
+
+// Device memory (cudaMalloc / cudaFree). Allocate at set-up, never per batch.
+class DeviceBuffer : public UniqueHandle<void*, DeviceBuffer> {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : UniqueHandle(std::move(o)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    UniqueHandle::operator=(std::move(o));
+    bytes_ = std::exchange(o.bytes_, 0);
+    return *this;
+  }
+
+  // Throws CudaError (cudaErrorMemoryAllocation when the device has too little memory).
+  // `what` names the buffer in the error message.
+  static DeviceBuffer allocate(std::size_t bytes, const char* what);
+
+  std::size_t size() const noexcept { return bytes_; }
+  std::byte* data() const noexcept { return static_cast<std::byte*>(get()); }
+  template <class T>
+  T* as() const noexcept {
+    return static_cast<T*>(get());
+  }
+  template <class T>
+  T* at_byte(std::size_t offset) const noexcept {
+    return reinterpret_cast<T*>(data() + offset);
+  }
+
+  static constexpr void* null_handle() noexcept { return nullptr; }
+  static void destroy_handle(void* p) noexcept;
+
+ private:
+  DeviceBuffer(void* p, std::size_t bytes) noexcept : UniqueHandle(p), bytes_(bytes) {}
+  std::size_t bytes_ = 0;
+};
+
+// A non-blocking stream (never synchronises with the legacy default stream).
+class Stream : public UniqueHandle<cudaStream_t, Stream> {
+ public:
+  Stream() = default;
+  static Stream create();
+  static constexpr cudaStream_t null_handle() noexcept { return nullptr; }
+  static void destroy_handle(cudaStream_t s) noexcept;
+
+ private:
+  using UniqueHandle::UniqueHandle;
+};
+
+// Events. Timing: for cudaEventElapsedTime. Sync: cudaEventDisableTiming |
+// cudaEventBlockingSync, for waiting on a batch without spinning a CPU core.
+class Event : public UniqueHandle<cudaEvent_t, Event> {
+ public:
+  Event() = default;
+  static Event create_timing();
+  static Event create_sync();
+  static constexpr cudaEvent_t null_handle() noexcept { return nullptr; }
+  static void destroy_handle(cudaEvent_t e) noexcept;
+
+ private:
+  using UniqueHandle::UniqueHandle;
+};
+
+// Milliseconds between two recorded, completed timing events.
+float elapsed_ms(cudaEvent_t start, cudaEvent_t stop);
+
+// ---------------------------------------------------------------------------
+// Device start-up, once per process (thread-safe). Never throws: a missing
+// driver or device gives available = false and the reason in description.
+struct DeviceStatus {
+  bool available = false;
+  std::string description;  // "NVIDIA H100 80GB HBM3 (compute 9.0, 79.1 GiB, 132 SMs)" or why CUDA is unusable
+  double startup_ms = 0.0;  // driver initialisation + context creation, measured once
+  int device = -1;
+};
+const DeviceStatus& device_status();
+
+// Throws CudaError (cudaErrorNoDevice) with device_status().description when no device is usable.
+void require_device();
+
+// Largest dynamic shared memory one block may opt in to on the device (bytes).
+std::size_t max_shared_bytes_per_block();
+
+// Pinned (page-locked, portable) host memory for batch buffers: the copies
+// then run asynchronously at full bus speed. Throws CudaError on failure
+// (cudaErrorMemoryAllocation included). Released with cudaFreeHost.
+HostBuffer allocate_pinned(std::size_t bytes);
+
+}  // namespace stripeline::cuda

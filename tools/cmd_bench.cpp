@@ -1,0 +1,392 @@
+// `stripeline bench`: where the time goes, per batch shape, on this machine.
+// See bench/README.md for what each line measures and how to read it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "acquisition/synthetic_scanner.h"
+#include "core/errors.h"
+#include "io/atomic_file.h"
+#include "pipeline/pipeline.h"
+#include "stages/chain.h"
+#include "stages/device_info.h"
+#include "tools/commands.h"
+#if STRIPELINE_HAVE_CUDA
+#include "stages/cuda/cuda_stages.h"
+#endif
+
+namespace stripeline::tools {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct Shape {
+  std::string name;
+  int width, frame_height, frames;  // frames per batch
+  BatchLayout layout() const { return {width, frame_height, frames, PixelFormat::Mono8}; }
+  double mb() const { return static_cast<double>(layout().bytes()) / 1e6; }
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+double percentile(std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const std::size_t i = std::min(sorted.size() - 1, static_cast<std::size_t>(std::ceil(p * sorted.size())) - (p > 0 ? 1 : 0));
+  return sorted[i];
+}
+
+// A JSON object built line by line.
+class Json {
+ public:
+  void field(const std::string& k, double v) { add("\"" + k + "\": " + number(v)); }
+  void field(const std::string& k, const std::string& v) { add("\"" + k + "\": \"" + v + "\""); }
+  void object(const std::string& k, const Json& o) { add("\"" + k + "\": " + o.str()); }
+  std::string str() const {
+    std::string s = "{";
+    for (std::size_t i = 0; i < items_.size(); ++i) s += (i ? ", " : "") + items_[i];
+    return s + "}";
+  }
+
+ private:
+  static std::string number(double v) {
+    if (!std::isfinite(v)) return "null";
+    char b[64];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return b;
+  }
+  void add(std::string s) { items_.push_back(std::move(s)); }
+  std::vector<std::string> items_;
+};
+
+// Hands over pinned batch buffers already filled, as a frame grabber's DMA
+// does: each pool slot is rendered once (warm-up), after which fill() only
+// stamps the metadata. The pool holds more distinct content than the GPU's L2.
+class PrefilledSource final : public FrameSource {
+ public:
+  PrefilledSource(const Shape& s, std::uint64_t batches) : scanner_(config(s)), shape_(s), batches_(batches) {}
+  BatchLayout frame_layout() const override { return scanner_.frame_layout(); }
+  bool fill(Batch& b) override {
+    if (served_ == batches_) return false;
+    if (std::find(rendered_.begin(), rendered_.end(), b.pixels.data()) == rendered_.end()) {
+      scanner_.fill(b);  // first sight of this slot: render real stripe content into it
+      rendered_.push_back(b.pixels.data());
+    }
+    b.frames = b.layout.frames;
+    for (int i = 0; i < b.frames; ++i) b.meta[i] = FrameMeta{next_id_ + static_cast<std::uint64_t>(i), 0, 0, false, false};
+    next_id_ += static_cast<std::uint64_t>(b.frames);
+    ++served_;
+    return true;
+  }
+  std::string describe() const override { return "prefilled " + shape_.name; }
+
+ private:
+  static SyntheticConfig config(const Shape& s) {
+    SyntheticConfig c;
+    c.width = s.width;
+    c.frame_height = s.frame_height;
+    c.frames = 0;
+    return c;
+  }
+  SyntheticScanner scanner_;
+  Shape shape_;
+  std::uint64_t batches_, served_ = 0, next_id_ = 0;
+  std::vector<std::byte*> rendered_;
+};
+
+// Counts batches; after `warmup` of them, times the rest.
+class TimingSink final : public ProfileSink {
+ public:
+  explicit TimingSink(std::uint64_t warmup) : warmup_(warmup) {}
+  void begin(const ScanInfo&) override {}
+  void consume(const Batch& b, const ProfileBatch& p) override {
+    ++batches_;
+    points_ += p.points();
+    if (batches_ == warmup_) start_ = clock::now();
+    if (batches_ > warmup_) {
+      timed_batches_++;
+      timed_frames_ += static_cast<std::uint64_t>(b.frames);
+      timed_bytes_ += b.filled_bytes();
+    }
+    end_ = clock::now();
+  }
+  void finish() override {}
+  double seconds() const { return std::chrono::duration<double>(end_ - start_).count(); }
+  std::uint64_t timed_batches_ = 0, timed_frames_ = 0, timed_bytes_ = 0, points_ = 0;
+
+ private:
+  std::uint64_t warmup_, batches_ = 0;
+  clock::time_point start_, end_;
+};
+
+// Frames "arrive" at a fixed rate; a batch of k frames is handed over when
+// its last frame has arrived. Latency = profile out - frame arrival.
+class PacedSource final : public FrameSource {
+ public:
+  PacedSource(const Shape& s, double rate, std::uint64_t frames, std::vector<clock::time_point>& arrivals)
+      : scanner_(cfg(s)), rate_(rate), frames_(frames), arrivals_(arrivals) {}
+  BatchLayout frame_layout() const override { return scanner_.frame_layout(); }
+  bool fill(Batch& b) override {
+    if (next_ >= frames_) return false;
+    if (std::find(rendered_.begin(), rendered_.end(), b.pixels.data()) == rendered_.end()) {
+      scanner_.fill(b);
+      rendered_.push_back(b.pixels.data());
+    }
+    if (next_ == 0) start_ = clock::now() + std::chrono::milliseconds(20);
+    const int k = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(b.layout.frames), frames_ - next_));
+    for (int i = 0; i < k; ++i)
+      arrivals_[next_ + i] = start_ + std::chrono::nanoseconds(static_cast<std::int64_t>((next_ + i) * 1e9 / rate_));
+    const auto due = arrivals_[next_ + k - 1];
+    while (clock::now() < due) {  // spin: the harness emulates a camera to the microsecond
+    }
+    b.frames = k;
+    for (int i = 0; i < k; ++i) b.meta[i] = FrameMeta{next_ + static_cast<std::uint64_t>(i), 0, 0, false, false};
+    next_ += static_cast<std::uint64_t>(k);
+    return true;
+  }
+  std::string describe() const override { return "paced"; }
+
+ private:
+  static SyntheticConfig cfg(const Shape& s) {
+    SyntheticConfig c;
+    c.width = s.width;
+    c.frame_height = s.frame_height;
+    c.frames = 0;
+    return c;
+  }
+  SyntheticScanner scanner_;
+  double rate_;
+  std::uint64_t frames_, next_ = 0;
+  std::vector<clock::time_point>& arrivals_;
+  std::vector<std::byte*> rendered_;
+  clock::time_point start_;
+};
+
+class LatencySink final : public ProfileSink {
+ public:
+  LatencySink(const std::vector<clock::time_point>& arrivals, std::vector<double>& latencies_us)
+      : arrivals_(arrivals), latencies_(latencies_us) {}
+  void begin(const ScanInfo&) override {}
+  void consume(const Batch&, const ProfileBatch& p) override {
+    const auto now = clock::now();
+    for (int f = 0; f < p.frames; ++f)
+      latencies_[p.first_index + f] = std::chrono::duration<double, std::micro>(now - arrivals_[p.first_index + f]).count();
+  }
+  void finish() override {}
+
+ private:
+  const std::vector<clock::time_point>& arrivals_;
+  std::vector<double>& latencies_;
+};
+
+struct BenchOptions {
+  std::string json;
+  std::uint64_t batches = 200;
+  bool quick = false;
+  bool cpu = true;
+  double rate = 20000.0;
+  int buffers = 6;
+};
+
+Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
+  Json j;
+  j.field("width", shape.width);
+  j.field("frame_height", shape.frame_height);
+  j.field("frames_per_batch", shape.frames);
+  j.field("batch_mb", shape.mb());
+  std::printf("\n== %s: %d frames of %dx%d per batch (%dx%d, %.1f MB)\n", shape.name.c_str(), shape.frames, shape.width, shape.frame_height,
+              shape.width, shape.frames * shape.frame_height, shape.mb());
+
+  const BatchLayout layout = shape.layout();
+  ChainConfig chain;  // the default chain: blur 5, threshold 40, cog
+  Batch batch(layout, &allocate_host);
+  SyntheticConfig sc;
+  sc.width = shape.width;
+  sc.frame_height = shape.frame_height;
+  sc.frames = 0;
+  SyntheticScanner scanner(sc);
+  {  // synthetic rendering, on its own line
+    std::vector<double> ms;
+    for (int i = 0; i < (o.quick ? 1 : 3); ++i) {
+      const auto t0 = clock::now();
+      scanner.fill(batch);
+      ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    }
+    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s\n", "synthetic rendering (CPU)", median(ms), shape.mb() / median(ms) * 1e3);
+    j.field("render_ms", median(ms));
+  }
+  if (o.cpu) {
+    auto cpu = make_processor(Backend::Cpu, layout, chain);
+    ProfileBatch out(layout.width, layout.frames, 1, &allocate_host);
+    cpu->process(batch, out);  // warm-up: per-thread scratch
+    std::vector<double> ms;
+    for (int i = 0; i < (o.quick ? 2 : 5); ++i) {
+      const auto t0 = clock::now();
+      cpu->process(batch, out);
+      ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    }
+    const double m = median(ms);
+    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%u threads)\n", "CPU backend (compute)", m, shape.mb() / m * 1e3,
+                shape.frames / m * 1e3, std::thread::hardware_concurrency());
+    Json c;
+    c.field("ms_per_batch", m);
+    c.field("mb_per_s", shape.mb() / m * 1e3);
+    c.field("profiles_per_s", shape.frames / m * 1e3);
+    c.field("threads", std::thread::hardware_concurrency());
+    j.object("cpu", c);
+  }
+  if (!cuda) return j;
+#if STRIPELINE_HAVE_CUDA
+  const CopyBandwidth bw = measure_copy_bandwidth(layout.bytes(), o.quick ? 5 : 30);
+  const double h2d_ms = static_cast<double>(layout.bytes()) / (bw.h2d_gb_per_s * 1e9) * 1e3;
+  std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  (D2H %.1f MB/s, pageable H2D %.1f MB/s)\n", "pinned H2D copy (the bus limit)", h2d_ms,
+              bw.h2d_gb_per_s * 1e3, bw.d2h_gb_per_s * 1e3, bw.pageable_h2d_gb_per_s * 1e3);
+  Json b;
+  b.field("h2d_gb_per_s", bw.h2d_gb_per_s);
+  b.field("d2h_gb_per_s", bw.d2h_gb_per_s);
+  b.field("pageable_h2d_gb_per_s", bw.pageable_h2d_gb_per_s);
+  b.field("h2d_ms_per_batch", h2d_ms);
+  b.field("max_profiles_per_s", shape.frames / h2d_ms * 1e3);
+  j.object("bus", b);
+
+  {  // compute only: the kernels on data already on the device; three
+     // processors in rotation so the input does not sit in the GPU's L2
+    std::vector<std::unique_ptr<cuda::CudaProcessor>> procs;
+    Batch pinned(layout, host_allocator_for(Backend::Cuda));
+    std::memcpy(pinned.pixels.data(), batch.pixels.data(), layout.bytes());
+    pinned.frames = layout.frames;
+    ProfileBatch out(layout.width, layout.frames, 1, host_allocator_for(Backend::Cuda));
+    for (int i = 0; i < 3; ++i) {
+      procs.push_back(cuda::make_cuda_processor_ex(layout, chain));
+      procs.back()->process(pinned, out);  // uploads this processor's input
+    }
+    std::vector<double> ms;
+    for (int i = 0; i < (o.quick ? 6 : 60); ++i) ms.push_back(procs[i % 3]->compute_only(layout.frames));
+    const double m = median(ms);
+    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of the batch's H2D time)\n", "CUDA fused kernel (compute only)",
+                m, shape.mb() / m * 1e3, shape.frames / m * 1e3, 100.0 * m / h2d_ms);
+    Json c;
+    c.field("ms_per_batch", m);
+    c.field("mb_per_s", shape.mb() / m * 1e3);
+    c.field("profiles_per_s", shape.frames / m * 1e3);
+    c.field("fraction_of_h2d", m / h2d_ms);
+    j.object("cuda_compute", c);
+  }
+  {  // end to end, streaming, overlapped
+    PrefilledSource src(shape, o.batches + static_cast<std::uint64_t>(o.buffers));
+    TimingSink sink(static_cast<std::uint64_t>(o.buffers));
+    PipelineOptions po;
+    po.backend = Backend::Cuda;
+    po.batch_frames = shape.frames;
+    po.buffers = o.buffers;
+    po.chain = chain;
+    Pipeline(po).run(src, {&sink});
+    const double s = sink.seconds();
+    const double mbps = static_cast<double>(sink.timed_bytes_) / 1e6 / s;
+    const double ms_per_batch = s * 1e3 / static_cast<double>(sink.timed_batches_);
+    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of pinned H2D, %llu batches, %d buffers)\n",
+                "CUDA end-to-end streaming", ms_per_batch, mbps, sink.timed_frames_ / s, 100.0 * mbps / (bw.h2d_gb_per_s * 1e3),
+                static_cast<unsigned long long>(sink.timed_batches_), o.buffers);
+    Json c;
+    c.field("ms_per_batch", ms_per_batch);
+    c.field("mb_per_s", mbps);
+    c.field("profiles_per_s", sink.timed_frames_ / s);
+    c.field("fraction_of_h2d", mbps / (bw.h2d_gb_per_s * 1e3));
+    c.field("batches", static_cast<double>(sink.timed_batches_));
+    c.field("buffers", o.buffers);
+    j.object("cuda_streaming", c);
+  }
+#endif
+  return j;
+}
+
+Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend backend) {
+  Json all;
+  std::printf("\n== low-latency mode (%s backend): %dx%d frames at %.0f frames/s, frame arrival -> profile\n", to_string(backend),
+              frame_shape.width, frame_shape.frame_height, o.rate);
+  for (int k : {1, 4, 16}) {
+    const std::uint64_t frames = o.quick ? 2000 : static_cast<std::uint64_t>(o.rate);  // one second
+    std::vector<clock::time_point> arrivals(frames);
+    std::vector<double> lat(frames, 0.0);
+    Shape s = frame_shape;
+    s.frames = k;
+    PacedSource src(s, o.rate, frames, arrivals);
+    LatencySink sink(arrivals, lat);
+    PipelineOptions po;
+    po.backend = backend;
+    po.batch_frames = k;
+    po.buffers = 8;
+    Pipeline(po).run(src, {&sink});
+    std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(frames / 10), lat.end());  // skip the warm-up tenth
+    std::sort(steady.begin(), steady.end());
+    const double p50 = percentile(steady, 0.50), p99 = percentile(steady, 0.99), mx = steady.back();
+    std::printf("  batch of %2d frames: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%zu frames)\n", k, p50, p99, mx, steady.size());
+    Json j;
+    j.field("p50_us", p50);
+    j.field("p99_us", p99);
+    j.field("max_us", mx);
+    j.field("frames", static_cast<double>(steady.size()));
+    all.object("batch_" + std::to_string(k), j);
+  }
+  return all;
+}
+
+}  // namespace
+
+Subcommand add_bench(CLI::App& app) {
+  auto* sub = app.add_subcommand("bench", "Measure the engine: bus bandwidth, CPU, CUDA compute, streaming, latency (bench/README.md)");
+  auto o = std::make_shared<BenchOptions>();
+  sub->add_option("--json", o->json, "Also write the results as JSON here");
+  sub->add_option("--batches", o->batches, "Batches timed in the streaming run (at least 100 for the published figures)")->capture_default_str();
+  sub->add_option("--buffers", o->buffers, "Pinned batch buffers in the streaming run")->capture_default_str();
+  sub->add_option("--rate", o->rate, "Frame rate of the low-latency run, frames per second")->capture_default_str();
+  sub->add_flag("--quick", o->quick, "Few repetitions (a smoke test, not figures to publish)");
+  return {sub, [o] {
+            const bool cuda = cuda_available();
+            if (o->quick && o->batches == 200) o->batches = 10;
+            char host[256] = {};
+            ::gethostname(host, sizeof host - 1);
+            const std::time_t now = std::time(nullptr);
+            char date[32];
+            std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+            std::printf("stripeline bench %s  %s  host %s, %u CPU threads\n", STRIPELINE_VERSION, date, host, std::thread::hardware_concurrency());
+            std::printf("device: %s\n", cuda ? cuda_status().c_str() : ("none (" + cuda_status() + ")").c_str());
+            if (cuda) std::printf("CUDA start-up (once per process, outside every figure below): %.1f ms\n", cuda_startup_ms());
+            Json root;
+            root.field("version", STRIPELINE_VERSION);
+            root.field("date", date);
+            root.field("host", host);
+            root.field("cpu_threads", std::thread::hardware_concurrency());
+            root.field("device", cuda ? cuda_status() : "none");
+            root.field("cuda_startup_ms", cuda ? cuda_startup_ms() : 0.0);
+            const std::vector<Shape> shapes = {{"production", 2048, 52, 300}, {"seeds-1936x504", 1936, 504, 30}, {"recording-1936", 1936, 50, 304}};
+            Json per_shape;
+            for (const auto& s : shapes) {
+              per_shape.object(s.name, bench_shape(s, *o, cuda));
+              if (o->quick) break;
+            }
+            root.object("shapes", per_shape);
+            root.object("latency", bench_latency(shapes[0], *o, cuda ? Backend::Cuda : Backend::Cpu));
+            if (!o->json.empty()) {
+              const std::string text = root.str() + "\n";
+              io::AtomicFile f(o->json);
+              f.write(text.data(), text.size());
+              f.commit();
+              std::printf("\nwrote %s\n", o->json.c_str());
+            }
+            return 0;
+          }};
+}
+
+}  // namespace stripeline::tools
