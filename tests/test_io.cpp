@@ -207,7 +207,9 @@ void expect_input_error(F&& f, const fs::path& file, const std::string& fragment
   } catch (const InputError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find(file.string()), std::string::npos) << "message does not name the file: " << what;
-    if (!fragment.empty()) EXPECT_NE(what.find(fragment), std::string::npos) << "message: " << what;
+    if (!fragment.empty()) {
+      EXPECT_NE(what.find(fragment), std::string::npos) << "message: " << what;
+    }
     EXPECT_EQ(what.find('\n'), std::string::npos) << "message is not one line: " << what;
     return;
   } catch (const std::exception& e) {

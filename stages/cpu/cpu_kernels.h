@@ -13,25 +13,50 @@ namespace stripeline::cpu {
 
 // Blur columns [x0, x1) of one frame (width x height, row stride `stride`)
 // into `out` (height rows of x1-x0 pixels). `mid` is scratch of
-// height*(x1-x0) values. With taps.size == 0 it copies.
+// height*(x1-x0) values, `acc` of x1-x0. With taps.size == 0 it copies.
+//
+// Same integer arithmetic as kernels::blur_h / blur_v, arranged so that the
+// inner loops run along a row and vectorise: sums are exact, so the order of
+// accumulation cannot change the result.
 template <class T>
 void blur_tile(const T* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1,
-               const kernels::GaussianTaps& taps, std::uint32_t* mid, T* out) {
+               const kernels::GaussianTaps& taps, std::uint32_t* mid, std::uint32_t* __restrict acc, T* out) {
   const int tw = x1 - x0;
   if (taps.size == 0) {
     for (int y = 0; y < height; ++y)
       for (int x = x0; x < x1; ++x) out[y * tw + (x - x0)] = frame[y * stride + x];
     return;
   }
+  const int r = taps.radius();
+  const std::uint32_t* w = taps.w.data();
+  // Columns whose whole horizontal window lies inside the row.
+  const int in0 = x0 > r ? x0 : (r < x1 ? r : x1);
+  const int in1 = x1 < width - r ? x1 : (width - r > in0 ? width - r : in0);
   for (int y = 0; y < height; ++y) {
     const T* row = frame + y * stride;
+    std::uint32_t* __restrict m = mid + static_cast<std::ptrdiff_t>(y) * tw - x0;  // m[x] for x in [x0, x1)
     auto pixel = [row](int x) { return row[x]; };
-    for (int x = x0; x < x1; ++x) mid[y * tw + (x - x0)] = kernels::blur_h(pixel, x, width, taps.w.data(), taps.size);
+    for (int x = x0; x < in0; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
+    for (int x = in1; x < x1; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
+    if (in1 > in0) {
+      for (int x = in0; x < in1; ++x) m[x] = 0;
+      for (int k = 0; k < taps.size; ++k) {
+        const std::uint32_t wk = w[k];
+        const T* __restrict src = row + (k - r);
+        for (int x = in0; x < in1; ++x) m[x] += wk * static_cast<std::uint32_t>(src[x]);
+      }
+      for (int x = in0; x < in1; ++x) m[x] = (m[x] + (1u << (kernels::kBlurMidShift - 1))) >> kernels::kBlurMidShift;
+    }
   }
-  for (int c = 0; c < tw; ++c) {
-    auto m = [mid, tw, c](int y) { return mid[y * tw + c]; };
-    for (int y = 0; y < height; ++y)
-      out[y * tw + c] = static_cast<T>(kernels::blur_v(m, y, height, taps.w.data(), taps.size));
+  for (int y = 0; y < height; ++y) {
+    for (int c = 0; c < tw; ++c) acc[c] = 1u << (kernels::kBlurFinalShift - 1);
+    for (int k = 0; k < taps.size; ++k) {
+      const std::uint32_t wk = w[k];
+      const std::uint32_t* __restrict src = mid + static_cast<std::ptrdiff_t>(kernels::clamp_index(y + k - r, height)) * tw;
+      for (int c = 0; c < tw; ++c) acc[c] += wk * src[c];
+    }
+    T* __restrict o = out + static_cast<std::ptrdiff_t>(y) * tw;
+    for (int c = 0; c < tw; ++c) o[c] = static_cast<T>(acc[c] >> kernels::kBlurFinalShift);
   }
 }
 

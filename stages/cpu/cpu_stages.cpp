@@ -21,6 +21,7 @@ constexpr int kTileWidth = 256;
 
 struct Scratch {
   std::vector<std::uint32_t> mid;
+  std::vector<std::uint32_t> acc;
   std::vector<std::uint16_t> tile;  // big enough for either pixel type
 };
 
@@ -52,6 +53,7 @@ void check_same_layout(const BatchLayout& expected, const BatchLayout& got, cons
 tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l) {
   Scratch exemplar;
   exemplar.mid.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
+  exemplar.acc.resize(kTileWidth);
   exemplar.tile.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
   return tbb::enumerable_thread_specific<Scratch>(exemplar);
 }
@@ -72,7 +74,7 @@ class CpuBlur final : public BlurStage {
           const int f = grid_.frame(i), x0 = grid_.x0(i), x1 = grid_.x1(i);
           const T* src = reinterpret_cast<const T*>(in.frame_data(f));
           T* dst = reinterpret_cast<T*>(out.frame_data(f));
-          blur_tile(src, w, h, w, x0, x1, taps_, s.mid.data(), tile);
+          blur_tile(src, w, h, w, x0, x1, taps_, s.mid.data(), s.acc.data(), tile);
           for (int y = 0; y < h; ++y) std::memcpy(dst + y * w + x0, tile + y * (x1 - x0), sizeof(T) * (x1 - x0));
         }
       });
@@ -173,7 +175,7 @@ class CpuProcessor final : public BatchProcessor {
         T* tile = reinterpret_cast<T*>(s.tile.data());
         for (std::size_t i = r.begin(); i != r.end(); ++i) {
           const int f = grid_.frame(i), x0 = grid_.x0(i), x1 = grid_.x1(i), tw = x1 - x0;
-          blur_tile(reinterpret_cast<const T*>(in.frame_data(f)), w, h, w, x0, x1, taps_, s.mid.data(), tile);
+          blur_tile(reinterpret_cast<const T*>(in.frame_data(f)), w, h, w, x0, x1, taps_, s.mid.data(), s.acc.data(), tile);
           auto pixel = [tile, tw, x0, t](int x, int y) -> std::uint32_t {
             return kernels::apply_threshold(tile[y * tw + (x - x0)], t);
           };

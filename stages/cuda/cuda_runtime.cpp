@@ -1,0 +1,176 @@
+#include "stages/cuda/cuda_runtime.h"
+
+#include <cuda_runtime.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+
+#include "kernels/cuda/stripe_kernels.h"
+
+namespace stripeline::cuda {
+
+void throw_error(cudaError_t code, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();  // clear a non-sticky error: the next launch check must not see it again
+  throw CudaError(call, static_cast<int>(code), cudaGetErrorString(code), file, line);
+}
+
+void log_error(cudaError_t code, const char* call, const char* file, int line) noexcept {
+  if (code == cudaSuccess) return;
+  (void)cudaGetLastError();
+  try {
+    spdlog::error("{} failed: {} (cuda error {}) at {}:{}", call, cudaGetErrorString(code), static_cast<int>(code), file, line);
+  } catch (...) {
+    std::fprintf(stderr, "%s failed: cuda error %d at %s:%d\n", call, static_cast<int>(code), file, line);
+  }
+}
+
+// ---------------------------------------------------------------------------
+DeviceBuffer DeviceBuffer::allocate(std::size_t bytes, const char* what) {
+  require_device();
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+  if (e != cudaSuccess)
+    throw_error(e, (std::string("cudaMalloc(") + std::to_string(bytes) + " bytes for " + what + ")").c_str(), __FILE__, __LINE__);
+  return DeviceBuffer(p, bytes);
+}
+
+void DeviceBuffer::destroy_handle(void* p) noexcept { STRIPELINE_CUDA_LOG(cudaFree(p)); }
+
+Stream Stream::create() {
+  require_device();
+  cudaStream_t s = nullptr;
+  STRIPELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return Stream(s);
+}
+
+void Stream::destroy_handle(cudaStream_t s) noexcept { STRIPELINE_CUDA_LOG(cudaStreamDestroy(s)); }
+
+Event Event::create_timing() {
+  require_device();
+  cudaEvent_t e = nullptr;
+  STRIPELINE_CUDA_CHECK(cudaEventCreate(&e));
+  return Event(e);
+}
+
+Event Event::create_sync() {
+  require_device();
+  cudaEvent_t e = nullptr;
+  STRIPELINE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync));
+  return Event(e);
+}
+
+void Event::destroy_handle(cudaEvent_t e) noexcept { STRIPELINE_CUDA_LOG(cudaEventDestroy(e)); }
+
+float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {
+  float ms = 0.0f;
+  STRIPELINE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  return ms;
+}
+
+// ---------------------------------------------------------------------------
+namespace {
+
+std::string error_text(const char* call, cudaError_t e) {
+  return std::string(call) + ": " + cudaGetErrorString(e) + " (cuda error " + std::to_string(static_cast<int>(e)) + ")";
+}
+
+DeviceStatus start_device() {
+  DeviceStatus s;
+  const auto t0 = std::chrono::steady_clock::now();
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    s.description = error_text("cudaGetDeviceCount", e);
+    return s;
+  }
+  if (count < 1) {
+    s.description = "cudaGetDeviceCount found no CUDA device";
+    return s;
+  }
+  e = cudaSetDevice(0);
+  if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the primary context now, not at the first batch
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    s.description = error_text("creating the CUDA context on device 0", e);
+    return s;
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  cudaDeviceProp prop{};
+  e = cudaGetDeviceProperties(&prop, 0);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    s.description = error_text("cudaGetDeviceProperties", e);
+    return s;
+  }
+  // A GPU older than the architectures this build carries has no kernel image: say so now.
+  e = kernels::cuda::probe_kernel_image();
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    s.description = std::string(prop.name) + " (compute " + std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+                    ") cannot run this build's kernels: " + error_text("cudaFuncGetAttributes", e);
+    return s;
+  }
+  char memory[32];
+  std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+  s.available = true;
+  s.device = 0;
+  s.startup_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  s.description = std::string(prop.name) + " (compute " + std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", " +
+                  memory + ", " + std::to_string(prop.multiProcessorCount) + " SMs)";
+  return s;
+}
+
+}  // namespace
+
+const DeviceStatus& device_status() {
+  static std::once_flag once;
+  static DeviceStatus status;
+  std::call_once(once, [] {
+    try {
+      status = start_device();
+    } catch (const std::exception& ex) {  // std::bad_alloc from a string: still never throw
+      status = DeviceStatus{};
+      status.description = std::string("CUDA start-up failed: ") + ex.what();
+    }
+  });
+  return status;
+}
+
+void require_device() {
+  const DeviceStatus& s = device_status();
+  if (!s.available) throw CudaError("CUDA device start-up", static_cast<int>(cudaErrorNoDevice), s.description, __FILE__, __LINE__);
+  // device_status() made device 0 current on the thread that started CUDA; make it current here too.
+  STRIPELINE_CUDA_CHECK(cudaSetDevice(s.device));
+}
+
+std::size_t max_shared_bytes_per_block() {
+  static std::once_flag once;
+  static std::size_t bytes = 48 * 1024;
+  static cudaError_t error = cudaSuccess;
+  std::call_once(once, [] {
+    if (!device_status().available) return;
+    int v = 0;
+    error = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_status().device);
+    if (error == cudaSuccess && v > 0) bytes = static_cast<std::size_t>(v);
+  });
+  if (error != cudaSuccess) throw_error(error, "cudaDeviceGetAttribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)", __FILE__, __LINE__);
+  return bytes;
+}
+
+namespace {
+void release_pinned(void* p) noexcept { STRIPELINE_CUDA_LOG(cudaFreeHost(p)); }
+}  // namespace
+
+HostBuffer allocate_pinned(std::size_t bytes) {
+  require_device();
+  void* p = nullptr;
+  const cudaError_t e = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocPortable);
+  if (e != cudaSuccess)
+    throw_error(e, ("cudaHostAlloc(" + std::to_string(bytes) + " bytes, cudaHostAllocPortable)").c_str(), __FILE__, __LINE__);
+  return HostBuffer(p, bytes, &release_pinned, true);
+}
+
+}  // namespace stripeline::cuda
