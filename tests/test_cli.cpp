@@ -180,13 +180,15 @@ TEST(Cli, CudaBackendWithoutGpuIsACleanError) {
 }
 
 TEST(Cli, PlyOpensInOpen3d) {
-  if (std::system("python3 -c 'import open3d' >/dev/null 2>&1") != 0)
+  // Debian's python3 (python3-open3d) rather than whatever python3 is first on PATH.
+  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  if (std::system((python + " -c 'import open3d' >/dev/null 2>&1").c_str()) != 0)
     GTEST_SKIP() << "python3-open3d is not installed (scripts/setup-debian.sh --tests installs it)";
   TempDir dir;
   ASSERT_EQ(run_cli("run -q --config " + small_config(dir).string() + " --out " + (dir / "o").string()), 0);
   const auto n = io::read_ply(dir / "o" / "scan.ply").size();
   const std::string script = "import open3d as o3d, sys; p = o3d.io.read_point_cloud(sys.argv[1]); print(len(p.points))";
-  const std::string cmd = "python3 -c '" + script + "' " + (dir / "o" / "scan.ply").string();
+  const std::string cmd = python + " -c '" + script + "' " + (dir / "o" / "scan.ply").string();
   FILE* pipe = ::popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   char buf[64] = {};

@@ -1,0 +1,50 @@
+#pragma once
+// Device-side pieces shared by the per-stage extraction kernel and the fused
+// kernel (internal to kernels/cuda/).
+#include <cstddef>
+#include <cstdint>
+
+#include "core/fixed_point.h"
+#include "kernels/column_extract.h"
+#include "kernels/cuda/stripe_kernels.h"
+
+namespace stripeline::kernels::cuda::detail {
+
+// Runs kernels::extract_column on one column and stores the result: every
+// slot of (frame, x) is written exactly once (kNoPeak/0/0 for the empty ones),
+// then count = min(found, 255). Slot 0 is held in registers until the end;
+// slots 1.. are set empty first and overwritten by the emits.
+template <class Column>
+__device__ __forceinline__ void extract_and_store(const Column& column, int height, const ColumnParams& params,
+                                                  const ProfileView& out, int frame, int x) {
+  const std::size_t width = static_cast<std::size_t>(out.width);
+  const std::size_t base = static_cast<std::size_t>(frame) * static_cast<std::size_t>(out.slots) * width + static_cast<std::size_t>(x);
+  for (int s = 1; s < out.slots; ++s) {
+    const std::size_t i = base + static_cast<std::size_t>(s) * width;
+    out.position[i] = kNoPeak;
+    out.intensity[i] = 0;
+    out.stripe_width[i] = 0;
+  }
+  std::int32_t position0 = kNoPeak;
+  std::uint32_t value0 = 0, width0 = 0;
+  auto emit = [&](int slot, std::int32_t position, std::uint32_t value, std::uint32_t run) {
+    if (slot == 0) {
+      position0 = position;
+      value0 = value;
+      width0 = run;
+    } else {
+      const std::size_t i = base + static_cast<std::size_t>(slot) * width;
+      out.position[i] = position;
+      out.intensity[i] = static_cast<std::uint16_t>(value);
+      out.stripe_width[i] = static_cast<std::uint16_t>(run);
+    }
+  };
+  const int found = kernels::extract_column(column, height, params, emit);
+  out.position[base] = position0;
+  out.intensity[base] = static_cast<std::uint16_t>(value0);
+  out.stripe_width[base] = static_cast<std::uint16_t>(width0);
+  out.count[static_cast<std::size_t>(frame) * width + static_cast<std::size_t>(x)] =
+      static_cast<std::uint8_t>(found > 255 ? 255 : found);
+}
+
+}  // namespace stripeline::kernels::cuda::detail

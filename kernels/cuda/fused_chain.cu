@@ -1,0 +1,255 @@
+// The fused chain: Gaussian blur -> threshold -> per-column extraction in one
+// launch for every frame of a batch.
+//
+// Grid: one block per (frame, strip of kFusedColumns columns), one thread per
+// column. Per block:
+//  1. load: the strip's frame_height rows plus the horizontal halo (blur
+//     radius) from global memory into shared memory, once, coalesced: 16-byte
+//     vector loads when the rows are 16-byte aligned and the strip is inside
+//     the image (all but the edge strips of a 2048-wide batch), else element
+//     loads with the column index clamped (replicate border);
+//  2. blur + threshold: each thread walks down its column. The horizontal pass
+//     of row y+r is computed from shared memory and pushed into a sliding
+//     window of `size` values held in registers (no shared "mid" buffer, no
+//     barrier); the vertical pass over that window, then the threshold, gives
+//     the pixel, stored to a shared tile. Frame-edge rows replicate;
+//  3. extract: kernels::extract_column over the thread's own column of the
+//     tile (written by itself: no barrier), writing only the profile arrays.
+//
+// The blur size is a template parameter (0, 3, 5, ..., 15): the tap loops
+// unroll, the taps are read from the kernel parameters (constant bank) and the
+// window stays in registers. The arithmetic is kernels/gaussian.h's: the sums
+// are the same uint32 sums (no overflow, see there), the roundings
+// (acc + 2^(s-1)) >> s with the same shifts, clamping the same replicate
+// rule, so the bits equal blur_h / blur_v's (and the CPU backend's).
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "core/errors.h"
+#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/stripe_kernels.h"
+#include "stages/cuda/cuda_runtime.h"
+
+namespace stripeline::kernels::cuda {
+
+namespace {
+
+constexpr int kStrip = kFusedColumns;
+
+// Shared-memory geometry of one block for pixel type T.
+//  s_in:   frame_height rows of kPitch elements. Element kLead + j of a row
+//          holds global column x0 + j, j in [-r, kStrip + r), clamped to the
+//          image. kLead elements = 16 bytes, so the strip's own columns start
+//          16-byte aligned (vector stores) with room for the left halo.
+//  s_tile: frame_height rows of kStrip elements: blurred, thresholded pixels
+//          (blur on only; with blur off the threshold is applied in place).
+template <class T>
+struct Geometry {
+  static constexpr int kLead = 16 / static_cast<int>(sizeof(T));
+  static constexpr int kPitch = kStrip + 2 * kLead;
+  static constexpr int kPitchBytes = kPitch * static_cast<int>(sizeof(T));
+  static constexpr int kCoreChunks = kStrip * static_cast<int>(sizeof(T)) / 16;
+  static_assert(kLead >= kMaxBlurSize / 2, "the 16-byte lead must hold the largest halo");
+  static_assert(kStrip * sizeof(T) % 16 == 0, "the strip must be a whole number of 16-byte chunks");
+};
+
+__device__ __forceinline__ int min_int(int a, int b) { return a < b ? a : b; }
+
+template <class T, int SIZE>
+__device__ __forceinline__ void load_strip(const T* __restrict__ frame, int width, int height, int x0, T* s_in) {
+  using G = Geometry<T>;
+  constexpr int R = SIZE / 2;
+  constexpr int kBatch = 4;  // loads in flight per thread before their stores
+  const int tid = threadIdx.x;
+  const bool aligned_rows = (static_cast<unsigned>(width) * sizeof(T)) % 16u == 0;
+  const bool inside = R == 0 ? x0 + kStrip <= width : (x0 >= G::kLead && x0 + kStrip + G::kLead <= width);
+  if (aligned_rows && inside) {
+    // Chunks of 16 bytes per row: [left halo] core... [right halo] (halos only when blurring).
+    constexpr int kChunks = G::kCoreChunks + (R > 0 ? 2 : 0);
+    const unsigned char* g = reinterpret_cast<const unsigned char*>(frame + x0) - (R > 0 ? 16 : 0);
+    unsigned char* s = reinterpret_cast<unsigned char*>(s_in) + (R > 0 ? 0 : 16);
+    const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(T);
+    const int total = height * kChunks;
+    for (int i0 = tid; i0 < total; i0 += kBatch * kStrip) {
+      uint4 v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * kStrip;
+        if (i < total) {
+          const int y = i / kChunks, j = i - y * kChunks;
+          v[u] = __ldg(reinterpret_cast<const uint4*>(g + static_cast<std::size_t>(y) * row_bytes + j * 16));
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * kStrip;
+        if (i < total) {
+          const int y = i / kChunks, j = i - y * kChunks;
+          *reinterpret_cast<uint4*>(s + y * G::kPitchBytes + j * 16) = v[u];
+        }
+      }
+    }
+  } else {
+    // Edge strips and rows that are not 16-byte aligned: one element per
+    // load, the column clamped as blur_h clamps it (replicate).
+    constexpr int kCols = kStrip + 2 * R;
+    const int total = height * kCols;
+    for (int i0 = tid; i0 < total; i0 += kBatch * kStrip) {
+      T v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * kStrip;
+        if (i < total) {
+          const int y = i / kCols, j = i - y * kCols;
+          const int gx = kernels::clamp_index(x0 - R + j, width);
+          v[u] = frame[static_cast<std::size_t>(y) * width + gx];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * kStrip;
+        if (i < total) {
+          const int y = i / kCols, j = i - y * kCols;
+          s_in[y * G::kPitch + G::kLead - R + j] = v[u];
+        }
+      }
+    }
+  }
+}
+
+template <class T, int SIZE>
+__global__ void __launch_bounds__(kStrip)
+    fused_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out) {
+  using G = Geometry<T>;
+  constexpr int R = SIZE / 2;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* s_in = reinterpret_cast<T*>(smem);
+  const int c = threadIdx.x;
+  const int f = blockIdx.x / strips;
+  const int x0 = (blockIdx.x - f * strips) * kStrip;
+  const T* frame = in + static_cast<std::size_t>(f) * height * width;
+
+  load_strip<T, SIZE>(frame, width, height, x0, s_in);
+  __syncthreads();  // the only barrier: from here on each thread works on its own column
+
+  const std::uint32_t t = p.zero_below;
+  const T* column_base;  // the thread's column of pixels ready for extraction
+  if constexpr (SIZE == 0) {
+    T* col = s_in + G::kLead + c;
+    if (t != 0)
+      for (int y = 0; y < height; ++y) col[y * G::kPitch] = static_cast<T>(kernels::apply_threshold(col[y * G::kPitch], t));
+    column_base = col;
+  } else {
+    T* s_tile = reinterpret_cast<T*>(smem + static_cast<std::size_t>(height) * G::kPitchBytes);
+    const T* src = s_in + G::kLead - R + c;  // src[k] = pixel at column x - R + k
+    // Horizontal pass of frame row y (kernels::blur_h's sum and rounding; the
+    // clamped columns were stored by load_strip).
+    auto hpass = [&](int y) -> std::uint32_t {
+      const T* row = src + y * G::kPitch;
+      std::uint32_t acc = 0;
+#pragma unroll
+      for (int k = 0; k < SIZE; ++k) acc += p.taps.w[k] * static_cast<std::uint32_t>(row[k]);
+      return (acc + (1u << (kBlurMidShift - 1))) >> kBlurMidShift;
+    };
+    // win[k] = horizontal pass of row y - R + k (clamped to the frame), k < 2R.
+    std::uint32_t win[2 * R];
+    const std::uint32_t top = hpass(0);
+#pragma unroll
+    for (int k = 0; k <= R; ++k) win[k] = top;
+#pragma unroll
+    for (int k = 1; k < R; ++k) win[R + k] = hpass(min_int(k, height - 1));
+    T* dst = s_tile + c;
+    for (int y = 0; y < height; ++y) {
+      // Row y + R, or the last row again once past the bottom edge (replicate).
+      const std::uint32_t newest = y + R < height ? hpass(y + R) : win[2 * R - 1];
+      std::uint32_t acc = p.taps.w[2 * R] * newest;
+#pragma unroll
+      for (int k = 0; k < 2 * R; ++k) acc += p.taps.w[k] * win[k];
+      const std::uint32_t v = (acc + (1u << (kBlurFinalShift - 1))) >> kBlurFinalShift;
+      dst[y * kStrip] = static_cast<T>(kernels::apply_threshold(v, t));
+#pragma unroll
+      for (int k = 0; k + 1 < 2 * R; ++k) win[k] = win[k + 1];
+      win[2 * R - 1] = newest;
+    }
+    column_base = dst;
+  }
+
+  const int x = x0 + c;
+  if (x >= width) return;
+  if constexpr (SIZE == 0) {
+    auto column = [column_base](int y) -> std::uint32_t { return column_base[y * G::kPitch]; };
+    detail::extract_and_store(column, height, p.column, out, f, x);
+  } else {
+    auto column = [column_base](int y) -> std::uint32_t { return column_base[y * kStrip]; };
+    detail::extract_and_store(column, height, p.column, out, f, x);
+  }
+}
+
+template <class T>
+const char* type_name() {
+  return sizeof(T) == 1 ? "uint8" : "uint16";
+}
+
+template <class T, int SIZE>
+void launch(FramesView<const T> in, const ChainParams& p, ProfileView out, cudaStream_t stream) {
+  const int strips = (in.width + kStrip - 1) / kStrip;
+  const unsigned blocks = static_cast<unsigned>(in.frames) * static_cast<unsigned>(strips);
+  const std::size_t shared = fused_shared_bytes(static_cast<int>(sizeof(T)), in.frame_height, SIZE);
+  fused_chain_kernel<T, SIZE><<<blocks, kStrip, shared, stream>>>(in.data, in.width, in.frame_height, strips, p, out);
+  STRIPELINE_CUDA_CHECK_LAUNCH(std::string("fused_chain_kernel<") + type_name<T>() + ", blur " + std::to_string(SIZE) + "> (" +
+                               std::to_string(blocks) + " blocks, " + std::to_string(shared) + " bytes of shared memory)");
+}
+
+template <class T, int SIZE>
+void set_max_shared(std::size_t max_bytes) {
+  STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(fused_chain_kernel<T, SIZE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(max_bytes)));
+}
+
+template <class T>
+void set_max_shared_all(std::size_t max_bytes) {
+  set_max_shared<T, 0>(max_bytes);
+  set_max_shared<T, 3>(max_bytes);
+  set_max_shared<T, 5>(max_bytes);
+  set_max_shared<T, 7>(max_bytes);
+  set_max_shared<T, 9>(max_bytes);
+  set_max_shared<T, 11>(max_bytes);
+  set_max_shared<T, 13>(max_bytes);
+  set_max_shared<T, 15>(max_bytes);
+}
+
+}  // namespace
+
+std::size_t fused_shared_bytes(int bytes_per_pixel, int frame_height, int blur_size) {
+  const std::size_t pitch_bytes = static_cast<std::size_t>(kStrip) * bytes_per_pixel + 32;
+  const std::size_t tile_bytes = blur_size > 0 ? static_cast<std::size_t>(kStrip) * bytes_per_pixel : 0;
+  return static_cast<std::size_t>(frame_height) * (pitch_bytes + tile_bytes);
+}
+
+void configure_fused(std::size_t max_bytes) {
+  set_max_shared_all<std::uint8_t>(max_bytes);
+  set_max_shared_all<std::uint16_t>(max_bytes);
+}
+
+template <class T>
+void fused_chain(FramesView<const T> in, const ChainParams& p, ProfileView out, cudaStream_t stream) {
+  if (in.frames <= 0 || in.width <= 0 || in.frame_height <= 0) return;
+  switch (p.taps.size) {
+    case 0: return launch<T, 0>(in, p, out, stream);
+    case 3: return launch<T, 3>(in, p, out, stream);
+    case 5: return launch<T, 5>(in, p, out, stream);
+    case 7: return launch<T, 7>(in, p, out, stream);
+    case 9: return launch<T, 9>(in, p, out, stream);
+    case 11: return launch<T, 11>(in, p, out, stream);
+    case 13: return launch<T, 13>(in, p, out, stream);
+    case 15: return launch<T, 15>(in, p, out, stream);
+    default: break;
+  }
+  throw ConfigError("fused chain: blur size " + std::to_string(p.taps.size) + " is not supported (expected 0 or odd 3..15)");
+}
+
+template void fused_chain<std::uint8_t>(FramesView<const std::uint8_t>, const ChainParams&, ProfileView, cudaStream_t);
+template void fused_chain<std::uint16_t>(FramesView<const std::uint16_t>, const ChainParams&, ProfileView, cudaStream_t);
+
+}  // namespace stripeline::kernels::cuda
