@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "pipeline/config.h"
+#include "test_helpers.h"
 
 using namespace stripeline;
 
@@ -19,7 +20,7 @@ std::string error_of(const std::string& text) {
 }  // namespace
 
 TEST(Config, DemoConfigEqualsBuiltInDefaults) {
-  const Config file = load_config(std::string(STRIPELINE_SOURCE_DIR) + "/configs/demo.toml");
+  const Config file = load_config(test::source_dir() + "/configs/demo.toml");
   const Config def = default_config();
   EXPECT_EQ(file.source, def.source);
   EXPECT_EQ(file.synthetic.width, def.synthetic.width);
@@ -46,7 +47,7 @@ TEST(Config, DemoConfigEqualsBuiltInDefaults) {
 }
 
 TEST(Config, ReplayConfigParses) {
-  const Config c = load_config(std::string(STRIPELINE_SOURCE_DIR) + "/configs/replay.toml");
+  const Config c = load_config(test::source_dir() + "/configs/replay.toml");
   EXPECT_EQ(c.source, SourceKind::File);
   EXPECT_EQ(c.file.frame_height, 52);
   EXPECT_EQ(c.output.heightmap, "heightmap.tif");

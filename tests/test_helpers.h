@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -58,10 +59,21 @@ T& px(Batch& b, int frame, int x, int y) {
   return reinterpret_cast<T*>(b.frame_data(frame))[static_cast<std::size_t>(y) * b.layout.width + x];
 }
 
+// The stripeline binary and the source tree: where CMake built them, unless
+// the environment says otherwise (a bundle run on another machine).
+inline std::string binary_path() {
+  const char* env = std::getenv("STRIPELINE_BINARY");
+  return env && *env ? env : STRIPELINE_BINARY;
+}
+inline std::string source_dir() {
+  const char* env = std::getenv("STRIPELINE_SOURCE_DIR");
+  return env && *env ? env : STRIPELINE_SOURCE_DIR;
+}
+
 // Runs the stripeline binary with arguments; returns the exit code and fills
 // `output` with stdout+stderr.
 inline int run_cli(const std::string& args, std::string* output = nullptr) {
-  const std::string cmd = std::string(STRIPELINE_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = binary_path() + " " + args + " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) return -1;
   std::string out;

@@ -19,23 +19,18 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// GB/s of `copy`, median of `repeats` after 2 warm-ups.
 template <class Copy>
 double time_copies(cudaStream_t stream, std::size_t bytes, int repeats, Copy&& copy) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  STRIPELINE_CUDA_CHECK(cudaEventCreate(&start));
-  STRIPELINE_CUDA_CHECK(cudaEventCreate(&stop));
+  const cuda::Event start = cuda::Event::create_timing(), stop = cuda::Event::create_timing();
   std::vector<double> gbps;
-  for (int i = 0; i < repeats + 2; ++i) {  // 2 warm-up copies
+  for (int i = 0; i < repeats + 2; ++i) {
     STRIPELINE_CUDA_CHECK(cudaEventRecord(start, stream));
     copy();
     STRIPELINE_CUDA_CHECK(cudaEventRecord(stop, stream));
     STRIPELINE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    STRIPELINE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (i >= 2) gbps.push_back(static_cast<double>(bytes) / (ms * 1e-3) / 1e9);
+    if (i >= 2) gbps.push_back(static_cast<double>(bytes) / (cuda::elapsed_ms(start, stop) * 1e-3) / 1e9);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   return median(gbps);
 }
 
@@ -45,31 +40,21 @@ CopyBandwidth measure_copy_bandwidth(std::size_t bytes, int repeats) {
   if (!cuda_available()) throw RuntimeFailure("copy bandwidth: CUDA is not usable: " + cuda_status());
   CopyBandwidth r;
   r.bytes = bytes;
-  HostBuffer pinned = cuda::allocate_pinned(bytes);
-  HostBuffer pageable = allocate_host(bytes);
+  const HostBuffer pinned = cuda::allocate_pinned(bytes);
+  const HostBuffer pageable = allocate_host(bytes);
   std::fill_n(reinterpret_cast<unsigned char*>(pinned.data()), bytes, 7);
   std::fill_n(reinterpret_cast<unsigned char*>(pageable.data()), bytes, 7);
-  void* device = nullptr;
-  STRIPELINE_CUDA_CHECK(cudaMalloc(&device, bytes));
-  cudaStream_t stream = nullptr;
-  try {
-    STRIPELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    r.h2d_gb_per_s = time_copies(stream, bytes, repeats, [&] {
-      STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(device, pinned.data(), bytes, cudaMemcpyHostToDevice, stream));
-    });
-    r.d2h_gb_per_s = time_copies(stream, bytes, repeats, [&] {
-      STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(pinned.data(), device, bytes, cudaMemcpyDeviceToHost, stream));
-    });
-    r.pageable_h2d_gb_per_s = time_copies(stream, bytes, std::max(3, repeats / 4), [&] {
-      STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(device, pageable.data(), bytes, cudaMemcpyHostToDevice, stream));
-    });
-  } catch (...) {
-    if (stream) cudaStreamDestroy(stream);
-    cudaFree(device);
-    throw;
-  }
-  cudaStreamDestroy(stream);
-  cudaFree(device);
+  const cuda::DeviceBuffer device = cuda::DeviceBuffer::allocate(bytes, "bandwidth test buffer");
+  const cuda::Stream stream = cuda::Stream::create();
+  r.h2d_gb_per_s = time_copies(stream, bytes, repeats, [&] {
+    STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(device.data(), pinned.data(), bytes, cudaMemcpyHostToDevice, stream));
+  });
+  r.d2h_gb_per_s = time_copies(stream, bytes, repeats, [&] {
+    STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(pinned.data(), device.data(), bytes, cudaMemcpyDeviceToHost, stream));
+  });
+  r.pageable_h2d_gb_per_s = time_copies(stream, bytes, std::max(3, repeats / 4), [&] {
+    STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(device.data(), pageable.data(), bytes, cudaMemcpyHostToDevice, stream));
+  });
   return r;
 }
 
