@@ -33,6 +33,15 @@ struct Batch {
   std::byte* frame_data(int i) const {
     return pixels.data() + static_cast<std::size_t>(i) * layout.frame_pixels() * bytes_per_pixel(layout.format);
   }
+  // Take another batch's frame count, position in the stream and metadata
+  // (not its pixels): for stages that write a batch from another.
+  void copy_header_from(const Batch& other) {
+    if (&other == this) return;
+    frames = other.frames;
+    sequence = other.sequence;
+    first_index = other.first_index;
+    for (int i = 0; i < other.frames && i < static_cast<int>(meta.size()); ++i) meta[i] = other.meta[i];
+  }
   std::size_t filled_bytes() const {
     return static_cast<std::size_t>(frames) * layout.frame_pixels() * bytes_per_pixel(layout.format);
   }

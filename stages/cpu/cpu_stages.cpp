@@ -79,10 +79,7 @@ class CpuBlur final : public BlurStage {
         }
       });
     });
-    out.frames = in.frames;
-    out.sequence = in.sequence;
-    out.first_index = in.first_index;
-    out.meta = in.meta;
+    out.copy_header_from(in);
   }
 
  private:
@@ -107,12 +104,7 @@ class CpuThreshold final : public ThresholdStage {
         for (std::size_t i = r.begin(); i != r.end(); ++i) dst[i] = static_cast<T>(kernels::apply_threshold(src[i], threshold_));
       });
     });
-    if (&in != &out) {
-      out.frames = in.frames;
-      out.sequence = in.sequence;
-      out.first_index = in.first_index;
-      out.meta = in.meta;
-    }
+    out.copy_header_from(in);
   }
 
  private:
