@@ -53,6 +53,21 @@ class Section {
     }
   }
 
+  void read_paths(const char* key, std::vector<std::filesystem::path>& out) {
+    if (!table_) return;
+    used_.insert(key);
+    const toml::node* node = table_->get(key);
+    if (!node) return;
+    const toml::array* arr = node->as_array();
+    if (!arr) fail(key, "expected an array of strings");
+    out.clear();
+    for (const auto& e : *arr) {
+      auto v = e.value<std::string>();
+      if (!v) fail(key, "expected an array of strings");
+      out.emplace_back(*v);
+    }
+  }
+
   void finish() const {
     if (!table_) return;
     for (const auto& [k, v] : *table_)
@@ -110,8 +125,10 @@ Config parse_config(const std::string& text, const std::string& origin) {
   c.origin = origin;
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
-    if (key != "source" && key != "synthetic" && key != "processing" && key != "output" && key != "calibration")
-      throw ConfigError(origin + ": unknown section or key '" + key + "' (expected source, synthetic, processing, output, calibration)");
+    if (key != "source" && key != "synthetic" && key != "processing" && key != "output" && key != "calibration" && key != "publisher" &&
+        key != "security" && key != "daemon" && key != "http")
+      throw ConfigError(origin + ": unknown section or key '" + key +
+                        "' (expected source, synthetic, processing, output, calibration, publisher, security, daemon, http)");
     if (!v.is_table()) throw ConfigError(origin + ": '" + key + "' must be a table ([" + key + "])");
   }
 
@@ -231,6 +248,65 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("z_offset", k.z_offset);
     s.read("y_from_encoder", k.y_from_encoder);
     s.finish();
+  }
+  {  // [publisher]
+    Section s(root["publisher"].as_table(), "publisher", origin);
+    auto& p = c.publisher;
+    s.read("enabled", c.publish);
+    s.read("endpoint", p.endpoint);
+    s.read("send_hwm", p.send_hwm);
+    s.read("rows_per_message", p.rows_per_message);
+    s.read("heightmap_rows", p.heightmap_rows);
+    s.read("stats_interval", p.stats_interval);
+    s.read("linger_ms", p.linger_ms);
+    s.read("control_timeout_ms", p.control_timeout_ms);
+    s.finish();
+  }
+  {  // [security]
+    Section s(root["security"].as_table(), "security", origin);
+    auto& k = c.publisher.curve;
+    std::string secret;
+    s.read("curve", k.enabled);
+    s.read("server_secret_key", secret);
+    s.read_paths("client_keys", k.client_keys);
+    s.finish();
+    k.server_secret_key = secret;
+  }
+  c.publisher.height_bits = c.output.height_bits;
+  try {
+    c.publisher.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(origin + ": " + e.what());
+  }
+  {  // [daemon]
+    Section s(root["daemon"].as_table(), "daemon", origin);
+    auto& d = c.daemon;
+    s.read("scan_rows", d.scan_rows);
+    s.read("pause", d.pause);
+    s.read("idle_close", d.idle_close);
+    s.read("rate", d.rate);
+    s.read("stop_timeout", d.stop_timeout);
+    s.read("stall_timeout", d.stall_timeout);
+    s.read("log_level", d.log_level);
+    s.finish();
+    if (d.scan_rows < 1 || d.scan_rows > 10'000'000) s.fail("scan_rows", "must be 1..10000000 rows");
+    if (!(d.pause >= 0)) s.fail("pause", "must be >= 0 seconds (0 = off)");
+    if (!(d.idle_close >= 0)) s.fail("idle_close", "must be >= 0 seconds (0 = off)");
+    if (!(d.rate >= 0)) s.fail("rate", "must be >= 0 frames per second (0 = as fast as the source delivers)");
+    if (!(d.stop_timeout > 0 && d.stop_timeout <= 3600)) s.fail("stop_timeout", "must be > 0 and <= 3600 seconds");
+    if (!(d.stall_timeout > 0)) s.fail("stall_timeout", "must be > 0 seconds");
+    static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
+    if (!levels.count(d.log_level)) s.fail("log_level", "'" + d.log_level + "' is not known (expected trace, debug, info, warn or error)");
+  }
+  {  // [http]
+    Section s(root["http"].as_table(), "http", origin);
+    auto& h = c.http;
+    s.read("enabled", h.enabled);
+    s.read("address", h.address);
+    s.read("port", h.port);
+    s.finish();
+    if (h.port < 0 || h.port > 65535) s.fail("port", std::to_string(h.port) + " is out of range (expected 0 (ephemeral)..65535)");
+    if (h.address.empty()) s.fail("address", "must not be empty (expected e.g. 127.0.0.1)");
   }
   return c;
 }

@@ -11,6 +11,7 @@
 #include "core/calibration.h"
 #include "io/ply_writer.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/publisher.h"
 
 namespace stripeline {
 
@@ -29,12 +30,34 @@ struct OutputConfig {
   std::filesystem::path resolve(const std::string& name) const;
 };
 
+// [daemon]: the long-running acquisition service (docs/daemon.md).
+struct DaemonConfig {
+  std::uint64_t scan_rows = 10000;   // a scan ends after this many rows (1..10000000)
+  double pause = 0.5;                // ... or at a gap of this many seconds between frame timestamps (0 = off)
+  double idle_close = 2.0;           // ... or when no frame arrived for this many seconds, wall clock (0 = off)
+  double rate = 0.0;                 // pace the source at this many frames per second (0 = as fast as it delivers)
+  double stop_timeout = 10.0;        // SIGTERM: seconds allowed to drain and finish files before exiting 1
+  double stall_timeout = 10.0;       // a batch in flight longer than this is a stall: /healthz 503, no WATCHDOG=1
+  std::string log_level = "info";    // trace, debug, info, warn, error
+};
+
+// [http]: /healthz and /metrics (Prometheus).
+struct HttpConfig {
+  bool enabled = true;
+  std::string address = "127.0.0.1";  // listen address (loopback by default)
+  int port = 9560;                    // 0 = an ephemeral port (logged at start)
+};
+
 struct Config {
   SourceKind source = SourceKind::Synthetic;
   SyntheticConfig synthetic;
   FileSourceConfig file;
   PipelineOptions pipeline;
   OutputConfig output;
+  bool publish = false;              // [publisher] enabled: run/replay/daemon stream rows over ZeroMQ
+  PublisherConfig publisher;         // [publisher] and [security]
+  DaemonConfig daemon;
+  HttpConfig http;
   std::filesystem::path origin;  // the file it came from ("" = built-in defaults)
 };
 

@@ -2,15 +2,16 @@
 # Install what stripeline needs on a bare Debian 12 (run as root, or with sudo
 # available). Safe to run again: it installs only what is missing.
 #   scripts/setup-debian.sh           build dependencies
-#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back)
+#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq for tools/subscribe.py)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
           libtbb-dev libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev
           libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
-          libtiff-dev libpng-dev)
+          libtiff-dev libpng-dev
+          nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev)
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3 python3-numpy python3-open3d)
+  packages+=(python3 python3-numpy python3-open3d python3-zmq)
 fi
 
 missing=()

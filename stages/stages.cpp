@@ -16,7 +16,7 @@ void copy_batch_header(const Batch& in, ProfileBatch& out) {
 }
 
 namespace {
-[[noreturn]] void no_cuda() { throw ConfigError("backend 'cuda' requested but this build has no CUDA backend"); }
+[[noreturn, maybe_unused]] void no_cuda() { throw ConfigError("backend 'cuda' requested but this build has no CUDA backend"); }
 }  // namespace
 
 std::unique_ptr<BlurStage> make_blur_stage(Backend b, const BatchLayout& l, const kernels::GaussianTaps& taps) {

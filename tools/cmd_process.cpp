@@ -1,5 +1,6 @@
 // `stripeline run` and `stripeline replay`: a source through the pipeline
 // into file sinks, with a progress bar and a summary.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "pipeline/config.h"
 #include "pipeline/file_sinks.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/publisher.h"
 #include "tools/commands.h"
 #include "tools/report.h"
 
@@ -21,6 +23,7 @@ struct CommonFlags {
   std::string config;
   std::string backend;
   bool quiet = false;
+  double wait_subscriber = 0.0;  // --wait-subscriber: seconds to wait for a subscriber before starting
 };
 
 std::unique_ptr<FrameSource> make_source(const Config& c) {
@@ -36,7 +39,7 @@ void create_output_dir(const std::filesystem::path& dir) {
     throw InputError(dir.string() + ": cannot create the output directory (" + (ec ? ec.message() : "not a directory") + ")");
 }
 
-int process(const std::string& command, const Config& config, bool quiet) {
+int process(const std::string& command, const Config& config, bool quiet, double wait_subscriber = 0.0) {
   auto source = make_source(config);
   const auto& out = config.output;
   const bool any_file = !out.ply.empty() || !out.heightmap.empty() || !out.preview.empty() || !out.summary.empty();
@@ -54,6 +57,17 @@ int process(const std::string& command, const Config& config, bool quiet) {
     if (!hm.empty()) outputs.push_back(hm);
     if (!pv.empty()) outputs.push_back(pv);
     owned.push_back(std::make_unique<HeightMapSink>(hm, pv, out.height_bits, source->total_frames().value_or(0)));
+  }
+  // Streaming (--publish or [publisher] enabled): docs/wire-format.md.
+  Publisher* publisher = nullptr;
+  if (config.publish) {
+    auto p = std::make_unique<Publisher>(config.publisher);
+    publisher = p.get();
+    owned.push_back(std::move(p));
+    if (!quiet) std::fprintf(stderr, "publishing on %s\n", publisher->endpoint().c_str());
+    if (wait_subscriber > 0 && !publisher->wait_for_subscribers(1, std::chrono::milliseconds(static_cast<long>(wait_subscriber * 1000))))
+      std::fprintf(stderr, "stripeline: warning: no subscriber after %.1f s; publishing anyway (rows will count as dropped: no_subscriber)\n",
+                   wait_subscriber);
   }
   std::vector<ProfileSink*> sinks;
   for (auto& s : owned) sinks.push_back(s.get());
@@ -76,6 +90,14 @@ int process(const std::string& command, const Config& config, bool quiet) {
   if (report.stats.overflow > 0)
     std::fprintf(stderr, "stripeline: warning: %llu points beyond the output slots were counted but not written (raise max_peaks/max_points)\n",
                  static_cast<unsigned long long>(report.stats.overflow));
+  if (publisher) {
+    const PublisherCounters c = publisher->counters();
+    std::printf("published %llu of %llu rows (%llu messages, %.1f MB) on %s; dropped %llu rows (hwm %llu, no_subscriber %llu, error %llu)\n",
+                static_cast<unsigned long long>(c.rows_published), static_cast<unsigned long long>(c.rows_in),
+                static_cast<unsigned long long>(c.messages_sent), c.bytes_sent / 1e6, publisher->endpoint().c_str(),
+                static_cast<unsigned long long>(c.rows_dropped_total()), static_cast<unsigned long long>(c.rows_dropped[0]),
+                static_cast<unsigned long long>(c.rows_dropped[1]), static_cast<unsigned long long>(c.rows_dropped[2]));
+  }
   if (!quiet)
     for (const auto& p : outputs) std::printf("  wrote %s\n", p.string().c_str());
   return 0;
@@ -102,7 +124,7 @@ Subcommand add_run(CLI::App& app) {
 Subcommand add_replay(CLI::App& app) {
   auto* sub = app.add_subcommand("replay", "Replay a recorded concatenated stripe image (TIFF, PNG, PGM, raw)");
   struct Flags : CommonFlags {
-    std::string input, ply, heightmap, preview, summary, method, format, selection;
+    std::string input, ply, heightmap, preview, summary, method, format, selection, publish;
     int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1;
     std::int64_t threshold = -1;
     double rate = -1;
@@ -129,6 +151,8 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--rate", f->rate, "Pace the replay at this many frames per second (emulates a camera)");
   sub->add_option("--loops", f->loops, "Passes over the file (0 = forever)");
   sub->add_option("-c,--config", f->config, "TOML configuration (see configs/replay.toml); flags override it");
+  sub->add_option("--publish", f->publish, "Also stream the rows over ZeroMQ on this endpoint, e.g. tcp://127.0.0.1:5556 (docs/wire-format.md)");
+  sub->add_option("--wait-subscriber", f->wait_subscriber, "With --publish: wait up to this many seconds for a subscriber before starting");
   sub->add_option("--backend", f->backend, "auto, cpu or cuda");
   sub->add_flag("-q,--quiet", f->quiet, "No progress bar, no list of outputs");
   return {sub, [f] {
@@ -167,7 +191,13 @@ Subcommand add_replay(CLI::App& app) {
             if (f->blur >= 0) c.pipeline.chain.blur_size = f->blur;
             if (f->batch_frames > 0) c.pipeline.batch_frames = f->batch_frames;
             if (!f->backend.empty()) c.pipeline.backend = parse_backend(f->backend);
-            return process("replay", c, f->quiet);
+            if (!f->publish.empty()) {
+              c.publish = true;
+              c.publisher.endpoint = f->publish;
+              c.publisher.height_bits = c.output.height_bits;
+              c.publisher.validate();
+            }
+            return process("replay", c, f->quiet, f->wait_subscriber);
           }};
 }
 

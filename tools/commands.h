@@ -17,5 +17,7 @@ Subcommand add_run(CLI::App& app);      // stripeline run [--config FILE]
 Subcommand add_replay(CLI::App& app);   // stripeline replay INPUT --frame-height N ...
 Subcommand add_synth(CLI::App& app);    // stripeline synth OUT.tiff ...
 Subcommand add_bench(CLI::App& app);    // stripeline bench [--json FILE]
+Subcommand add_subscribe(CLI::App& app);  // stripeline subscribe ENDPOINT [--ply OUT] [--heightmap OUT] [--rows N] [--timeout S]
+Subcommand add_daemon(CLI::App& app);     // stripeline daemon --config configs/daemon.toml
 
 }  // namespace stripeline::tools

@@ -1,30 +1,40 @@
 // The fused chain: Gaussian blur -> threshold -> per-column extraction in one
 // launch for every frame of a batch.
 //
-// Grid: one block per (frame, strip of kFusedColumns columns), one thread per
-// column. Per block:
+// Grid: one block per (frame, strip of kFusedColumns = 64 columns), one
+// thread per column; 300 frames of 2048 columns = 9600 blocks of 64 threads.
+// Per block:
 //  1. load: the strip's frame_height rows plus the horizontal halo (blur
 //     radius) from global memory into shared memory, once, coalesced: 16-byte
-//     vector loads when the rows are 16-byte aligned and the strip is inside
-//     the image (all but the edge strips of a 2048-wide batch), else element
-//     loads with the column index clamped (replicate border);
+//     vector loads (several in flight per thread) when the rows are 16-byte
+//     aligned and the strip is inside the image (all but the edge strips of a
+//     2048-wide batch), else element loads with the column clamped (replicate
+//     border). With blur off the threshold is applied on the way in;
 //  2. blur + threshold: each thread walks down its column. The horizontal pass
-//     of row y+r is computed from shared memory and pushed into a sliding
-//     window of `size` values held in registers (no shared "mid" buffer, no
-//     barrier); the vertical pass over that window, then the threshold, gives
-//     the pixel, stored to a shared tile. Frame-edge rows replicate;
+//     of row y+r is computed from shared memory (8-bit pixels: 32-bit word
+//     loads and __dp2a 16x8-bit dot products, exact; 16-bit: element loads and
+//     multiply-adds) and pushed into a sliding window of `size` values held in
+//     registers (no shared "mid" buffer, no barrier); the vertical pass over
+//     that window, then the threshold, gives the pixel, stored to a shared
+//     tile. Frame-edge rows replicate;
 //  3. extract: kernels::extract_column over the thread's own column of the
 //     tile (written by itself: no barrier), writing only the profile arrays.
 //
 // The blur size is a template parameter (0, 3, 5, ..., 15): the tap loops
 // unroll, the taps are read from the kernel parameters (constant bank) and the
 // window stays in registers. The arithmetic is kernels/gaussian.h's: the sums
-// are the same uint32 sums (no overflow, see there), the roundings
-// (acc + 2^(s-1)) >> s with the same shifts, clamping the same replicate
-// rule, so the bits equal blur_h / blur_v's (and the CPU backend's).
+// are the same uint32 sums (no overflow, see there; the order of integer
+// additions does not matter), the roundings (acc + 2^(s-1)) >> s with the
+// same shifts, clamping the same replicate rule, so the bits equal blur_h /
+// blur_v's (and the CPU backend's). tests/test_cuda.cpp checks it exactly.
+//
+// Shared memory per block: frame_height * (64 * bpp + 32) bytes, plus
+// frame_height * 64 * bpp with blur on (8.3 KB for 2048x52 8-bit, blurred).
+// Frames too tall for the device's per-block limit run the per-stage kernels
+// instead (stage_kernels.cu; the processor decides, stages/cuda/).
 #include <cstdint>
-#include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "core/errors.h"
 #include "kernels/cuda/device_common.cuh"
@@ -56,8 +66,22 @@ struct Geometry {
 
 __device__ __forceinline__ int min_int(int a, int b) { return a < b ? a : b; }
 
+// Per 32-bit word of packed pixels: kernels::apply_threshold on each pixel
+// (SIMD within the word: 4 bytes or 2 halves compared at once).
+template <class T>
+__device__ __forceinline__ std::uint32_t threshold_word(std::uint32_t word, std::uint32_t packed_threshold) {
+  if constexpr (sizeof(T) == 1)
+    return word & __vcmpgeu4(word, packed_threshold);
+  else
+    return word & __vcmpgeu2(word, packed_threshold);
+}
+
+// Loads the strip (see Geometry). With blur off (SIZE 0) it also applies the
+// threshold (zero_below) on the way, so the pixels land in shared memory ready
+// for extraction; with blur on, the threshold comes after the blur.
 template <class T, int SIZE>
-__device__ __forceinline__ void load_strip(const T* __restrict__ frame, int width, int height, int x0, T* s_in) {
+__device__ __forceinline__ void load_strip(const T* __restrict__ frame, int width, int height, int x0, T* s_in,
+                                           std::uint32_t zero_below) {
   using G = Geometry<T>;
   constexpr int R = SIZE / 2;
   constexpr int kBatch = 4;  // loads in flight per thread before their stores
@@ -70,6 +94,7 @@ __device__ __forceinline__ void load_strip(const T* __restrict__ frame, int widt
     const unsigned char* g = reinterpret_cast<const unsigned char*>(frame + x0) - (R > 0 ? 16 : 0);
     unsigned char* s = reinterpret_cast<unsigned char*>(s_in) + (R > 0 ? 0 : 16);
     const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(T);
+    const std::uint32_t packed = sizeof(T) == 1 ? zero_below * 0x01010101u : zero_below * 0x00010001u;
     const int total = height * kChunks;
     for (int i0 = tid; i0 < total; i0 += kBatch * kStrip) {
       uint4 v[kBatch];
@@ -86,6 +111,12 @@ __device__ __forceinline__ void load_strip(const T* __restrict__ frame, int widt
         const int i = i0 + u * kStrip;
         if (i < total) {
           const int y = i / kChunks, j = i - y * kChunks;
+          if constexpr (SIZE == 0) {
+            v[u].x = threshold_word<T>(v[u].x, packed);
+            v[u].y = threshold_word<T>(v[u].y, packed);
+            v[u].z = threshold_word<T>(v[u].z, packed);
+            v[u].w = threshold_word<T>(v[u].w, packed);
+          }
           *reinterpret_cast<uint4*>(s + y * G::kPitchBytes + j * 16) = v[u];
         }
       }
@@ -111,13 +142,79 @@ __device__ __forceinline__ void load_strip(const T* __restrict__ frame, int widt
         const int i = i0 + u * kStrip;
         if (i < total) {
           const int y = i / kCols, j = i - y * kCols;
-          s_in[y * G::kPitch + G::kLead - R + j] = v[u];
+          s_in[y * G::kPitch + G::kLead - R + j] = SIZE == 0 ? static_cast<T>(kernels::apply_threshold(v[u], zero_below)) : v[u];
         }
       }
     }
   }
 }
 
+// Horizontal pass at the thread's column, element by element (any pixel
+// type): sum of w[k] * pixel(x - R + k), then (sum + 128) >> 8.
+template <class T, int SIZE>
+struct HPassElements {
+  const T* src;  // src[k] = row 0's pixel at column x - R + k
+  const BlurTaps& taps;
+  __device__ __forceinline__ HPassElements(const T* s_in, int c, const BlurTaps& t)
+      : src(s_in + Geometry<T>::kLead - SIZE / 2 + c), taps(t) {}
+  __device__ __forceinline__ std::uint32_t operator()(int y) const {
+    const T* row = src + y * Geometry<T>::kPitch;
+    std::uint32_t acc[2] = {1u << (kBlurMidShift - 1), 0u};  // two chains: more independent work per thread
+#pragma unroll
+    for (int k = 0; k < SIZE; ++k) acc[k & 1] += taps.w[k] * static_cast<std::uint32_t>(row[k]);
+    return (acc[0] + acc[1]) >> kBlurMidShift;
+  }
+};
+
+__device__ __forceinline__ std::uint32_t tap_or_zero(const BlurTaps& t, int k, int size) {
+  return k >= 0 && k < size ? t.w[k] : 0u;
+}
+
+// The same sum for 8-bit pixels, from 32-bit shared-memory words and 2-way
+// 16x8-bit dot products (__dp2a_lo/hi: exact unsigned integer arithmetic):
+// kWords loads and 2*kWords dot products instead of SIZE byte loads and SIZE
+// multiply-adds. The thread's window starts at byte `a` (0..3) of its first
+// word; its tap pairs are laid out for that alignment once (zero outside the
+// window), so every thread of a warp runs the same instructions.
+template <int SIZE>
+struct HPassBytes {
+  static constexpr int kWords = (SIZE + 3 + 3) / 4;  // words spanned by SIZE bytes starting at byte 0..3
+  static constexpr int kPitchWords = Geometry<std::uint8_t>::kPitchBytes / 4;
+  const std::uint32_t* src;  // row 0's first word of the window
+  std::uint32_t pair[2 * kWords];
+  __device__ __forceinline__ HPassBytes(const std::uint8_t* s_in, int c, const BlurTaps& taps) {
+    const int first = Geometry<std::uint8_t>::kLead - SIZE / 2 + c;  // byte of the window's first pixel in a row
+    const int a = first & 3;
+    src = reinterpret_cast<const std::uint32_t*>(s_in) + (first >> 2);
+#pragma unroll
+    for (int i = 0; i < 2 * kWords; ++i) {
+      std::uint32_t half[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * i + h;  // byte position from the first word's byte 0; tap j - a
+        const std::uint32_t w0 = tap_or_zero(taps, j, SIZE), w1 = tap_or_zero(taps, j - 1, SIZE);
+        const std::uint32_t w2 = tap_or_zero(taps, j - 2, SIZE), w3 = tap_or_zero(taps, j - 3, SIZE);
+        half[h] = a == 0 ? w0 : a == 1 ? w1 : a == 2 ? w2 : w3;
+      }
+      pair[i] = half[0] | (half[1] << 16);
+    }
+  }
+  __device__ __forceinline__ std::uint32_t operator()(int y) const {
+    const std::uint32_t* row = src + y * kPitchWords;
+    std::uint32_t lo = 1u << (kBlurMidShift - 1), hi = 0;  // two chains: more independent work per thread
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      const std::uint32_t word = row[i];
+      lo = __dp2a_lo(pair[2 * i], word, lo);
+      hi = __dp2a_hi(pair[2 * i + 1], word, hi);
+    }
+    return (lo + hi) >> kBlurMidShift;
+  }
+};
+
+// __launch_bounds__(64) alone: ptxas then keeps sm_90 at 40-48 registers
+// (24 blocks = 48 warps per SM); asking for more blocks spills, allowing
+// fewer measured no faster on an H100.
 template <class T, int SIZE>
 __global__ void __launch_bounds__(kStrip)
     fused_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out) {
@@ -130,29 +227,21 @@ __global__ void __launch_bounds__(kStrip)
   const int x0 = (blockIdx.x - f * strips) * kStrip;
   const T* frame = in + static_cast<std::size_t>(f) * height * width;
 
-  load_strip<T, SIZE>(frame, width, height, x0, s_in);
+  load_strip<T, SIZE>(frame, width, height, x0, s_in, p.zero_below);
   __syncthreads();  // the only barrier: from here on each thread works on its own column
 
-  const std::uint32_t t = p.zero_below;
   const T* column_base;  // the thread's column of pixels ready for extraction
   if constexpr (SIZE == 0) {
-    T* col = s_in + G::kLead + c;
-    if (t != 0)
-      for (int y = 0; y < height; ++y) col[y * G::kPitch] = static_cast<T>(kernels::apply_threshold(col[y * G::kPitch], t));
-    column_base = col;
+    column_base = s_in + G::kLead + c;  // thresholded by load_strip
   } else {
     T* s_tile = reinterpret_cast<T*>(smem + static_cast<std::size_t>(height) * G::kPitchBytes);
-    const T* src = s_in + G::kLead - R + c;  // src[k] = pixel at column x - R + k
-    // Horizontal pass of frame row y (kernels::blur_h's sum and rounding; the
+    const std::uint32_t t = p.zero_below;
+    // Horizontal pass of frame row y: kernels::blur_h's sum and rounding (the
     // clamped columns were stored by load_strip).
-    auto hpass = [&](int y) -> std::uint32_t {
-      const T* row = src + y * G::kPitch;
-      std::uint32_t acc = 0;
-#pragma unroll
-      for (int k = 0; k < SIZE; ++k) acc += p.taps.w[k] * static_cast<std::uint32_t>(row[k]);
-      return (acc + (1u << (kBlurMidShift - 1))) >> kBlurMidShift;
-    };
-    // win[k] = horizontal pass of row y - R + k (clamped to the frame), k < 2R.
+    using HPass = std::conditional_t<sizeof(T) == 1, HPassBytes<SIZE>, HPassElements<T, SIZE>>;
+    const HPass hpass(s_in, c, p.taps);
+    // Vertical pass with a sliding window in registers: win[k] = horizontal
+    // pass of row y - R + k (clamped to the frame), k < 2R.
     std::uint32_t win[2 * R];
     const std::uint32_t top = hpass(0);
 #pragma unroll
@@ -160,18 +249,20 @@ __global__ void __launch_bounds__(kStrip)
 #pragma unroll
     for (int k = 1; k < R; ++k) win[R + k] = hpass(min_int(k, height - 1));
     T* dst = s_tile + c;
-    for (int y = 0; y < height; ++y) {
-      // Row y + R, or the last row again once past the bottom edge (replicate).
-      const std::uint32_t newest = y + R < height ? hpass(y + R) : win[2 * R - 1];
-      std::uint32_t acc = p.taps.w[2 * R] * newest;
+    auto step = [&](int y, std::uint32_t newest) {  // blur_v's sum and rounding, then the threshold
+      std::uint32_t acc[2] = {p.taps.w[2 * R] * newest + (1u << (kBlurFinalShift - 1)), 0u};
 #pragma unroll
-      for (int k = 0; k < 2 * R; ++k) acc += p.taps.w[k] * win[k];
-      const std::uint32_t v = (acc + (1u << (kBlurFinalShift - 1))) >> kBlurFinalShift;
-      dst[y * kStrip] = static_cast<T>(kernels::apply_threshold(v, t));
+      for (int k = 0; k < 2 * R; ++k) acc[k & 1] += p.taps.w[k] * win[k];
+      dst[y * kStrip] = static_cast<T>(kernels::apply_threshold((acc[0] + acc[1]) >> kBlurFinalShift, t));
 #pragma unroll
       for (int k = 0; k + 1 < 2 * R; ++k) win[k] = win[k + 1];
       win[2 * R - 1] = newest;
-    }
+    };
+    int y = 0;
+    // Unrolled by the window length, the shifts above become register renames.
+#pragma unroll(2 * R)
+    for (; y < height - R; ++y) step(y, hpass(y + R));  // row y + R exists
+    for (; y < height; ++y) step(y, win[2 * R - 1]);    // past the bottom edge: the last row again (replicate)
     column_base = dst;
   }
 

@@ -22,7 +22,14 @@
 // Checks a cudaError_t-returning call; throws CudaError naming it.
 #define STRIPELINE_CUDA_CHECK(call) ::stripeline::cuda::check((call), #call, __FILE__, __LINE__)
 // After every <<<>>>: picks up launch errors (bad configuration, no kernel image, ...).
-#define STRIPELINE_CUDA_CHECK_LAUNCH(what) ::stripeline::cuda::check(cudaGetLastError(), (what), __FILE__, __LINE__)
+// `what` is evaluated only on failure, so a descriptive message costs nothing
+// (no allocation) on the steady-state path.
+#define STRIPELINE_CUDA_CHECK_LAUNCH(what)                                                         \
+  do {                                                                                             \
+    const cudaError_t stripeline_launch_error_ = cudaGetLastError();                              \
+    if (stripeline_launch_error_ != cudaSuccess)                                                   \
+      ::stripeline::cuda::throw_error(stripeline_launch_error_, std::string(what).c_str(), __FILE__, __LINE__); \
+  } while (0)
 
 namespace stripeline::cuda {
 

@@ -1,0 +1,59 @@
+#include "daemon/instrumented_source.h"
+
+#include <fmt/format.h>
+
+namespace stripeline::daemon {
+
+InstrumentedSource::InstrumentedSource(FrameSource& inner, double rate) : inner_(inner), rate_(rate) {}
+
+std::string InstrumentedSource::describe() const {
+  return rate_ > 0 ? fmt::format("{}, paced at {} frames/s", inner_.describe(), rate_) : inner_.describe();
+}
+
+bool InstrumentedSource::fill(Batch& batch) {
+  if (stop_.load()) {
+    batch.frames = 0;
+    return false;
+  }
+  if (!inner_.fill(batch) || batch.frames == 0) return false;
+  if (rate_ > 0) {  // the batch is complete when its last frame is due
+    std::unique_lock lock(mu_);
+    if (!start_) start_ = clock::now();
+    paced_frames_ += static_cast<std::uint64_t>(batch.frames);
+    const auto due = *start_ + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(paced_frames_ / rate_));
+    cv_.wait_until(lock, due, [this] { return stop_.load(); });
+  }
+  std::uint64_t missing = 0;
+  for (int i = 0; i < batch.frames; ++i) missing += batch.meta[i].missing ? 1 : 0;
+  frames_ += static_cast<std::uint64_t>(batch.frames);
+  missing_ += missing;
+  std::lock_guard lock(mu_);
+  filled_.push_back(clock::now());
+  return true;
+}
+
+void InstrumentedSource::stop() {
+  stop_ = true;
+  std::lock_guard lock(mu_);
+  cv_.notify_all();
+}
+
+std::optional<double> InstrumentedSource::batch_done() {
+  std::lock_guard lock(mu_);
+  if (filled_.empty()) return std::nullopt;
+  const double s = std::chrono::duration<double>(clock::now() - filled_.front()).count();
+  filled_.pop_front();
+  return s;
+}
+
+std::size_t InstrumentedSource::in_flight() const {
+  std::lock_guard lock(mu_);
+  return filled_.size();
+}
+
+double InstrumentedSource::oldest_in_flight_seconds() const {
+  std::lock_guard lock(mu_);
+  return filled_.empty() ? 0.0 : std::chrono::duration<double>(clock::now() - filled_.front()).count();
+}
+
+}  // namespace stripeline::daemon

@@ -1,0 +1,50 @@
+#pragma once
+// The daemon's view of its source: paces it (frames per second, interruptible
+// by stop()), counts frames acquired, and remembers when each batch left the
+// source so that the end-to-end latency of each batch (source -> every sink)
+// and the batches in flight can be measured. Batches leave the source and
+// reach the sinks in the same order (the pipeline's first and last filters
+// are serial and in order), so a FIFO of fill times is enough.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "acquisition/source.h"
+
+namespace stripeline::daemon {
+
+class InstrumentedSource final : public FrameSource {
+ public:
+  InstrumentedSource(FrameSource& inner, double rate);
+  BatchLayout frame_layout() const override { return inner_.frame_layout(); }
+  bool fill(Batch& batch) override;
+  std::optional<std::uint64_t> total_frames() const override { return inner_.total_frames(); }
+  std::string describe() const override;
+
+  // The next fill() returns false; a pacing wait ends now. Thread-safe.
+  void stop();
+  // A batch reached every sink: its latency in seconds (the oldest in flight).
+  std::optional<double> batch_done();
+  std::size_t in_flight() const;
+  // Age of the oldest batch in flight (0 when none).
+  double oldest_in_flight_seconds() const;
+  std::uint64_t frames() const { return frames_.load(); }
+  std::uint64_t missing() const { return missing_.load(); }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  FrameSource& inner_;
+  double rate_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> frames_{0}, missing_{0};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<clock::time_point> filled_;
+  std::optional<clock::time_point> start_;
+  std::uint64_t paced_frames_ = 0;
+};
+
+}  // namespace stripeline::daemon

@@ -1,0 +1,122 @@
+#pragma once
+// Publisher: a ProfileSink that streams height rows over ZeroMQ in the
+// stripeline wire format (pipeline/wire_format.h, docs/wire-format.md).
+//
+// It never blocks the pipeline. The socket is an XPUB with XPUB_NODROP, so
+// a subscriber at its high-water mark makes a send fail with EAGAIN instead
+// of being dropped silently; every message that is not sent is counted by
+// reason, and the seq numbers let each subscriber see exactly which ones it
+// missed. Note: with NODROP one subscriber at its high-water mark makes the
+// message a drop for all subscribers (they all see the same gap).
+//
+// One begin() .. finish() is one series: series-start, profile (and
+// heightmap) messages, stats, series-end stating how many profile rows the
+// series published. The socket stays bound across series.
+//
+// Conservation, per series and in total:
+//   rows_in = rows_published + rows_dropped[hwm] + rows_dropped[no_subscriber] + rows_dropped[error]
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/sink.h"
+
+namespace stripeline {
+
+struct CurveConfig {
+  bool enabled = false;
+  std::filesystem::path server_secret_key;               // Z85 secret (zcert or bare); must not be readable by group/others
+  std::vector<std::filesystem::path> client_keys;        // allowed client public keys (Z85; zcert or bare)
+};
+
+struct PublisherConfig {
+  std::string endpoint = "tcp://127.0.0.1:5556";  // tcp://127.0.0.1:* binds an ephemeral port (see endpoint())
+  int send_hwm = 500;                // messages queued per subscriber before sends fail (and are counted as drops)
+  int rows_per_message = 8;          // profile rows per profile message
+  int heightmap_rows = 0;            // rows per heightmap message (0 = no heightmap messages)
+  double stats_interval = 1.0;       // seconds between stats messages within a series (0 = only at series end)
+  int linger_ms = 1000;              // how long queued messages are still delivered after close
+  int control_timeout_ms = 1000;     // series-start/series-end wait this long for room at the high-water mark
+  int height_bits = 6;               // announced in headers: the height code the subscriber should use
+  CurveConfig curve;
+
+  // Throws ConfigError naming the key ("publisher.<key>").
+  void validate() const;
+  bool operator==(const PublisherConfig& o) const;
+};
+
+enum class DropReason : int { Hwm = 0, NoSubscriber = 1, Error = 2 };
+inline constexpr int kDropReasons = 3;
+const char* to_string(DropReason r);
+
+struct PublisherCounters {
+  std::uint64_t series = 0;
+  std::uint64_t rows_in = 0;         // profile rows handed to the publisher
+  std::uint64_t rows_published = 0;  // profile rows sent
+  std::array<std::uint64_t, kDropReasons> rows_dropped{};
+  std::uint64_t messages_sent = 0;
+  std::array<std::uint64_t, kDropReasons> messages_dropped{};
+  std::uint64_t heightmap_rows_published = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t rows_dropped_total() const { return rows_dropped[0] + rows_dropped[1] + rows_dropped[2]; }
+  std::uint64_t messages_dropped_total() const { return messages_dropped[0] + messages_dropped[1] + messages_dropped[2]; }
+};
+
+// Reads a Z85 key (40 characters) from a file: either a bare key on a line,
+// or a ZeroMQ certificate (public-key = "..." / secret-key = "..."). A secret
+// key file readable by group or others is refused. Throws ConfigError.
+std::string read_curve_key(const std::filesystem::path& path, bool secret);
+// Writes a new key pair as ZeroMQ certificates: <base>.pub (public key) and
+// <base>.secret (both keys, mode 0600). Returns {public, secret} in Z85.
+// Throws RuntimeFailure.
+std::pair<std::string, std::string> write_curve_keypair(const std::filesystem::path& base);
+// True when libzmq was built with CURVE.
+bool curve_available();
+
+class Publisher final : public ProfileSink {
+ public:
+  // Binds the socket (and starts the ZAP handler when CURVE is on). Throws
+  // ConfigError for a bad configuration or key file, InputError when the
+  // endpoint cannot be bound.
+  explicit Publisher(PublisherConfig config);
+  ~Publisher() override;
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  // The endpoint actually bound (the ephemeral port resolved).
+  std::string endpoint() const;
+  const PublisherConfig& config() const;
+
+  void begin(const ScanInfo& info) override;                 // new series: series-start
+  void consume(const Batch& batch, const ProfileBatch& profiles) override;
+  void finish() override;                                    // heightmap rest, stats, series-end
+  void abort() noexcept override;                            // series-end with reason "aborted"
+
+  // Annotations for the next series-start/series-end (e.g. the daemon's scan
+  // number, the reason a scan ended). Cleared at each finish().
+  void annotate(const std::string& key, const std::string& value);
+  void annotate(const std::string& key, std::uint64_t value);
+
+  // Thread-safe snapshot of the counters.
+  PublisherCounters counters() const;
+  std::string series() const;
+  // Subscriptions currently matching the profile topic (reads pending
+  // subscription messages first). Thread-safe.
+  int subscribers();
+  // Waits until at least n subscriptions match the profile topic.
+  bool wait_for_subscribers(int n, std::chrono::milliseconds timeout);
+  // Housekeeping from another thread: reads subscriptions, sends a stats
+  // message when the interval has passed within a series. Thread-safe.
+  void tick();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stripeline

@@ -1,0 +1,113 @@
+#pragma once
+// The stripeline wire format (docs/wire-format.md), shared by the publisher
+// and every subscriber. A message is a ZeroMQ multipart message:
+//   part 0  topic: "series-start", "profile", "heightmap", "series-end", "stats"
+//   part 1  UTF-8 JSON header; "htype" names the type and version
+//           ("stripeline-profile-1.0"), "series" a UUID, "seq" a u64 that
+//           grows by 1 per message within a series, across topics
+//   part 2… raw little-endian arrays described by header["parts"]
+//           (name, dtype, shape): for profile/heightmap z (<f4, NaN = none),
+//           intensity (<u2) and width (<u2), each [rows, slots, width].
+// Pure functions: no sockets here, so the format is tested on its own.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/batch.h"
+#include "core/calibration.h"
+#include "core/profile.h"
+
+namespace stripeline::wire {
+
+inline constexpr const char* kFormatVersion = "1.0";
+inline constexpr int kFormatMajor = 1;
+
+enum class Topic { SeriesStart, Profile, Heightmap, SeriesEnd, Stats };
+const char* topic_name(Topic t);
+std::optional<Topic> parse_topic(const std::string& name);
+// "stripeline-<topic>-1.0"
+std::string htype(Topic t);
+
+// A new random (version 4) UUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx".
+std::string new_uuid();
+// Wall-clock time in nanoseconds since the Unix epoch.
+std::int64_t unix_time_ns();
+
+// Consecutive height rows (one profile message, or one heightmap message).
+struct RowBlock {
+  std::uint64_t series_row = 0;  // row offset of rows[0] within the series (0-based)
+  std::uint64_t index = 0;       // global acquisition index of rows[0] (the pipeline's frame index)
+  int rows = 0, width = 0, slots = 1;
+  std::vector<std::uint64_t> frame_ids;      // per row
+  std::vector<std::int64_t> timestamps_ns;   // per row (source clock)
+  std::vector<std::optional<std::int64_t>> encoder;  // per row; nullopt = no encoder
+  std::vector<std::uint8_t> missing;         // per row: 1 = the frame never arrived
+  std::vector<float> z;                      // [rows][slots][width]; NaN = none; mm when calibrated, else px
+  std::vector<std::uint16_t> intensity;      // [rows][slots][width]
+  std::vector<std::uint16_t> stripe_width;   // [rows][slots][width]
+
+  void clear(int width, int slots);
+  // Append frames [first, first + count) of a processed batch. z goes through
+  // the calibration (z = cal.z(row)) when it is enabled.
+  void append(const Batch& batch, const ProfileBatch& p, int first, int count, const LinearCalibration& cal,
+              std::uint64_t series_row_of_first);
+  std::size_t payload_bytes() const { return z.size() * 4 + intensity.size() * 2 + stripe_width.size() * 2; }
+};
+
+nlohmann::json calibration_json(const LinearCalibration& c);
+LinearCalibration calibration_from_json(const nlohmann::json& j);
+
+// One encoded message: parts[0] topic, parts[1] header, parts[2..] arrays.
+struct Encoded {
+  std::vector<std::string> parts;
+  std::size_t bytes() const;
+};
+
+// Common header fields: htype, series, seq, time_ns.
+nlohmann::json base_header(Topic t, const std::string& series, std::uint64_t seq);
+// A header-only message (series-start, series-end, stats).
+Encoded encode_control(Topic t, const nlohmann::json& header);
+// A profile or heightmap message. `header` holds the base fields and the
+// series-wide context (calibration, height_bits); the row fields and the
+// part descriptions are added here.
+Encoded encode_rows(Topic t, nlohmann::json header, const RowBlock& rows);
+
+// A decoded message. Throws InputError naming the problem for anything that
+// does not follow the format (wrong part count or size, unknown major version).
+struct Decoded {
+  Topic topic = Topic::Stats;
+  nlohmann::json header;
+  std::string series;
+  std::uint64_t seq = 0;
+  std::optional<RowBlock> rows;  // profile and heightmap
+  LinearCalibration calibration; // profile and heightmap
+};
+Decoded decode(const std::vector<std::string>& parts);
+
+// Follows the seq numbers of a stream and reports every gap. A new series
+// (another UUID) restarts the count.
+struct Gap {
+  std::string series;
+  std::uint64_t first_missing = 0;  // seq
+  std::uint64_t count = 0;          // messages missed
+};
+class GapTracker {
+ public:
+  // Returns the gap before this message, if any.
+  std::optional<Gap> observe(const std::string& series, std::uint64_t seq);
+  std::uint64_t missing() const { return missing_; }
+  std::uint64_t messages() const { return messages_; }
+  const std::vector<Gap>& gaps() const { return gaps_; }
+  std::uint64_t duplicates_or_reordered() const { return backwards_; }
+
+ private:
+  std::string series_;
+  std::optional<std::uint64_t> last_;
+  std::uint64_t missing_ = 0, messages_ = 0, backwards_ = 0;
+  std::vector<Gap> gaps_;
+};
+
+}  // namespace stripeline::wire

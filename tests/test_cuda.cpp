@@ -1,0 +1,652 @@
+// CUDA backend against its oracle, the CPU backend: every stage on its own and
+// the processor (fused kernel and per-stage fallback), compared bit for bit on
+// odd geometries, both pixel formats, partial batches, every method, blur size
+// and threshold setting, on random frames and on synthetic stripes. Outputs
+// are poisoned before each run so that an unwritten element fails.
+//
+// Every test skips (visibly, with the reason) when no CUDA device is usable,
+// and the file builds without the CUDA backend too.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "stages/backend.h"
+#include "stages/chain.h"
+#include "stages/stages.h"
+#if STRIPELINE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "stages/cuda/cuda_runtime.h"
+#include "stages/cuda/cuda_stages.h"
+#endif
+
+using namespace stripeline;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Batches and synthetic content
+
+Batch make_batch(int width, int frame_height, int frames, int capacity, PixelFormat format,
+                 HostAllocator alloc = &allocate_host) {
+  Batch b(BatchLayout{width, frame_height, capacity, format}, alloc);
+  b.frames = frames;
+  b.sequence = 7;
+  b.first_index = 1000;
+  for (int i = 0; i < capacity; ++i) {
+    b.meta[i].frame_id = 1000 + static_cast<std::uint64_t>(i);
+    b.meta[i].timestamp_ns = 5'000'000 * static_cast<std::int64_t>(i);
+    b.meta[i].encoder = 3 * i;
+    b.meta[i].has_encoder = (i % 2) == 0;
+  }
+  return b;
+}
+
+std::uint32_t max_value(PixelFormat f) { return f == PixelFormat::Mono8 ? 255u : 65535u; }
+
+void set_pixel(Batch& b, std::size_t index, std::uint32_t v) {
+  if (b.layout.format == PixelFormat::Mono8)
+    reinterpret_cast<std::uint8_t*>(b.pixels.data())[index] = static_cast<std::uint8_t>(v);
+  else
+    reinterpret_cast<std::uint16_t*>(b.pixels.data())[index] = static_cast<std::uint16_t>(v);
+}
+
+// Uniform noise over the whole range, every frame of the capacity.
+void fill_random(Batch& b, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::uint32_t> value(0, max_value(b.layout.format));
+  for (std::size_t i = 0; i < b.layout.pixels(); ++i) set_pixel(b, i, value(rng));
+}
+
+// Synthetic laser stripes: per column, `stripes` Gaussians (sigma 0.5..2.5 px,
+// amplitude 0.2..1.4 of full scale, so some saturate into plateaus) at rows
+// that wander from column to column and sometimes jump; low noise below the
+// threshold; some columns without any stripe (gaps).
+void fill_stripes(Batch& b, std::uint64_t seed, int stripes) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const int w = b.layout.width, h = b.layout.frame_height;
+  const double full = max_value(b.layout.format);
+  std::vector<double> centre(stripes), sigma(stripes), amplitude(stripes);
+  for (int f = 0; f < b.layout.frames; ++f) {
+    for (int s = 0; s < stripes; ++s) {
+      centre[s] = u(rng) * (h - 1);
+      sigma[s] = 0.5 + 2.0 * u(rng);
+      amplitude[s] = (0.2 + 1.2 * u(rng)) * full;
+    }
+    const std::size_t frame0 = static_cast<std::size_t>(f) * b.layout.frame_pixels();
+    for (int x = 0; x < w; ++x) {
+      for (int s = 0; s < stripes; ++s) {
+        centre[s] = std::clamp(centre[s] + (u(rng) - 0.5) * 0.8, -1.0, static_cast<double>(h));
+        if (u(rng) < 0.03) centre[s] = u(rng) * (h - 1);
+      }
+      const bool gap = u(rng) < 0.08;
+      for (int y = 0; y < h; ++y) {
+        double v = u(rng) * 0.12 * full;
+        if (!gap)
+          for (int s = 0; s < stripes; ++s) {
+            const double d = (y - centre[s]) / sigma[s];
+            if (d > -5.0 && d < 5.0) v += amplitude[s] * std::exp(-0.5 * d * d);
+          }
+        set_pixel(b, frame0 + static_cast<std::size_t>(y) * w + x, static_cast<std::uint32_t>(std::min(full, std::round(v))));
+      }
+    }
+  }
+}
+
+void fill(Batch& b, bool stripes, std::uint64_t seed) {
+  if (stripes)
+    fill_stripes(b, seed, 1 + static_cast<int>(seed % 3));
+  else
+    fill_random(b, seed);
+}
+
+// ---------------------------------------------------------------------------
+// Configurations
+
+struct MethodCase {
+  const char* name;
+  ColumnMethod method;
+  SpotSelection selection;
+};
+const MethodCase kMethods[] = {
+    {"cog", ColumnMethod::Cog, SpotSelection::Strongest},
+    {"max", ColumnMethod::Max, SpotSelection::Strongest},
+    {"window", ColumnMethod::Window, SpotSelection::Strongest},
+    {"local-max/strongest", ColumnMethod::LocalMax, SpotSelection::Strongest},
+    {"local-max/top", ColumnMethod::LocalMax, SpotSelection::Top},
+    {"local-max/bottom", ColumnMethod::LocalMax, SpotSelection::Bottom},
+    {"local-max/all", ColumnMethod::LocalMax, SpotSelection::All},
+    {"all", ColumnMethod::All, SpotSelection::Strongest},
+};
+constexpr int kMethodCount = static_cast<int>(sizeof kMethods / sizeof kMethods[0]);
+const int kBlurSizes[] = {0, 3, 5, 15};
+
+// `variant` varies the gates: cog width limits, a smaller 'all' slot count
+// (overflow), more local-max slots, a wider neighbourhood.
+ChainConfig make_config(const MethodCase& m, int blur, bool threshold_stage, PixelFormat f, int frame_height, int variant = 0) {
+  ChainConfig c;
+  const std::uint32_t scale = f == PixelFormat::Mono8 ? 1u : 257u;
+  c.blur_size = blur;
+  c.blur_sigma = variant % 2 ? 1.7 : 0.0;
+  c.threshold_stage = threshold_stage;
+  c.column.method = m.method;
+  c.column.selection = m.selection;
+  c.column.threshold = 40 * scale;
+  c.column.min_peak = 60 * scale;
+  c.column.min_width = variant % 3 == 1 ? std::min(2, frame_height) : 1;
+  c.column.max_width = variant % 3 == 1 ? std::max(c.column.min_width, 9) : 0;
+  c.column.window = std::min(variant % 2 ? 4 : 10, frame_height);
+  c.column.neighbours = variant % 2 ? 5 : 3;
+  c.max_peaks = variant % 2 ? 7 : 4;
+  c.max_points = variant % 2 ? 5 : 0;
+  return c;
+}
+
+std::string describe(const Batch& b, const MethodCase& m, const ChainConfig& c, bool stripes) {
+  std::ostringstream s;
+  s << b.layout.width << "x" << b.layout.frame_height << " " << to_string(b.layout.format) << " frames " << b.frames << "/"
+    << b.layout.frames << " " << m.name << " blur " << c.blur_size << " sigma " << c.blur_sigma << " threshold_stage "
+    << c.threshold_stage << " min/max width " << c.column.min_width << "/" << c.column.max_width << " window " << c.column.window
+    << " neighbours " << c.column.neighbours << " max_peaks " << c.max_peaks << " max_points " << c.max_points
+    << (stripes ? " stripes" : " random");
+  return s.str();
+}
+
+// ---------------------------------------------------------------------------
+// Exact comparisons
+
+template <class T>
+::testing::AssertionResult same_array(const char* name, const T* expected, const T* got, std::size_t n, int width, int slots) {
+  if (std::memcmp(expected, got, n * sizeof(T)) == 0) return ::testing::AssertionSuccess();
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::memcmp(&expected[i], &got[i], sizeof(T)) != 0) {
+      const std::size_t per_frame = static_cast<std::size_t>(width) * slots;
+      return ::testing::AssertionFailure() << name << " differs at frame " << i / per_frame << " slot " << (i % per_frame) / width
+                                           << " column " << i % width << ": cpu " << +expected[i] << ", cuda " << +got[i];
+    }
+  return ::testing::AssertionFailure() << name << " differs (padding?)";
+}
+
+::testing::AssertionResult same_meta(const std::vector<FrameMeta>& a, const std::vector<FrameMeta>& b, int frames) {
+  if (static_cast<int>(a.size()) < frames || static_cast<int>(b.size()) < frames) return ::testing::AssertionFailure() << "meta too short";
+  for (int i = 0; i < frames; ++i)
+    if (a[i].frame_id != b[i].frame_id || a[i].timestamp_ns != b[i].timestamp_ns || a[i].encoder != b[i].encoder ||
+        a[i].has_encoder != b[i].has_encoder || a[i].missing != b[i].missing)
+      return ::testing::AssertionFailure() << "meta of frame " << i << " differs";
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult same_profiles(const ProfileBatch& cpu, const ProfileBatch& gpu) {
+  if (cpu.frames != gpu.frames || cpu.sequence != gpu.sequence || cpu.first_index != gpu.first_index)
+    return ::testing::AssertionFailure() << "header differs: frames " << cpu.frames << "/" << gpu.frames << " sequence " << cpu.sequence
+                                         << "/" << gpu.sequence;
+  if (cpu.width != gpu.width || cpu.slots != gpu.slots) return ::testing::AssertionFailure() << "shape differs";
+  const std::size_t n = static_cast<std::size_t>(cpu.frames) * cpu.slots * cpu.width;
+  const std::size_t c = static_cast<std::size_t>(cpu.frames) * cpu.width;
+  if (auto r = same_array("position", cpu.position, gpu.position, n, cpu.width, cpu.slots); !r) return r;
+  if (auto r = same_array("intensity", cpu.intensity, gpu.intensity, n, cpu.width, cpu.slots); !r) return r;
+  if (auto r = same_array("width", cpu.stripe_width, gpu.stripe_width, n, cpu.width, cpu.slots); !r) return r;
+  if (auto r = same_array("count", cpu.count, gpu.count, c, cpu.width, 1); !r) return r;
+  return same_meta(cpu.meta, gpu.meta, cpu.frames);
+}
+
+::testing::AssertionResult same_pixels(const Batch& cpu, const Batch& gpu) {
+  if (cpu.frames != gpu.frames || cpu.sequence != gpu.sequence || cpu.first_index != gpu.first_index)
+    return ::testing::AssertionFailure() << "header differs";
+  const std::size_t n = cpu.filled_bytes();
+  if (std::memcmp(cpu.pixels.data(), gpu.pixels.data(), n) != 0) {
+    const int bpp = static_cast<int>(bytes_per_pixel(cpu.layout.format));
+    for (std::size_t i = 0; i < n; i += bpp)
+      if (std::memcmp(cpu.pixels.data() + i, gpu.pixels.data() + i, bpp) != 0) {
+        const std::size_t p = i / bpp;
+        const std::size_t row = p / cpu.layout.width;
+        return ::testing::AssertionFailure() << "pixel differs at frame " << row / cpu.layout.frame_height << " row "
+                                             << row % cpu.layout.frame_height << " column " << p % cpu.layout.width;
+      }
+  }
+  return same_meta(cpu.meta, gpu.meta, cpu.frames);
+}
+
+ProfileBatch make_profiles(const Batch& in, int slots, HostAllocator alloc = &allocate_host) {
+  ProfileBatch p(in.layout.width, in.layout.frames, slots, alloc);
+  p.poison();
+  return p;
+}
+
+std::unique_ptr<BatchProcessor> make_unfused_processor(const BatchLayout& l, const ChainConfig& c) {
+#if STRIPELINE_HAVE_CUDA
+  cuda::CudaProcessorOptions o;
+  o.allow_fused = false;
+  return cuda::make_cuda_processor_ex(l, c, o);
+#else
+  (void)l;
+  (void)c;
+  throw ConfigError("no CUDA backend");
+#endif
+}
+
+// CPU processor vs the CUDA processor (fused where it fits) and, when asked,
+// the CUDA per-stage path too.
+void check_chain(const Batch& in, const ChainConfig& config, const std::string& what, bool also_unfused) {
+  SCOPED_TRACE(what);
+  const int slots = output_slots(config, in.layout.frame_height);
+  auto cpu = make_processor(Backend::Cpu, in.layout, config);
+  ProfileBatch expected = make_profiles(in, slots);
+  cpu->process(in, expected);
+
+  auto gpu = make_processor(Backend::Cuda, in.layout, config);
+  ProfileBatch got = make_profiles(in, slots);
+  gpu->process(in, got);
+  ASSERT_TRUE(same_profiles(expected, got)) << "default CUDA processor";
+
+  if (also_unfused) {
+    auto per_stage = make_unfused_processor(in.layout, config);
+    ProfileBatch got2 = make_profiles(in, slots);
+    per_stage->process(in, got2);
+    ASSERT_TRUE(same_profiles(expected, got2)) << "per-stage CUDA path";
+  }
+}
+
+const int kWidths[] = {1, 13, 31, 33, 176, 1936, 2048};
+const int kHeights[] = {1, 2, 3, 7, 52, 64, 256};
+const PixelFormat kFormats[] = {PixelFormat::Mono8, PixelFormat::Mono16};
+
+}  // namespace
+
+// ===========================================================================
+// Runtime helpers
+
+TEST(CudaRuntime, DeviceStatusDescribesTheDevice) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+#if STRIPELINE_HAVE_CUDA
+  const cuda::DeviceStatus& s = cuda::device_status();
+  EXPECT_TRUE(s.available);
+  EXPECT_EQ(s.device, 0);
+  EXPECT_FALSE(s.description.empty());
+  EXPECT_NE(s.description.find("compute"), std::string::npos) << s.description;
+  EXPECT_GT(s.startup_ms, 0.0);
+  EXPECT_EQ(&s, &cuda::device_status()) << "initialised once";
+  EXPECT_EQ(stripeline::cuda_status(), s.description);
+  EXPECT_EQ(stripeline::cuda_startup_ms(), s.startup_ms);
+  EXPECT_EQ(resolve_backend(Backend::Auto), Backend::Cuda);
+  std::cout << "[ CUDA     ] " << s.description << ", start-up " << s.startup_ms << " ms\n";
+#endif
+}
+
+TEST(CudaRuntime, PinnedHostBuffers) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+#if STRIPELINE_HAVE_CUDA
+  HostBuffer b = cuda::allocate_pinned(1 << 20);
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b.pinned());
+  EXPECT_EQ(b.size(), std::size_t{1} << 20);
+  std::memset(b.data(), 0x5A, b.size());
+  cudaPointerAttributes attr{};
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, b.data()), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeHost);
+  HostBuffer c = host_allocator_for(Backend::Cuda)(4096);
+  EXPECT_TRUE(c.pinned());
+  HostBuffer moved(std::move(b));
+  EXPECT_TRUE(moved.pinned());
+  EXPECT_FALSE(b);
+#endif
+}
+
+TEST(CudaRuntime, HandlesAreMoveOnlyAndReleaseOnce) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+#if STRIPELINE_HAVE_CUDA
+  cuda::DeviceBuffer a = cuda::DeviceBuffer::allocate(1000, "test");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a.size(), 1000u);
+  void* p = a.get();
+  cuda::DeviceBuffer b(std::move(a));
+  EXPECT_FALSE(a);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(b.get(), p);
+  a = std::move(b);
+  EXPECT_EQ(a.get(), p);
+  EXPECT_EQ(a.size(), 1000u);
+
+  cuda::Stream s = cuda::Stream::create();
+  ASSERT_TRUE(s);
+  unsigned flags = 0;
+  ASSERT_EQ(cudaStreamGetFlags(s, &flags), cudaSuccess);
+  EXPECT_EQ(flags, static_cast<unsigned>(cudaStreamNonBlocking));
+  cuda::Event start = cuda::Event::create_timing(), stop = cuda::Event::create_timing(), done = cuda::Event::create_sync();
+  STRIPELINE_CUDA_CHECK(cudaEventRecord(start, s));
+  STRIPELINE_CUDA_CHECK(cudaMemsetAsync(a.data(), 0, a.size(), s));
+  STRIPELINE_CUDA_CHECK(cudaEventRecord(stop, s));
+  STRIPELINE_CUDA_CHECK(cudaEventRecord(done, s));
+  STRIPELINE_CUDA_CHECK(cudaEventSynchronize(done));
+  EXPECT_GE(cuda::elapsed_ms(start, stop), 0.0f);
+  float ms = 0;
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, done), cudaErrorInvalidResourceHandle) << "sync events carry no timing";
+  (void)cudaGetLastError();
+#endif
+}
+
+TEST(CudaRuntime, CheckThrowsCudaErrorNamingTheCallAndClearsIt) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+#if STRIPELINE_HAVE_CUDA
+  try {
+    STRIPELINE_CUDA_CHECK(cudaSetDevice(12345));
+    FAIL() << "expected a CudaError";
+  } catch (const CudaError& e) {
+    EXPECT_EQ(e.code(), static_cast<int>(cudaErrorInvalidDevice));
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cudaSetDevice(12345)"), std::string::npos) << what;
+    EXPECT_NE(what.find("test_cuda.cpp"), std::string::npos) << what;
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the error must not resurface at the next launch check";
+  EXPECT_NO_THROW(STRIPELINE_CUDA_CHECK_LAUNCH("nothing launched"));
+#endif
+}
+
+// ===========================================================================
+// Stages on their own
+
+TEST(CudaBlur, MatchesCpuOnOddSizesEveryBlurSize) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  std::uint64_t seed = 1;
+  for (PixelFormat format : kFormats)
+    for (int width : {1, 13, 33, 176, 1936})
+      for (int height : {1, 2, 3, 7, 52, 64, 256})
+        for (int blur : kBlurSizes) {
+          const int capacity = 4, frames = height > 64 ? 2 : 3;
+          Batch in = make_batch(width, height, frames, capacity, format);
+          fill(in, seed % 2 == 0, seed);
+          ++seed;
+          const auto taps = kernels::make_gaussian_taps(blur, blur == 15 ? 4.0 : 0.0);
+          Batch expected = make_batch(width, height, 0, capacity, format);
+          Batch got = make_batch(width, height, 0, capacity, format);
+          std::memset(got.pixels.data(), 0xA5, got.pixels.size());
+          make_blur_stage(Backend::Cpu, in.layout, taps)->run(in, expected);
+          make_blur_stage(Backend::Cuda, in.layout, taps)->run(in, got);
+          ASSERT_TRUE(same_pixels(expected, got)) << width << "x" << height << " " << to_string(format) << " blur " << blur;
+        }
+}
+
+TEST(CudaBlur, TallFramesAndManyFrames) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  for (PixelFormat format : kFormats) {
+    for (auto [width, height, frames, capacity] : {std::array{176, 1024, 2, 3}, std::array{2048, 52, 300, 300}, std::array{31, 4096, 1, 1}}) {
+      Batch in = make_batch(width, height, frames, capacity, format, host_allocator_for(Backend::Cuda));
+      fill_stripes(in, 99, 2);
+      const auto taps = kernels::make_gaussian_taps(7, 0.0);
+      Batch expected = make_batch(width, height, 0, capacity, format);
+      Batch got = make_batch(width, height, 0, capacity, format, host_allocator_for(Backend::Cuda));
+      std::memset(got.pixels.data(), 0xA5, got.pixels.size());
+      make_blur_stage(Backend::Cpu, in.layout, taps)->run(in, expected);
+      auto stage = make_blur_stage(Backend::Cuda, in.layout, taps);
+      stage->run(in, got);
+      ASSERT_TRUE(same_pixels(expected, got)) << width << "x" << height << " " << to_string(format);
+      // Same stage, another batch: nothing left over from the first.
+      fill_random(in, 5);
+      make_blur_stage(Backend::Cpu, in.layout, taps)->run(in, expected);
+      std::memset(got.pixels.data(), 0xA5, got.pixels.size());
+      stage->run(in, got);
+      ASSERT_TRUE(same_pixels(expected, got)) << width << "x" << height << " " << to_string(format) << " second batch";
+    }
+  }
+}
+
+TEST(CudaThreshold, MatchesCpuOutOfPlaceAndInPlace) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  std::uint64_t seed = 10;
+  for (PixelFormat format : kFormats)
+    for (int width : {1, 13, 176, 2048})
+      for (int height : {1, 7, 52})
+        for (std::uint32_t t : {1u, 40u, 200u}) {
+          const std::uint32_t threshold = format == PixelFormat::Mono8 ? t : t * 257;
+          Batch in = make_batch(width, height, 3, 5, format);
+          fill_random(in, seed++);
+          Batch expected = make_batch(width, height, 0, 5, format);
+          Batch got = make_batch(width, height, 0, 5, format);
+          std::memset(got.pixels.data(), 0xA5, got.pixels.size());
+          make_threshold_stage(Backend::Cpu, in.layout, threshold)->run(in, expected);
+          auto stage = make_threshold_stage(Backend::Cuda, in.layout, threshold);
+          stage->run(in, got);
+          ASSERT_TRUE(same_pixels(expected, got)) << width << "x" << height << " threshold " << threshold;
+          stage->run(in, in);  // in place
+          ASSERT_TRUE(same_pixels(expected, in)) << width << "x" << height << " threshold " << threshold << " in place";
+        }
+}
+
+TEST(CudaExtract, MatchesCpuForEveryMethod) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  std::uint64_t seed = 100;
+  for (PixelFormat format : kFormats)
+    for (int width : {1, 33, 176, 2048})
+      for (int height : {1, 3, 52, 256})
+        for (int m = 0; m < kMethodCount; ++m)
+          for (bool stripes : {true, false}) {
+            const ChainConfig config = make_config(kMethods[m], 0, false, format, height, static_cast<int>(seed % 4));
+            Batch in = make_batch(width, height, 2, 3, format);
+            fill(in, stripes, seed++);
+            const kernels::ColumnParams params = validate_chain(config, in.layout);
+            ProfileBatch expected = make_profiles(in, params.slots);
+            ProfileBatch got = make_profiles(in, params.slots);
+            make_extract_stage(Backend::Cpu, in.layout, params)->run(in, expected);
+            make_extract_stage(Backend::Cuda, in.layout, params)->run(in, got);
+            ASSERT_TRUE(same_profiles(expected, got)) << describe(in, kMethods[m], config, stripes);
+          }
+}
+
+// ===========================================================================
+// The processor: fused kernel and per-stage path
+
+TEST(CudaFused, MatchesCpuOnEveryGeometry) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  int i = 0;
+  for (PixelFormat format : kFormats)
+    for (int width : kWidths)
+      for (int height : kHeights) {
+        // Cycle method, blur, threshold stage and gate variant over the geometries.
+        const MethodCase& m = kMethods[i % kMethodCount];
+        const int blur = kBlurSizes[(i / 3) % 4];
+        const bool threshold_stage = i % 5 != 0;
+        const ChainConfig config = make_config(m, blur, threshold_stage, format, height, i % 4);
+        const int capacity = height >= 256 ? 4 : 6;
+        Batch in = make_batch(width, height, capacity - 1, capacity, format);
+        for (bool stripes : {true, false}) {
+          fill(in, stripes, static_cast<std::uint64_t>(1000 + 2 * i + stripes));
+          ASSERT_NO_FATAL_FAILURE(check_chain(in, config, describe(in, m, config, stripes), true));
+        }
+        ++i;
+      }
+}
+
+TEST(CudaFused, MatchesCpuForEveryMethodBlurSizeAndThresholdSetting) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  std::uint64_t seed = 5000;
+  for (PixelFormat format : kFormats)
+    for (auto [width, height] : {std::array{176, 52}, std::array{33, 7}, std::array{200, 64}})
+      for (int m = 0; m < kMethodCount; ++m)
+        for (int blur : kBlurSizes)
+          for (bool threshold_stage : {true, false}) {
+            const ChainConfig config = make_config(kMethods[m], blur, threshold_stage, format, height, static_cast<int>(seed % 4));
+            Batch in = make_batch(width, height, 17, 20, format);
+            const bool stripes = seed % 3 != 0;
+            fill(in, stripes, seed++);
+            ASSERT_NO_FATAL_FAILURE(check_chain(in, config, describe(in, kMethods[m], config, stripes), true));
+          }
+}
+
+TEST(CudaFused, ProductionShapeAndPartialBatches) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  const HostAllocator pinned = host_allocator_for(Backend::Cuda);
+  for (PixelFormat format : kFormats)
+    for (int frames : {1, 3, 17, 300}) {
+      Batch in = make_batch(2048, 52, frames, 300, format, pinned);
+      fill_stripes(in, 77 + frames, 1);
+      for (int m : {0, 3, 6}) {
+        const ChainConfig config = make_config(kMethods[m], 5, true, format, 52);
+        ASSERT_NO_FATAL_FAILURE(check_chain(in, config, describe(in, kMethods[m], config, true), frames != 300));
+      }
+    }
+}
+
+TEST(CudaFused, TallFramesFallBackToPerStageKernels) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+#if STRIPELINE_HAVE_CUDA
+  // 16-bit frames of 1024 rows blurred need ~290 KB of shared memory per block,
+  // the others more: beyond what any GPU offers a block.
+  struct Tall {
+    PixelFormat format;
+    int height, blur;
+  };
+  for (const Tall& t : {Tall{PixelFormat::Mono16, 1024, 5}, Tall{PixelFormat::Mono16, 2048, 0}, Tall{PixelFormat::Mono8, 4096, 0},
+                        Tall{PixelFormat::Mono8, 4096, 15}}) {
+    const ChainConfig config = make_config(kMethods[0], t.blur, true, t.format, t.height);
+    Batch in = make_batch(176, t.height, 2, 3, t.format);
+    fill_stripes(in, 3, 2);
+    auto p = cuda::make_cuda_processor_ex(in.layout, config);
+    EXPECT_FALSE(p->fused()) << t.height;
+    ASSERT_NO_FATAL_FAILURE(check_chain(in, config, describe(in, kMethods[0], config, true), false));
+    ASSERT_NO_FATAL_FAILURE(check_chain(in, make_config(kMethods[6], t.blur, false, t.format, t.height), "local-max/all", false));
+  }
+  // And the usual frame height does run fused.
+  Batch small = make_batch(2048, 52, 1, 1, PixelFormat::Mono8);
+  EXPECT_TRUE(cuda::make_cuda_processor_ex(small.layout, make_config(kMethods[0], 5, true, PixelFormat::Mono8, 52))->fused());
+#endif
+}
+
+TEST(CudaFused, RandomFramesSaturateCounts) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  // 'all' on bright random frames finds more than 255 points per column: count saturates at 255.
+  for (PixelFormat format : kFormats) {
+    Batch in = make_batch(77, 600, 2, 2, format);
+    fill_random(in, 42);
+    ChainConfig config = make_config(kMethods[7], 0, false, format, 600);
+    config.column.threshold = 1;
+    ASSERT_NO_FATAL_FAILURE(check_chain(in, config, "all, threshold 1", true));
+    config = make_config(kMethods[6], 3, true, format, 600);
+    config.max_peaks = 64;
+    config.column.neighbours = 1;
+    ASSERT_NO_FATAL_FAILURE(check_chain(in, config, "local-max/all, 64 slots", true));
+  }
+}
+
+// ===========================================================================
+// The CudaProcessor interface
+
+TEST(CudaProcessor, SubmitWaitComputeOnlyAndReuse) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+#if STRIPELINE_HAVE_CUDA
+  const HostAllocator pinned = host_allocator_for(Backend::Cuda);
+  const ChainConfig config = make_config(kMethods[0], 5, true, PixelFormat::Mono8, 52);
+  Batch in = make_batch(1936, 52, 40, 40, PixelFormat::Mono8, pinned);
+  auto cpu = make_processor(Backend::Cpu, in.layout, config);
+  auto gpu = cuda::make_cuda_processor_ex(in.layout, config);
+  EXPECT_EQ(gpu->backend(), Backend::Cuda);
+  EXPECT_NE(gpu->stream(), nullptr);
+  EXPECT_TRUE(gpu->fused());
+  gpu->wait();  // nothing pending: returns at once
+  // Several batches through one processor, of varying fill, each compared.
+  for (int round = 0; round < 4; ++round) {
+    in.frames = std::array{40, 7, 1, 23}[round];
+    in.sequence = 100 + round;
+    fill_stripes(in, 300 + round, 1 + round % 2);
+    ProfileBatch expected = make_profiles(in, 1), got = make_profiles(in, 1, pinned);
+    cpu->process(in, expected);
+    gpu->submit(in, got);
+    EXPECT_THROW(gpu->submit(in, got), RuntimeFailure) << "one batch at a time";
+    gpu->wait();
+    ASSERT_TRUE(same_profiles(expected, got)) << "round " << round;
+    EXPECT_GT(gpu->last_compute_ms(), 0.0);
+  }
+  const double ms = gpu->compute_only(40);
+  EXPECT_GT(ms, 0.0);
+  EXPECT_THROW(gpu->compute_only(41), RuntimeFailure);
+  // process() after compute_only: still right.
+  ProfileBatch expected = make_profiles(in, 1), got = make_profiles(in, 1);
+  cpu->process(in, expected);
+  gpu->process(in, got);
+  ASSERT_TRUE(same_profiles(expected, got));
+  // An empty batch: header only.
+  in.frames = 0;
+  gpu->process(in, got);
+  EXPECT_EQ(got.frames, 0);
+  // Wrong shapes are refused.
+  ProfileBatch wrong(1935, 40, 1, &allocate_host);
+  in.frames = 3;
+  EXPECT_THROW(gpu->process(in, wrong), RuntimeFailure);
+  Batch other = make_batch(1936, 53, 1, 40, PixelFormat::Mono8);
+  EXPECT_THROW(gpu->process(other, got), RuntimeFailure);
+#endif
+}
+
+TEST(CudaProcessor, AbsurdAllocationThrowsCudaError) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+  // Accepted by validate_chain (every dimension at its maximum) but 16 TiB of
+  // pixels: cudaMalloc must fail and say so, not crash.
+  const BatchLayout huge{kMaxWidth, kMaxFrameHeight, kMaxBatchFrames, PixelFormat::Mono8};
+  const ChainConfig config = make_config(kMethods[0], 5, true, PixelFormat::Mono8, kMaxFrameHeight);
+  ASSERT_NO_THROW(validate_chain(config, huge));
+  try {
+    auto p = make_processor(Backend::Cuda, huge, config);
+    FAIL() << "expected a CudaError";
+  } catch (const CudaError& e) {
+    EXPECT_NE(std::string(e.what()).find("cudaMalloc"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_extract_stage(Backend::Cuda, huge, validate_chain(config, huge)), RuntimeFailure);
+  // The failure is not sticky: the device still works.
+  Batch in = make_batch(64, 8, 2, 2, PixelFormat::Mono8);
+  fill_stripes(in, 1, 1);
+  ASSERT_NO_FATAL_FAILURE(check_chain(in, make_config(kMethods[0], 3, true, PixelFormat::Mono8, 8), "after the failure", true));
+}
+
+// ===========================================================================
+// Timing of the production shape (informative: printed, not asserted)
+
+TEST(CudaBench, ProductionShapeKernelTime) {
+  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+#if STRIPELINE_HAVE_CUDA
+  const HostAllocator pinned = host_allocator_for(Backend::Cuda);
+  for (PixelFormat format : kFormats) {
+    Batch in = make_batch(2048, 52, 300, 300, format, pinned);
+    fill_stripes(in, 11, 1);
+    for (int m : {0, 1, 3, 6, 7})
+      for (int blur : {0, 5, 15}) {
+        const ChainConfig config = make_config(kMethods[m], blur, true, format, 52);
+        auto gpu = cuda::make_cuda_processor_ex(in.layout, config);
+        ProfileBatch out = make_profiles(in, output_slots(config, 52), pinned);
+        gpu->process(in, out);  // warm-up, and puts the batch on the device
+        std::vector<double> kernel, total;
+        for (int r = 0; r < 21; ++r) kernel.push_back(gpu->compute_only(300));
+        for (int r = 0; r < 5; ++r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          gpu->process(in, out);
+          total.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::sort(kernel.begin(), kernel.end());
+        std::sort(total.begin(), total.end());
+        std::cout << "[ BENCH    ] 300 x 2048x52 " << to_string(format) << " " << kMethods[m].name << " blur " << blur
+                  << (gpu->fused() ? " fused" : " per-stage") << ": kernel median " << kernel[kernel.size() / 2] << " ms (min "
+                  << kernel.front() << "), process() with copies median " << total[total.size() / 2] << " ms\n";
+        if (m == 0 && blur == 5) {  // the per-stage path, for comparison
+          cuda::CudaProcessorOptions o;
+          o.allow_fused = false;
+          auto per_stage = cuda::make_cuda_processor_ex(in.layout, config, o);
+          per_stage->process(in, out);
+          std::vector<double> t;
+          for (int r = 0; r < 11; ++r) t.push_back(per_stage->compute_only(300));
+          std::sort(t.begin(), t.end());
+          std::cout << "[ BENCH    ]   same, per-stage kernels (blur + extract): kernel median " << t[t.size() / 2] << " ms\n";
+        }
+      }
+  }
+#endif
+}

@@ -1,0 +1,496 @@
+// The daemon, as a user (and systemd) sees it: the real `stripeline daemon`
+// binary started on loopback with ephemeral ports, its log read for the
+// endpoints, a subscriber, two /metrics scrapes, a fake NOTIFY_SOCKET, then
+// SIGHUP with a bad config and SIGTERM. Also the scan segmentation on its
+// own. Every wait has a deadline.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "daemon/metrics.h"
+#include "daemon/scan_writer.h"
+#include "io/image_reader.h"
+#include "io/ply_writer.h"
+#include "pipeline/wire_format.h"
+#include "test_helpers.h"
+
+using namespace stripeline;
+using namespace std::chrono_literals;
+using test::TempDir;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+// A child process with its stdout+stderr collected on a thread.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fds[1], 1);
+      ::dup2(fds[1], 2);
+      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    fd_ = fds[0];
+    reader_ = std::thread([this] {
+      char buf[4096];
+      while (true) {
+        const ssize_t n = ::read(fd_, buf, sizeof buf);
+        if (n <= 0) break;
+        std::lock_guard lock(mu_);
+        out_.append(buf, static_cast<std::size_t>(n));
+      }
+    });
+  }
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGKILL);
+      int st;
+      ::waitpid(pid_, &st, 0);
+    }
+    if (reader_.joinable()) reader_.join();
+    ::close(fd_);
+  }
+  std::string output() {
+    std::lock_guard lock(mu_);
+    return out_;
+  }
+  // Waits until the output matches; returns the first capture group (or the match).
+  std::optional<std::string> wait_for(const std::string& pattern, std::chrono::milliseconds timeout, std::size_t from = 0) {
+    const std::regex re(pattern);
+    const auto deadline = steady::now() + timeout;
+    while (steady::now() < deadline) {
+      std::smatch m;
+      const std::string out = output();
+      const std::string tail = from < out.size() ? out.substr(from) : "";
+      if (std::regex_search(tail, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
+      if (exited_or_check()) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    return std::nullopt;
+  }
+  void signal(int sig) { ::kill(pid_, sig); }
+  // Exit code, or nullopt if still running at the deadline.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout) {
+    const auto deadline = steady::now() + timeout;
+    while (steady::now() < deadline) {
+      if (exited_or_check()) return code_;
+      std::this_thread::sleep_for(20ms);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  bool exited_or_check() {
+    if (exited_) return true;
+    int st = 0;
+    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+      exited_ = true;
+      code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      if (reader_.joinable()) reader_.join();
+    }
+    return exited_;
+  }
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::thread reader_;
+  std::mutex mu_;
+  std::string out_;
+  bool exited_ = false;
+  int code_ = -1;
+};
+
+// GET http://127.0.0.1:port/path -> (status, body). Plain sockets: no client library needed.
+std::pair<int, std::string> http_get(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return {-1, ""};
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)!::write(fd, req.data(), req.size());
+  std::string resp;
+  char buf[8192];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) resp.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  const auto sp = resp.find(' ');
+  const auto body = resp.find("\r\n\r\n");
+  if (sp == std::string::npos || body == std::string::npos) return {-1, resp};
+  return {std::stoi(resp.substr(sp + 1, 3)), resp.substr(body + 4)};
+}
+
+// Prometheus text -> {"name{labels}": value}; fails the test on a malformed line.
+std::map<std::string, double> parse_metrics(const std::string& text) {
+  std::map<std::string, double> m;
+  std::istringstream in(text);
+  std::string line;
+  const std::regex sample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})?) (\S+)$)");
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::smatch s;
+    if (!std::regex_match(line, s, sample)) {
+      ADD_FAILURE() << "malformed metrics line: " << line;
+      continue;
+    }
+    m[s[1]] = s[3] == "NaN" ? std::nan("") : std::stod(s[3]);
+  }
+  return m;
+}
+
+// A unix datagram socket standing in for systemd's NOTIFY_SOCKET.
+class FakeSystemd {
+ public:
+  explicit FakeSystemd(const std::filesystem::path& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind notify socket");
+  }
+  ~FakeSystemd() { ::close(fd_); }
+  // Reads what arrived (non-blocking) and appends it.
+  const std::vector<std::string>& poll_messages() {
+    char buf[4096];
+    while (true) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n <= 0) break;
+      messages_.emplace_back(buf, static_cast<std::size_t>(n));
+    }
+    return messages_;
+  }
+  int index_of(const std::string& what) {
+    poll_messages();
+    for (std::size_t i = 0; i < messages_.size(); ++i)
+      if (messages_[i].find(what) != std::string::npos) return static_cast<int>(i);
+    return -1;
+  }
+
+ private:
+  std::filesystem::path path_;
+  int fd_;
+  std::vector<std::string> messages_;
+};
+
+std::string daemon_config(const TempDir& dir, std::uint64_t scan_rows, const std::string& extra = "") {
+  std::ostringstream s;
+  s << "[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n"
+    << "[processing]\nbackend = \"cpu\"\nbatch_frames = 20\n"
+    << "[output]\ndir = \"" << (dir / "scans").string() << "\"\nply = \"scan.ply\"\nheightmap = \"hm.png\"\npreview = \"\"\nsummary = \"scan.json\"\n"
+    << "[publisher]\nenabled = true\nendpoint = \"tcp://127.0.0.1:*\"\nrows_per_message = 5\nstats_interval = 0.2\ncontrol_timeout_ms = 5000\n"
+    << "[daemon]\nscan_rows = " << scan_rows << "\nrate = 2000.0\nstop_timeout = 20.0\n"
+    << "[http]\nport = 0\n"
+    << extra;
+  return s.str();
+}
+
+void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+// Receive until `stop(msgs)` or the deadline.
+bool receive_until(zmq::socket_t& sock, std::vector<wire::Decoded>& msgs, const std::function<bool(const std::vector<wire::Decoded>&)>& stop,
+                   std::chrono::milliseconds timeout) {
+  const auto deadline = steady::now() + timeout;
+  while (steady::now() < deadline) {
+    zmq::pollitem_t item{sock.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, 50ms) <= 0) continue;
+    std::vector<zmq::message_t> m;
+    if (!zmq::recv_multipart(sock, std::back_inserter(m), zmq::recv_flags::dontwait)) continue;
+    std::vector<std::string> parts;
+    for (auto& x : m) parts.push_back(x.to_string());
+    msgs.push_back(wire::decode(parts));
+    if (stop(msgs)) return true;
+  }
+  return false;
+}
+
+// The messages of one complete series (series-start .. series-end), checked
+// for contiguity; returns the rows received.
+std::uint64_t check_series(const std::vector<wire::Decoded>& msgs, std::size_t start) {
+  std::uint64_t rows = 0;
+  EXPECT_EQ(msgs[start].topic, wire::Topic::SeriesStart);
+  EXPECT_EQ(msgs[start].seq, 0u);
+  std::size_t i = start;
+  for (; i < msgs.size(); ++i) {
+    EXPECT_EQ(msgs[i].series, msgs[start].series);
+    EXPECT_EQ(msgs[i].seq, i - start) << "seq gap in a series";
+    if (msgs[i].topic == wire::Topic::Profile) {
+      EXPECT_EQ(msgs[i].rows->series_row, rows);
+      rows += static_cast<std::uint64_t>(msgs[i].rows->rows);
+    }
+    if (msgs[i].topic == wire::Topic::SeriesEnd) break;
+  }
+  EXPECT_LT(i, msgs.size());
+  if (i < msgs.size()) EXPECT_EQ(msgs[i].header["profile_rows"].get<std::uint64_t>(), rows);
+  return rows;
+}
+
+}  // namespace
+
+TEST(Daemon, StartPublishMetricsSigtermFinishesFilesAndSeriesEnd) {
+  TempDir dir;
+  write_text(dir / "d.toml", daemon_config(dir, 300));
+  FakeSystemd systemd(dir / "notify.sock");
+  Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()},
+          {"NOTIFY_SOCKET=" + (dir / "notify.sock").string(), "WATCHDOG_USEC=400000"});
+  const auto endpoint = d.wait_for(R"(publisher: bound (tcp://127\.0\.0\.1:[0-9]+))", 30s);
+  ASSERT_TRUE(endpoint) << d.output();
+  const auto port = d.wait_for(R"(http: listening on http://127\.0\.0\.1:([0-9]+))", 10s);
+  ASSERT_TRUE(port) << d.output();
+  ASSERT_TRUE(d.wait_for("daemon: ready", 30s)) << d.output();
+
+  zmq::context_t ctx(1);
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::linger, 0);
+  sub.connect(*endpoint);
+  sub.set(zmq::sockopt::subscribe, "");
+  // One whole scan = one whole series: series-start .. series-end, 300 rows.
+  std::vector<wire::Decoded> msgs;
+  std::size_t start = 0;
+  const bool whole = receive_until(sub, msgs, [&](const std::vector<wire::Decoded>& m) {
+    for (std::size_t i = 0; i < m.size(); ++i)
+      if (m[i].topic == wire::Topic::SeriesStart) {
+        start = i;
+        for (std::size_t j = i; j < m.size(); ++j)
+          if (m[j].topic == wire::Topic::SeriesEnd && m[j].series == m[i].series) return true;
+        return false;
+      }
+    return false;
+  }, 60s);
+  ASSERT_TRUE(whole) << "no complete series within 60 s\n" << d.output();
+  EXPECT_EQ(check_series(msgs, start), 300u);
+
+  // Two scrapes: the counters are there, parse, and never go down.
+  const auto [s1, m1text] = http_get(std::stoi(*port), "/metrics");
+  ASSERT_EQ(s1, 200) << m1text;
+  std::this_thread::sleep_for(300ms);  // let frames flow between the scrapes
+  const auto [s2, m2text] = http_get(std::stoi(*port), "/metrics");
+  ASSERT_EQ(s2, 200);
+  const auto m1 = parse_metrics(m1text), m2 = parse_metrics(m2text);
+  for (const char* name :
+       {"stripeline_frames_acquired_total", "stripeline_profiles_emitted_total", "stripeline_profiles_published_total",
+        "stripeline_profiles_dropped_total{reason=\"hwm\"}", "stripeline_profiles_dropped_total{reason=\"no_subscriber\"}",
+        "stripeline_profiles_dropped_total{reason=\"error\"}", "stripeline_queue_depth_batches", "stripeline_batch_latency_seconds_count",
+        "stripeline_batch_latency_seconds{quantile=\"0.99\"}", "stripeline_compute_seconds_total", "stripeline_batch_compute_seconds_sum"})
+    EXPECT_TRUE(m1.count(name)) << name << " missing from /metrics\n" << m1text;
+  for (const auto& [name, v] : m1)
+    if (name.find("_total") != std::string::npos || name.find("_count") != std::string::npos)
+      EXPECT_GE(m2.at(name), v) << name << " went down between scrapes";
+  EXPECT_GT(m2.at("stripeline_frames_acquired_total"), m1.at("stripeline_frames_acquired_total"));
+  EXPECT_GT(m2.at("stripeline_profiles_published_total"), 0);
+  const auto [hs, health] = http_get(std::stoi(*port), "/healthz");
+  EXPECT_EQ(hs, 200) << health;
+
+  // SIGTERM: the open scan ends ("stopped"), its series-end comes, exit 0.
+  const std::size_t before = msgs.size();
+  d.signal(SIGTERM);
+  const bool ended = receive_until(sub, msgs, [&](const std::vector<wire::Decoded>& m) {
+    for (std::size_t i = before; i < m.size(); ++i)
+      if (m[i].topic == wire::Topic::SeriesEnd && m[i].header.value("reason", "") == "stopped") return true;
+    return false;
+  }, 20s);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << "the daemon did not exit after SIGTERM\n" << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+  EXPECT_TRUE(ended) << "no series-end with reason 'stopped'\n" << d.output();
+
+  // Files: every scan complete (PLY, height map, JSON), nothing temporary left.
+  int scans = 0;
+  std::uint64_t rows_on_disk = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "scans")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << "temporary file left: " << name;
+    if (name.size() > 9 && name.substr(name.size() - 9) == "scan.json") {
+      ++scans;
+      std::ifstream in(e.path());
+      const auto j = nlohmann::json::parse(in);
+      const std::string stem = name.substr(0, name.size() - 9);
+      EXPECT_TRUE(std::filesystem::exists(dir / "scans" / (stem + "scan.ply"))) << stem;
+      ASSERT_TRUE(std::filesystem::exists(dir / "scans" / (stem + "hm.png"))) << stem;
+      const auto rows = j["rows"].get<std::uint64_t>();
+      rows_on_disk += rows;
+      EXPECT_EQ(io::open_image(dir / "scans" / (stem + "hm.png"))->info().height, static_cast<std::int64_t>(rows));
+      if (j["reason"] == "rows") EXPECT_EQ(rows, 300u);
+    }
+  }
+  EXPECT_GE(scans, 2);
+  // Conservation in the final log line: frames acquired = published + dropped.
+  const std::string out = d.output();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(frames acquired (\d+), profiles emitted (\d+), published (\d+), dropped (\d+))"))) << out;
+  EXPECT_EQ(std::stoull(m[1]), std::stoull(m[2]));
+  EXPECT_EQ(std::stoull(m[1]), std::stoull(m[3]) + std::stoull(m[4]));
+  EXPECT_EQ(std::stoull(m[1]), rows_on_disk);
+  // systemd: READY=1, then WATCHDOG=1, then STOPPING=1.
+  const int ready = systemd.index_of("READY=1"), watchdog = systemd.index_of("WATCHDOG=1"), stopping = systemd.index_of("STOPPING=1");
+  EXPECT_GE(ready, 0);
+  EXPECT_GT(watchdog, ready);
+  EXPECT_GT(stopping, ready);
+}
+
+TEST(Daemon, SighupWithABadConfigKeepsTheOldOneAndAGoodOneIsApplied) {
+  TempDir dir;
+  const auto cfg = dir / "d.toml";
+  write_text(cfg, daemon_config(dir, 100000));
+  Child d({test::binary_path(), "daemon", "--config", cfg.string()});
+  const auto port = d.wait_for(R"(http: listening on http://127\.0\.0\.1:([0-9]+))", 30s);
+  ASSERT_TRUE(port) << d.output();
+  ASSERT_TRUE(d.wait_for("daemon: ready", 30s)) << d.output();
+
+  write_text(cfg, daemon_config(dir, 100000, "[daemon]\nscna_rows = 5\n"));  // a typo (and a duplicate table)
+  d.signal(SIGHUP);
+  ASSERT_TRUE(d.wait_for("configuration rejected, keeping the running one", 10s)) << d.output();
+  EXPECT_EQ(d.output().find("configuration " + cfg.string() + " applied"), std::string::npos);
+  const auto metrics = parse_metrics(http_get(std::stoi(*port), "/metrics").second);
+  EXPECT_EQ(metrics.at("stripeline_config_reloads_total{result=\"rejected\"}"), 1);
+  EXPECT_EQ(metrics.at("stripeline_config_reloads_total{result=\"applied\"}"), 0);
+  const double frames = metrics.at("stripeline_frames_acquired_total");
+  // Still acquiring with the old configuration.
+  const auto deadline = steady::now() + 10s;
+  double now_frames = frames;
+  while (steady::now() < deadline && now_frames <= frames) {
+    std::this_thread::sleep_for(50ms);
+    now_frames = parse_metrics(http_get(std::stoi(*port), "/metrics").second).at("stripeline_frames_acquired_total");
+  }
+  EXPECT_GT(now_frames, frames) << d.output();
+  EXPECT_EQ(http_get(std::stoi(*port), "/healthz").first, 200);
+
+  write_text(cfg, daemon_config(dir, 40));
+  const std::size_t mark = d.output().size();
+  d.signal(SIGHUP);
+  ASSERT_TRUE(d.wait_for("applied", 15s, mark)) << d.output();
+  ASSERT_TRUE(d.wait_for("scan [0-9]+: 40 rows, ended \\(rows\\)", 15s, mark)) << d.output();
+  EXPECT_TRUE(d.wait_for("ended \\(reload\\)", 1s, mark)) << d.output();
+  d.signal(SIGINT);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+}
+
+TEST(Daemon, MalformedConfigOrInsecureKeyExitsTwoWithOneLine) {
+  TempDir dir;
+  write_text(dir / "bad.toml", "[daemon]\nscan_rows = -3\n");
+  std::string out;
+  EXPECT_EQ(test::run_cli("daemon --config " + (dir / "bad.toml").string(), &out), 2) << out;
+  EXPECT_NE(out.find("bad.toml"), std::string::npos) << out;
+  EXPECT_NE(out.find("daemon.scan_rows"), std::string::npos) << out;
+  EXPECT_EQ(test::run_cli("daemon --config " + (dir / "missing.toml").string(), &out), 2) << out;
+  write_text(dir / "http.toml", "[http]\nport = \"80\"\n");
+  EXPECT_EQ(test::run_cli("daemon --check --config " + (dir / "http.toml").string(), &out), 2) << out;
+  EXPECT_NE(out.find("http.port"), std::string::npos) << out;
+  EXPECT_EQ(test::run_cli("daemon --check --config " + test::source_dir() + "/configs/daemon.toml", &out), 0) << out;
+  if (!curve_available()) GTEST_SKIP() << "libzmq was built without CURVE: the key-file half is skipped";
+  ASSERT_EQ(test::run_cli("daemon --keygen " + (dir / "server").string(), &out), 0) << out;
+  ASSERT_EQ(test::run_cli("daemon --keygen " + (dir / "client").string(), &out), 0) << out;
+  ::chmod((dir / "server.secret").c_str(), 0640);
+  write_text(dir / "curve.toml", "[publisher]\nenabled = true\n[security]\ncurve = true\nserver_secret_key = \"" + (dir / "server.secret").string() +
+                                     "\"\nclient_keys = [\"" + (dir / "client.pub").string() + "\"]\n");
+  EXPECT_EQ(test::run_cli("daemon --check --config " + (dir / "curve.toml").string(), &out), 2) << out;
+  EXPECT_NE(out.find("readable by group or others"), std::string::npos) << out;
+}
+
+TEST(Daemon, ScanWriterEndsScansAtRowsAndAtPausesAndFinishesEveryFile) {
+  TempDir dir;
+  DaemonConfig dc;
+  dc.scan_rows = 7;
+  dc.pause = 0.001;  // 1 ms
+  OutputConfig oc;
+  oc.dir = dir.path();
+  oc.ply = "s.ply";
+  oc.heightmap = "h.png";
+  oc.preview = "";
+  oc.summary = "s.json";
+  std::vector<daemon::ScanResult> done;
+  daemon::ScanWriter w(dc, oc, nullptr, "run", 1, {}, [&](const daemon::ScanResult& r) { done.push_back(r); });
+  Batch b = test::make_batch<std::uint8_t>(6, 8, 10);
+  ProfileBatch p(6, 10, 1, &allocate_host);
+  p.frames = 10;
+  p.meta = b.meta;
+  for (int f = 0; f < 10; ++f) {
+    b.meta[f].timestamp_ns = f < 4 ? f * 100'000 : 10'000'000 + f * 100'000;  // a 10 ms pause before frame 4
+    for (int x = 0; x < 6; ++x) {
+      p.count[f * 6 + x] = 1;
+      p.position[p.slot_index(f, 0, x)] = 256 * 3 + f;
+      p.intensity[p.slot_index(f, 0, x)] = 100;
+      p.stripe_width[p.slot_index(f, 0, x)] = 3;
+    }
+  }
+  ScanInfo info;
+  info.layout = b.layout;
+  w.begin(info);
+  w.consume(b, p);  // frames 0-3 (pause), 4-9 so far
+  b.first_index = p.first_index = 10;
+  for (int f = 0; f < 10; ++f) b.meta[f].timestamp_ns = 11'000'000 + f * 100'000, b.meta[f].frame_id = 10 + f;
+  w.consume(b, p);  // 4-10 (rows = 7), 11-17 (7), 18-19 open
+  w.set_end_reason("stopped");
+  w.finish();
+  ASSERT_EQ(done.size(), 4u);
+  EXPECT_EQ(done[0].rows, 4u);
+  EXPECT_EQ(done[0].reason, "pause");
+  EXPECT_EQ(done[1].rows, 7u);
+  EXPECT_EQ(done[1].reason, "rows");
+  EXPECT_EQ(done[2].rows, 7u);
+  EXPECT_EQ(done[3].rows, 2u);
+  EXPECT_EQ(done[3].reason, "stopped");
+  for (const auto& r : done) {
+    ASSERT_EQ(r.files.size(), 3u);
+    const auto vertices = io::read_ply(r.files[0]);
+    EXPECT_EQ(vertices.size(), r.rows * 6);
+    EXPECT_EQ(io::open_image(r.files[1])->info().height, static_cast<std::int64_t>(r.rows));
+  }
+  EXPECT_EQ(io::read_ply(done[1].files[0]).front().y, 4.0f);  // y = global frame index
+}
+
+TEST(Metrics, PrometheusTextIsWellFormed) {
+  daemon::Registry r;
+  r.counter("x_total", "X.", "reason=\"a\"").add(3);
+  r.counter("x_total", "X.", "reason=\"b\"").add(1.5);
+  r.gauge("g", "G.").set(-2);
+  auto& s = r.summary("lat_seconds", "L.", 4);
+  for (double v : {1.0, 2.0, 3.0, 4.0, 100.0}) s.observe(v);
+  const std::string text = r.render();
+  const auto m = parse_metrics(text);
+  EXPECT_EQ(m.at("x_total{reason=\"a\"}"), 3);
+  EXPECT_EQ(m.at("x_total{reason=\"b\"}"), 1.5);
+  EXPECT_EQ(m.at("g"), -2);
+  EXPECT_EQ(m.at("lat_seconds_count"), 5);
+  EXPECT_EQ(m.at("lat_seconds_sum"), 110);
+  EXPECT_EQ(m.at("lat_seconds{quantile=\"0.5\"}"), 4);  // window of 4: {2, 3, 4, 100}
+  EXPECT_NE(text.find("# TYPE x_total counter"), std::string::npos);
+  EXPECT_EQ(text.find("# TYPE x_total counter", text.find("# TYPE x_total counter") + 1), std::string::npos) << "one TYPE per family";
+  r.counter("x_total", "X.", "reason=\"a\"").add(-5);  // counters never go down
+  EXPECT_EQ(parse_metrics(r.render()).at("x_total{reason=\"a\"}"), 3);
+}

@@ -1,0 +1,503 @@
+// Streaming: the wire format on its own, then the publisher sink on loopback
+// (every row in order; a slow subscriber costs counted drops, not pipeline
+// time; CURVE with an allowed and an unknown client), the streaming config
+// sections, and the Python example. Loopback only, ephemeral ports, and
+// every wait has a deadline.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "acquisition/synthetic_scanner.h"
+#include "core/errors.h"
+#include "io/ply_writer.h"
+#include "pipeline/config.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/publisher.h"
+#include "pipeline/wire_format.h"
+#include "test_helpers.h"
+
+using namespace stripeline;
+using namespace std::chrono_literals;
+using test::TempDir;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+SyntheticConfig scan(int width, int height, std::uint64_t frames) {
+  SyntheticConfig c;
+  c.width = width;
+  c.frame_height = height;
+  c.frames = frames;
+  return c;
+}
+
+PipelineOptions cpu_options(int batch_frames) {
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = batch_frames;
+  return o;
+}
+
+PublisherConfig loopback(int rows_per_message = 4) {
+  PublisherConfig c;
+  c.endpoint = "tcp://127.0.0.1:*";
+  c.rows_per_message = rows_per_message;
+  c.stats_interval = 0;
+  return c;
+}
+
+// Keeps the primary position of every profile.
+class Positions final : public ProfileSink {
+ public:
+  void begin(const ScanInfo&) override {}
+  void consume(const Batch&, const ProfileBatch& p) override {
+    for (int f = 0; f < p.frames; ++f)
+      for (int x = 0; x < p.width; ++x) rows.push_back(p.peaks(f, x) ? p.position[p.slot_index(f, 0, x)] : kNoPeak);
+  }
+  void finish() override {}
+  std::vector<std::int32_t> rows;
+};
+
+// A subscriber on its own thread: collects decoded messages until series-end
+// or its deadline; `delay` per message makes it deliberately slow.
+class Subscriber {
+ public:
+  Subscriber(const std::string& endpoint, std::chrono::microseconds delay = 0us, int rcvhwm = 1000,
+             std::function<void(zmq::socket_t&)> setup = {})
+      : sock_(ctx_, zmq::socket_type::sub), delay_(delay) {
+    sock_.set(zmq::sockopt::rcvhwm, rcvhwm);
+    sock_.set(zmq::sockopt::linger, 0);
+    if (delay > 0us) sock_.set(zmq::sockopt::rcvbuf, 64 * 1024);
+    if (setup) setup(sock_);
+    sock_.connect(endpoint);
+    sock_.set(zmq::sockopt::subscribe, "");
+  }
+  void start(std::chrono::seconds limit) {
+    thread_ = std::thread([this, limit] {
+      const auto deadline = steady::now() + limit;
+      while (steady::now() < deadline && !done) {
+        zmq::pollitem_t item{sock_.handle(), 0, ZMQ_POLLIN, 0};
+        if (zmq::poll(&item, 1, 50ms) <= 0) continue;
+        std::vector<zmq::message_t> msg;
+        if (!zmq::recv_multipart(sock_, std::back_inserter(msg), zmq::recv_flags::dontwait)) continue;
+        std::vector<std::string> parts;
+        for (auto& m : msg) parts.push_back(m.to_string());
+        messages.push_back(wire::decode(parts));
+        if (messages.back().topic == wire::Topic::SeriesEnd) done = true;
+        if (delay_ > 0us) std::this_thread::sleep_for(delay_);
+      }
+    });
+  }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  ~Subscriber() { join(); }
+
+  std::vector<wire::Decoded> messages;
+  std::atomic<bool> done{false};
+
+ private:
+  zmq::context_t ctx_{1};
+  zmq::socket_t sock_;
+  std::chrono::microseconds delay_;
+  std::thread thread_;
+};
+
+std::uint64_t rows_received(const std::vector<wire::Decoded>& msgs) {
+  std::uint64_t n = 0;
+  for (const auto& m : msgs)
+    if (m.topic == wire::Topic::Profile) n += static_cast<std::uint64_t>(m.rows->rows);
+  return n;
+}
+
+ProfileBatch profiles_for(const Batch& b, int slots) {
+  ProfileBatch p(b.layout.width, b.layout.frames, slots, &allocate_host);
+  p.frames = b.frames;
+  p.first_index = b.first_index;
+  p.meta = b.meta;
+  std::memset(p.count, 0, static_cast<std::size_t>(b.layout.frames) * b.layout.width);
+  return p;
+}
+
+}  // namespace
+
+TEST(WireFormat, RowsRoundTripWithNaNForNoDetectionAndCalibration) {
+  Batch b = test::make_batch<std::uint8_t>(5, 8, 3);
+  for (int f = 0; f < 3; ++f) {
+    b.meta[f].frame_id = 100 + f;
+    b.meta[f].timestamp_ns = 1000 * f;
+    b.meta[f].encoder = 4 * f;
+    b.meta[f].has_encoder = f != 1;
+  }
+  b.meta[2].missing = true;
+  ProfileBatch p = profiles_for(b, 2);
+  for (int f = 0; f < 3; ++f)
+    for (int x = 0; x < 5; ++x) {
+      p.count[f * 5 + x] = static_cast<std::uint8_t>((x + f) % 3);  // 0, 1 or 2 peaks
+      for (int s = 0; s < 2; ++s) {
+        const auto i = p.slot_index(f, s, x);
+        p.position[i] = 256 * (f + x) + 64 * s + 3;
+        p.intensity[i] = static_cast<std::uint16_t>(1000 + i);
+        p.stripe_width[i] = static_cast<std::uint16_t>(i % 7);
+      }
+    }
+  LinearCalibration cal;
+  cal.enabled = true;
+  cal.z_scale = 0.5;
+  cal.z_offset = 2.0;
+  wire::RowBlock rows;
+  rows.clear(5, 2);
+  rows.append(b, p, 1, 2, cal, 41);
+  auto header = wire::base_header(wire::Topic::Profile, "abc", 7);
+  header["calibration"] = wire::calibration_json(cal);
+  const auto enc = wire::encode_rows(wire::Topic::Profile, header, rows);
+  ASSERT_EQ(enc.parts.size(), 5u);
+  EXPECT_EQ(enc.parts[0], "profile");
+  const auto d = wire::decode(enc.parts);
+  EXPECT_EQ(d.seq, 7u);
+  EXPECT_EQ(d.series, "abc");
+  EXPECT_EQ(d.header["htype"], "stripeline-profile-1.0");
+  ASSERT_TRUE(d.rows);
+  const auto& r = *d.rows;
+  EXPECT_EQ(r.rows, 2);
+  EXPECT_EQ(r.series_row, 41u);
+  EXPECT_EQ(r.index, 1u);
+  EXPECT_EQ(r.frame_ids, (std::vector<std::uint64_t>{101, 102}));
+  EXPECT_FALSE(r.encoder[0].has_value());
+  EXPECT_EQ(r.encoder[1].value(), 8);
+  EXPECT_EQ(r.missing, (std::vector<std::uint8_t>{0, 1}));
+  for (int rr = 0; rr < 2; ++rr)
+    for (int s = 0; s < 2; ++s)
+      for (int x = 0; x < 5; ++x) {
+        const int f = rr + 1;
+        const std::size_t o = (static_cast<std::size_t>(rr) * 2 + s) * 5 + x;
+        if (s < p.peaks(f, x)) {
+          const auto i = p.slot_index(f, s, x);
+          EXPECT_FLOAT_EQ(r.z[o], static_cast<float>(0.5 * (p.position[i] / 256.0) + 2.0));
+          EXPECT_EQ(r.intensity[o], p.intensity[i]);
+        } else {
+          EXPECT_TRUE(std::isnan(r.z[o])) << "frame " << f << " slot " << s << " column " << x;
+          EXPECT_EQ(r.intensity[o], 0);
+        }
+      }
+  EXPECT_TRUE(d.calibration.enabled);
+  EXPECT_DOUBLE_EQ(d.calibration.z_scale, 0.5);
+}
+
+TEST(WireFormat, MalformedMessagesAreRejected) {
+  wire::RowBlock rows;
+  rows.clear(4, 1);
+  auto good = wire::encode_rows(wire::Topic::Profile, wire::base_header(wire::Topic::Profile, "s", 0), rows);
+  EXPECT_NO_THROW(wire::decode(good.parts));
+  auto short_msg = good;
+  short_msg.parts.pop_back();
+  EXPECT_THROW(wire::decode(short_msg.parts), InputError);
+  auto bad_json = good;
+  bad_json.parts[1] = "{not json";
+  EXPECT_THROW(wire::decode(bad_json.parts), InputError);
+  auto v2 = good;
+  auto h = nlohmann::json::parse(v2.parts[1]);
+  h["htype"] = "stripeline-profile-2.0";
+  v2.parts[1] = h.dump();
+  EXPECT_THROW(wire::decode(v2.parts), InputError);
+  EXPECT_THROW(wire::decode({"nonsense", "{}"}), InputError);
+  EXPECT_THROW(wire::decode({"profile"}), InputError);
+}
+
+TEST(WireFormat, GapTrackerReportsEveryGapExactly) {
+  wire::GapTracker g;
+  for (std::uint64_t s : {0, 1, 2, 5, 6, 10}) g.observe("a", s);
+  ASSERT_EQ(g.gaps().size(), 2u);
+  EXPECT_EQ(g.gaps()[0].first_missing, 3u);
+  EXPECT_EQ(g.gaps()[0].count, 2u);
+  EXPECT_EQ(g.gaps()[1].first_missing, 7u);
+  EXPECT_EQ(g.gaps()[1].count, 3u);
+  EXPECT_EQ(g.missing(), 5u);
+  g.observe("b", 0);  // a new series restarts the count
+  g.observe("b", 1);
+  EXPECT_EQ(g.missing(), 5u);
+  EXPECT_NE(wire::new_uuid(), wire::new_uuid());
+  EXPECT_EQ(wire::new_uuid().size(), 36u);
+}
+
+TEST(Streaming, EveryRowArrivesInOrderWithContiguousSeqAndSeriesEndCount) {
+  Publisher pub(loopback(3));
+  ASSERT_NE(pub.endpoint().find("tcp://127.0.0.1:"), std::string::npos);
+  Subscriber sub(pub.endpoint());
+  ASSERT_TRUE(pub.wait_for_subscribers(1, 10s)) << "the subscriber never subscribed";
+  sub.start(60s);
+  SyntheticScanner source(scan(200, 32, 1000));
+  Positions positions;
+  Pipeline pipeline(cpu_options(64));
+  const auto stats = pipeline.run(source, {&positions, &pub});
+  sub.join();
+  ASSERT_TRUE(sub.done) << "no series-end within the deadline";
+
+  const auto& msgs = sub.messages;
+  ASSERT_GE(msgs.size(), 3u);
+  EXPECT_EQ(msgs.front().topic, wire::Topic::SeriesStart);
+  EXPECT_EQ(msgs.back().topic, wire::Topic::SeriesEnd);
+  std::uint64_t next_row = 0;
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    ASSERT_EQ(msgs[i].seq, i) << "seq not contiguous";
+    ASSERT_EQ(msgs[i].series, msgs.front().series);
+    if (msgs[i].topic != wire::Topic::Profile) continue;
+    const auto& r = *msgs[i].rows;
+    ASSERT_EQ(r.series_row, next_row) << "rows out of order";
+    for (int k = 0; k < r.rows; ++k) {
+      ASSERT_EQ(r.frame_ids[k], next_row + k);
+      for (int x = 0; x < r.width; ++x) {
+        const std::int32_t expected = positions.rows[(next_row + k) * 200 + x];
+        const float z = r.z[static_cast<std::size_t>(k) * r.width + x];
+        if (expected == kNoPeak)
+          ASSERT_TRUE(std::isnan(z));
+        else
+          ASSERT_EQ(z, position_to_row(expected));
+      }
+    }
+    next_row += static_cast<std::uint64_t>(r.rows);
+  }
+  EXPECT_EQ(next_row, 1000u);
+  const auto& end = msgs.back().header;
+  EXPECT_EQ(end["profile_rows"].get<std::uint64_t>(), 1000u);
+  EXPECT_EQ(end["messages"].get<std::uint64_t>(), msgs.size());
+  const auto c = pub.counters();
+  // Conservation: frames acquired = profiles published + drops (each reason).
+  EXPECT_EQ(stats.frames, 1000u);
+  EXPECT_EQ(c.rows_in, stats.frames);
+  EXPECT_EQ(c.rows_published + c.rows_dropped_total(), stats.frames);
+  EXPECT_EQ(c.rows_dropped_total(), 0u);
+}
+
+TEST(Streaming, SlowSubscriberCostsCountedDropsNotPipelineTimeAndSeesExactlyThoseGaps) {
+  PublisherConfig cfg = loopback(1);
+  cfg.send_hwm = 4;
+  cfg.control_timeout_ms = 20000;  // series-end waits for room: the subscriber must see it
+  Publisher pub(cfg);
+  const std::uint64_t frames = 2000;
+  const double delay_s = 0.005;
+  double alone_s = 0;
+  {  // the same pipeline with nobody listening: the baseline
+    SyntheticScanner source(scan(2048, 24, frames));
+    Pipeline pipeline(cpu_options(100));
+    const auto t0 = steady::now();
+    pipeline.run(source, {&pub});
+    alone_s = std::chrono::duration<double>(steady::now() - t0).count();
+  }
+  const auto baseline = pub.counters();
+  Subscriber slow(pub.endpoint(), std::chrono::microseconds(static_cast<int>(delay_s * 1e6)), 4);
+  ASSERT_TRUE(pub.wait_for_subscribers(1, 10s));
+  slow.start(120s);
+  SyntheticScanner source(scan(2048, 24, frames));
+  Pipeline pipeline(cpu_options(100));
+  const auto t0 = steady::now();
+  const auto stats = pipeline.run(source, {&pub});
+  const double pipeline_s = std::chrono::duration<double>(steady::now() - t0).count();
+  slow.join();
+  ASSERT_TRUE(slow.done) << "the slow subscriber never saw series-end";
+
+  PublisherCounters c = pub.counters();  // this series only
+  c.rows_in -= baseline.rows_in;
+  c.rows_published -= baseline.rows_published;
+  for (int r = 0; r < kDropReasons; ++r) {
+    c.rows_dropped[r] -= baseline.rows_dropped[r];
+    c.messages_dropped[r] -= baseline.messages_dropped[r];
+  }
+  // The subscriber would need frames x 5 ms = 10 s to take every row; the
+  // pipeline must not wait for it: about as fast as with nobody listening.
+  EXPECT_LT(pipeline_s, 0.5 * frames * delay_s) << "the pipeline was slowed down by the subscriber";
+  EXPECT_LT(pipeline_s, 2.0 * alone_s + 1.0) << "alone " << alone_s << " s";
+  EXPECT_GT(c.rows_dropped[static_cast<int>(DropReason::Hwm)], 0u) << "expected drops at the high-water mark";
+  EXPECT_EQ(c.rows_dropped[static_cast<int>(DropReason::NoSubscriber)], 0u);
+  EXPECT_EQ(c.rows_dropped[static_cast<int>(DropReason::Error)], 0u);
+  // Conservation and exact gap accounting.
+  EXPECT_EQ(c.rows_published + c.rows_dropped_total(), stats.frames);
+  wire::GapTracker gaps;
+  for (const auto& m : slow.messages) gaps.observe(m.series, m.seq);
+  EXPECT_EQ(slow.messages.front().seq, 0u);
+  EXPECT_EQ(gaps.missing(), c.messages_dropped_total()) << "gaps seen by the subscriber != messages the sender counted as dropped";
+  EXPECT_EQ(rows_received(slow.messages), c.rows_published);
+  EXPECT_EQ(rows_received(slow.messages) + c.rows_dropped[0], frames);
+  const auto& end = slow.messages.back().header;
+  EXPECT_EQ(end["profile_rows"].get<std::uint64_t>(), c.rows_published);
+  EXPECT_EQ(end["rows_dropped"]["hwm"].get<std::uint64_t>(), c.rows_dropped[0]);
+  std::printf("[ slow subscriber ] %llu frames in %.3f s (%.3f s with nobody listening); published %llu rows, dropped %llu (hwm) in %zu gaps\n",
+              static_cast<unsigned long long>(frames), pipeline_s, alone_s, static_cast<unsigned long long>(c.rows_published),
+              static_cast<unsigned long long>(c.rows_dropped[0]), gaps.gaps().size());
+}
+
+TEST(Streaming, NoSubscriberIsCountedAsSuch) {
+  Publisher pub(loopback(10));
+  SyntheticScanner source(scan(64, 16, 95));
+  Pipeline pipeline(cpu_options(20));
+  const auto stats = pipeline.run(source, {&pub});
+  const auto c = pub.counters();
+  EXPECT_EQ(c.rows_published, 0u);
+  EXPECT_EQ(c.rows_dropped[static_cast<int>(DropReason::NoSubscriber)], stats.frames);
+}
+
+TEST(Streaming, CurveAllowsListedClientsAndAnUnknownClientReceivesNothing) {
+  if (!curve_available()) GTEST_SKIP() << "libzmq was built without CURVE (zmq_has(\"curve\") is false)";
+  TempDir dir;
+  const auto [server_pub, server_sec] = write_curve_keypair(dir / "server");
+  const auto [ok_pub, ok_sec] = write_curve_keypair(dir / "allowed");
+  const auto [bad_pub, bad_sec] = write_curve_keypair(dir / "unknown");
+  PublisherConfig cfg = loopback(5);
+  cfg.curve.enabled = true;
+  cfg.curve.server_secret_key = dir / "server.secret";
+  cfg.curve.client_keys = {dir / "allowed.pub"};
+  Publisher pub(cfg);
+  auto client = [&](const std::string& pub_key, const std::string& sec_key) {
+    return [=](zmq::socket_t& s) {
+      s.set(zmq::sockopt::curve_serverkey, server_pub);
+      s.set(zmq::sockopt::curve_publickey, pub_key);
+      s.set(zmq::sockopt::curve_secretkey, sec_key);
+    };
+  };
+  Subscriber allowed(pub.endpoint(), 0us, 1000, client(ok_pub, ok_sec));
+  Subscriber unknown(pub.endpoint(), 0us, 1000, client(bad_pub, bad_sec));
+  Subscriber plain(pub.endpoint());  // no CURVE at all
+  ASSERT_TRUE(pub.wait_for_subscribers(1, 10s));
+  allowed.start(60s);
+  unknown.start(3s);
+  plain.start(3s);
+  SyntheticScanner source(scan(128, 16, 200));
+  Pipeline pipeline(cpu_options(50));
+  pipeline.run(source, {&pub});
+  allowed.join();
+  unknown.join();
+  plain.join();
+  ASSERT_TRUE(allowed.done);
+  EXPECT_EQ(rows_received(allowed.messages), 200u);
+  EXPECT_TRUE(unknown.messages.empty()) << "an unknown client received " << unknown.messages.size() << " messages";
+  EXPECT_TRUE(plain.messages.empty()) << "a client without CURVE received " << plain.messages.size() << " messages";
+  EXPECT_EQ(pub.counters().rows_published, 200u);
+}
+
+TEST(Streaming, CurveKeyFilesAreChecked) {
+  if (!curve_available()) GTEST_SKIP() << "libzmq was built without CURVE";
+  TempDir dir;
+  write_curve_keypair(dir / "server");
+  write_curve_keypair(dir / "client");
+  ::chmod((dir / "server.secret").c_str(), 0644);
+  try {
+    read_curve_key(dir / "server.secret", true);
+    FAIL() << "a world-readable secret key was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("readable by group or others"), std::string::npos) << e.what();
+  }
+  PublisherConfig cfg = loopback();
+  cfg.curve.enabled = true;
+  cfg.curve.server_secret_key = dir / "server.secret";
+  cfg.curve.client_keys = {dir / "client.pub"};
+  EXPECT_THROW(Publisher{cfg}, ConfigError);
+  ::chmod((dir / "server.secret").c_str(), 0600);
+  EXPECT_NO_THROW(read_curve_key(dir / "server.secret", true));
+  std::ofstream(dir / "junk.pub") << "not a key\n";
+  EXPECT_THROW(read_curve_key(dir / "junk.pub", false), ConfigError);
+  cfg.curve.client_keys = {};
+  EXPECT_THROW(cfg.validate(), ConfigError);
+}
+
+TEST(StreamingConfig, SectionsParseAndMalformedOnesAreRejectedNamingTheKey) {
+  const Config c = parse_config(
+      "[publisher]\nenabled = true\nendpoint = \"tcp://127.0.0.1:7000\"\nsend_hwm = 10\nrows_per_message = 2\n"
+      "[daemon]\nscan_rows = 50\npause = 0.25\nrate = 100.0\n[http]\nport = 0\n[security]\ncurve = false\nclient_keys = [\"a.pub\"]\n",
+      "t.toml");
+  EXPECT_TRUE(c.publish);
+  EXPECT_EQ(c.publisher.endpoint, "tcp://127.0.0.1:7000");
+  EXPECT_EQ(c.publisher.send_hwm, 10);
+  EXPECT_EQ(c.daemon.scan_rows, 50u);
+  EXPECT_EQ(c.http.port, 0);
+  EXPECT_EQ(c.publisher.curve.client_keys.size(), 1u);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"[publisher]\nendpoit = \"x\"\n", "publisher.endpoit"},
+      {"[publisher]\nsend_hwm = 0\n", "publisher.send_hwm"},
+      {"[publisher]\nendpoint = \"localhost\"\n", "publisher.endpoint"},
+      {"[publisher]\nrows_per_message = \"8\"\n", "publisher.rows_per_message"},
+      {"[daemon]\nscan_rows = 0\n", "daemon.scan_rows"},
+      {"[daemon]\nlog_level = \"loud\"\n", "daemon.log_level"},
+      {"[daemon]\nstop_timeout = 0.0\n", "daemon.stop_timeout"},
+      {"[http]\nport = 70000\n", "http.port"},
+      {"[security]\nclient_keys = \"a.pub\"\n", "security.client_keys"},
+      {"[security]\ncurve = true\n", "security.server_secret_key"},
+      {"[streaming]\nx = 1\n", "streaming"},
+  };
+  for (const auto& [text, key] : bad) {
+    try {
+      parse_config(text, "bad.toml");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("bad.toml", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(load_config(test::source_dir() + "/configs/daemon.toml"));
+}
+
+TEST(Streaming, PythonExampleDecodesTheMessages) {
+  if (std::system("/usr/bin/python3 -c 'import zmq, numpy' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 lacks zmq or numpy (apt-get install python3-zmq python3-numpy; scripts/setup-debian.sh --tests)";
+  Publisher pub(loopback(7));
+  std::string output;
+  int rc = -1;
+  std::thread python([&] {
+    rc = test::run_cli_command("/usr/bin/python3 " + test::source_dir() + "/tools/subscribe.py " + pub.endpoint() + " --timeout 30", &output);
+  });
+  const bool subscribed = pub.wait_for_subscribers(1, 30s);
+  SyntheticScanner source(scan(160, 20, 300));
+  Pipeline pipeline(cpu_options(40));
+  const auto stats = subscribed ? pipeline.run(source, {&pub}) : PipelineStats{};
+  python.join();
+  ASSERT_TRUE(subscribed) << output;
+  EXPECT_EQ(rc, 0) << output;
+  EXPECT_NE(output.find("series-start"), std::string::npos) << output;
+  EXPECT_NE(output.find("received rows 300 points " + std::to_string(stats.points) + " of 300 published"), std::string::npos) << output;
+  EXPECT_NE(output.find("complete"), std::string::npos) << output;
+  EXPECT_EQ(output.find("INCOMPLETE"), std::string::npos) << output;
+}
+
+TEST(StreamingCli, ReplayPublishesAndSubscribeRebuildsTheSameHeightMapAndTimesOut) {
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(test::run_cli("synth " + (dir / "rec.tiff").string() + " --width 300 --frame-height 32 --frames 250", &out), 0) << out;
+  // An ipc path: no port to clash with parallel tests (short: unix socket paths are limited to 107 bytes).
+  const auto sock_path = std::filesystem::temp_directory_path() / ("stripeline-" + std::to_string(::getpid()) + ".sock");
+  const std::string endpoint = "ipc://" + sock_path.string();
+  std::string sub_out;
+  int sub_rc = -1;
+  std::thread subscriber([&] {
+    sub_rc = test::run_cli("subscribe " + endpoint + " --heightmap " + (dir / "sub.png").string() + " --ply " + (dir / "sub.ply").string() +
+                               " --timeout 60 --fail-on-gap",
+                           &sub_out);
+  });
+  const int rc = test::run_cli("replay " + (dir / "rec.tiff").string() + " -H 32 -q --heightmap " + (dir / "rep.png").string() + " --ply " +
+                                   (dir / "rep.ply").string() + " --publish " + endpoint + " --wait-subscriber 30",
+                               &out);
+  subscriber.join();
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("published 250 of 250 rows"), std::string::npos) << out;
+  ASSERT_EQ(sub_rc, 0) << sub_out;
+  EXPECT_NE(sub_out.find("complete: every published row received"), std::string::npos) << sub_out;
+  auto read_all = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(read_all(dir / "sub.png"), read_all(dir / "rep.png")) << "the subscriber's height map differs from the replay's";
+  EXPECT_EQ(io::read_ply(dir / "sub.ply").size(), io::read_ply(dir / "rep.ply").size());
+
+  const auto t0 = steady::now();
+  std::filesystem::remove(sock_path);
+  EXPECT_EQ(test::run_cli("subscribe " + endpoint + " --timeout 0.5", &out), 3) << out;
+  EXPECT_LT(std::chrono::duration<double>(steady::now() - t0).count(), 10.0);
+  EXPECT_NE(out.find("timed out"), std::string::npos) << out;
+}

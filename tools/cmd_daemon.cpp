@@ -1,0 +1,55 @@
+// `stripeline daemon`: the long-running acquisition service (daemon/daemon.h,
+// docs/daemon.md, configs/daemon.toml, configs/stripeline.service).
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "daemon/daemon.h"
+#include "pipeline/config.h"
+#include "pipeline/publisher.h"
+#include "tools/commands.h"
+
+namespace stripeline::tools {
+
+Subcommand add_daemon(CLI::App& app) {
+  auto* sub = app.add_subcommand("daemon", "Run the acquisition daemon until SIGTERM/SIGINT (SIGHUP reloads); see docs/daemon.md");
+  struct Flags {
+    std::string config, keygen;
+    bool check = false;
+  };
+  auto f = std::make_shared<Flags>();
+  sub->add_option("-c,--config", f->config, "TOML configuration (see configs/daemon.toml)");
+  sub->add_flag("--check", f->check, "Check the configuration (and key files) and exit");
+  sub->add_option("--keygen", f->keygen, "Write a CURVE key pair to BASE.pub and BASE.secret (mode 0600) and exit");
+  return {sub, [f] {
+            if (!f->keygen.empty()) {
+              const auto [pub, sec] = write_curve_keypair(f->keygen);
+              std::printf("wrote %s.pub and %s.secret (public key %s)\n", f->keygen.c_str(), f->keygen.c_str(), pub.c_str());
+              return 0;
+            }
+            if (f->config.empty()) {
+              std::fprintf(stderr, "stripeline: daemon: --config FILE is required (see configs/daemon.toml)\n");
+              return 2;
+            }
+            if (f->check) {
+              Config c = load_config(f->config);
+              if (c.publish && c.publisher.curve.enabled) {
+                read_curve_key(c.publisher.curve.server_secret_key, true);
+                for (const auto& k : c.publisher.curve.client_keys) read_curve_key(k, false);
+              }
+              std::printf("%s: ok\n", f->config.c_str());
+              return 0;
+            }
+            // Under systemd the journal adds time and pid; elsewhere we do.
+            if (std::getenv("JOURNAL_STREAM"))
+              spdlog::set_pattern("[%l] %v");
+            else
+              spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e stripeline[%P]: [%l] %v");
+            spdlog::flush_on(spdlog::level::trace);
+            return daemon::run_daemon(f->config);
+          }};
+}
+
+}  // namespace stripeline::tools
