@@ -27,18 +27,28 @@ ProfileBatch::ProfileBatch(int w, int cap, int s, HostAllocator alloc)
   count = reinterpret_cast<std::uint8_t*>(p);
 }
 
+// Both loops are written to vectorise: 32-bit partial sums per row.
 std::uint64_t ProfileBatch::overflow() const {
   std::uint64_t lost = 0;
-  const std::size_t n = static_cast<std::size_t>(frames) * width;
-  for (std::size_t i = 0; i < n; ++i)
-    if (count[i] > slots) lost += static_cast<std::uint64_t>(count[i] - slots);
+  const std::uint32_t s = static_cast<std::uint32_t>(slots);
+  for (int f = 0; f < frames; ++f) {
+    const std::uint8_t* c = count + static_cast<std::size_t>(f) * width;
+    std::uint32_t row = 0;
+    for (int x = 0; x < width; ++x) row += c[x] > s ? c[x] - s : 0u;
+    lost += row;
+  }
   return lost;
 }
 
 std::uint64_t ProfileBatch::points() const {
   std::uint64_t total = 0;
-  const std::size_t n = static_cast<std::size_t>(frames) * width;
-  for (std::size_t i = 0; i < n; ++i) total += count[i] < slots ? count[i] : slots;
+  const std::uint32_t s = static_cast<std::uint32_t>(slots);
+  for (int f = 0; f < frames; ++f) {
+    const std::uint8_t* c = count + static_cast<std::size_t>(f) * width;
+    std::uint32_t row = 0;
+    for (int x = 0; x < width; ++x) row += c[x] < s ? c[x] : s;
+    total += row;
+  }
   return total;
 }
 

@@ -20,7 +20,9 @@ namespace stripeline {
 struct Slot {
   Batch batch;
   ProfileBatch profiles;
-  double compute_ms = 0.0;  // processor time spent on this batch
+  double compute_ms = 0.0;     // processor time spent on this batch
+  std::uint64_t points = 0;    // detected points in the profiles
+  std::uint64_t overflow = 0;  // points beyond the output slots
 };
 
 class BufferPool {

@@ -14,12 +14,17 @@ step() { echo "== $*"; }
 
 step "device"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/device.txt"
 step "unit tests (all, GPU ones included)"
-./bin/unit_tests --gtest_brief=1 > "$OUT/unit_tests.txt" 2>&1; echo "unit_tests exit $?"; tail -5 "$OUT/unit_tests.txt"
+[[ "${SKIP_UNIT:-}" == 1 ]] || ./bin/unit_tests --gtest_brief=1 > "$OUT/unit_tests.txt" 2>&1; echo "unit_tests exit $?"; tail -5 "$OUT/unit_tests.txt"
 step "compute-sanitizer memcheck (GPU tests)"
-compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 ./bin/unit_tests --gtest_brief=1 --gtest_filter='Cuda*' > "$OUT/memcheck.txt" 2>&1
+# Some tests provoke CUDA API errors on purpose (bad handles, out of memory):
+# those are not memory errors, so API error reports are off.
+[[ "${SKIP_MEMCHECK:-}" == 1 ]] || compute-sanitizer --tool memcheck --report-api-errors no --leak-check full --error-exitcode 9 ./bin/unit_tests --gtest_brief=1 --gtest_filter='Cuda*' > "$OUT/memcheck.txt" 2>&1
 echo "memcheck exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.txt" | tail -3
 step "compute-sanitizer racecheck (GPU tests)"
-compute-sanitizer --tool racecheck --error-exitcode 9 ./bin/unit_tests --gtest_brief=1 --gtest_filter="${RACECHECK_FILTER:-Cuda*}" > "$OUT/racecheck.txt" 2>&1
+# The kernels that share memory between threads: fused chain and blur. Racecheck
+# is slow (every shared access is tracked), so the geometry tests, not the 300-frame ones.
+timeout "${RACECHECK_TIMEOUT:-300}" compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 9 ./bin/unit_tests --gtest_brief=1 \
+  --gtest_filter="${RACECHECK_FILTER:-CudaFused.MatchesCpuOnEveryGeometry:CudaFused.TallFramesFallBackToPerStageKernels:CudaBlur.MatchesCpuOnOddSizesEveryBlurSize}" > "$OUT/racecheck.txt" 2>&1
 echo "racecheck exit $?"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$OUT/racecheck.txt" | tail -3
 if [[ "${1:-}" == quick ]]; then exit 0; fi
 step "benchmark"

@@ -61,6 +61,13 @@ Event Event::create_sync() {
   return Event(e);
 }
 
+Event Event::create_spin() {
+  require_device();
+  cudaEvent_t e = nullptr;
+  STRIPELINE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return Event(e);
+}
+
 void Event::destroy_handle(cudaEvent_t e) noexcept { STRIPELINE_CUDA_LOG(cudaEventDestroy(e)); }
 
 float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {

@@ -132,6 +132,9 @@ class Event : public UniqueHandle<cudaEvent_t, Event> {
   Event() = default;
   static Event create_timing();
   static Event create_sync();
+  // Waiting spins (with yields) instead of sleeping: microseconds sooner, for
+  // the low-latency mode, at the price of a busy core while waiting.
+  static Event create_spin();
   static constexpr cudaEvent_t null_handle() noexcept { return nullptr; }
   static void destroy_handle(cudaEvent_t e) noexcept;
 

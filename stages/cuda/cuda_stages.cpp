@@ -204,13 +204,18 @@ void configure_fused_once() {
   std::call_once(once, [] { kc::configure_fused(max_shared_bytes_per_block()); });
 }
 
+// Batches of at most this many frames are the low-latency mode (docs/cuda.md).
+constexpr int kLowLatencyFrames = 16;
+
 class CudaProcessorImpl final : public CudaProcessor {
  public:
   CudaProcessorImpl(const BatchLayout& l, const ChainConfig& c, const CudaProcessorOptions& options)
       : layout_(l),
         params_(validate_chain(c, l)),
         stream_(Stream::create()),
-        done_(Event::create_sync()),
+        // Small batches are the low-latency mode: spin on completion rather
+        // than sleep (a sleeping thread's wake-up costs tens of microseconds).
+        done_(l.frames <= kLowLatencyFrames ? Event::create_spin() : Event::create_sync()),
         start_(Event::create_timing()),
         stop_(Event::create_timing()) {
     const kernels::GaussianTaps taps = kernels::make_gaussian_taps(c.blur_size, c.blur_sigma);
