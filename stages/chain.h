@@ -47,7 +47,8 @@ class BatchProcessor {
   // are set). Synchronous: when it returns, out is complete. Not thread-safe:
   // one thread per processor at a time.
   virtual void process(const Batch& in, ProfileBatch& out) = 0;
-  // Milliseconds of device/compute time of the last process() (0 if unknown).
+  // Milliseconds of compute of the last process(): kernel time on CUDA (copies
+  // excluded), wall time of the whole chain on the CPU.
   virtual double last_compute_ms() const { return 0.0; }
 };
 

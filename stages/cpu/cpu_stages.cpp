@@ -7,6 +7,7 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -154,7 +155,10 @@ class CpuProcessor final : public BatchProcessor {
 
   Backend backend() const override { return Backend::Cpu; }
 
+  double last_compute_ms() const override { return last_ms_; }
+
   void process(const Batch& in, ProfileBatch& out) override {
+    const auto start = std::chrono::steady_clock::now();
     check_same_layout(layout_, in.layout, "process");
     if (out.width != layout_.width || out.capacity < in.frames || out.slots != params_.slots)
       throw RuntimeFailure("process: profile batch does not match the processor's layout");
@@ -176,9 +180,11 @@ class CpuProcessor final : public BatchProcessor {
       });
     });
     copy_batch_header(in, out);
+    last_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
 
  private:
+  double last_ms_ = 0.0;
   BatchLayout layout_;
   kernels::ColumnParams params_;
   kernels::GaussianTaps taps_;
