@@ -46,7 +46,9 @@ void ScanWriter::open_scan() {
     const auto pv = output_.preview.empty() ? std::filesystem::path() : output_.resolve(prefix + output_.preview);
     if (!hm.empty()) paths_.push_back(hm);
     if (!pv.empty()) paths_.push_back(pv);
-    files_.push_back(std::make_unique<HeightMapSink>(hm, pv, output_.height_bits));
+    auto sink = std::make_unique<HeightMapSink>(hm, pv, output_.height_bits);
+    if (!output_.heightmap_filters.empty()) sink->set_filters(output_.heightmap_filters, Backend::Auto);
+    files_.push_back(std::move(sink));
   }
   summary_path_ = output_.summary.empty() ? std::filesystem::path() : output_.resolve(prefix + output_.summary);
   for (auto& f : files_) f->begin(info_);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "stages/heightmap_filters.h"
 
 namespace stripeline {
 
@@ -51,6 +52,12 @@ class Section {
         fail(key, "value " + std::to_string(*v) + " does not fit");
       out = static_cast<T>(*v);
     }
+  }
+
+  void read_strings(const char* key, std::vector<std::string>& out) {
+    std::vector<std::filesystem::path> paths;
+    read_paths(key, paths);
+    if (table_ && table_->get(key)) out.assign(paths.begin(), paths.end());
   }
 
   void read_paths(const char* key, std::vector<std::filesystem::path>& out) {
@@ -226,6 +233,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("preview", o.preview);
     s.read("summary", o.summary);
     s.read("height_bits", o.height_bits);
+    s.read_strings("heightmap_filters", o.heightmap_filters);
     s.finish();
     o.dir = dir;
     if (ply_format == "binary")
@@ -235,6 +243,13 @@ Config parse_config(const std::string& text, const std::string& origin) {
     else
       s.fail("ply_format", "'" + ply_format + "' is not known (expected binary or ascii)");
     if (o.height_bits < 0 || o.height_bits > 8) s.fail("height_bits", "must be 0..8 (fractional bits of the 16-bit height code)");
+    if (!o.heightmap_filters.empty()) {
+      try {
+        parse_filter_step_list(o.heightmap_filters);
+      } catch (const InputError& e) {
+        s.fail("heightmap_filters", e.what());
+      }
+    }
   }
   {  // [calibration]
     Section s(root["calibration"].as_table(), "calibration", origin);

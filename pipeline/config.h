@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "acquisition/file_source.h"
 #include "acquisition/synthetic_scanner.h"
@@ -25,6 +26,10 @@ struct OutputConfig {
   std::string preview = "preview.png";     // 8-bit PNG; "" = none
   std::string summary = "summary.json";    // "" = none
   int height_bits = kDefaultHeightCodeBits;
+  // Filters applied to the assembled height map before it is written, in
+  // order ("median 3", "erode-h 32", ...; docs/heightmap-filters.md). A final
+  // "to8 MIN:MAX" makes the preview from that range instead of the automatic one.
+  std::vector<std::string> heightmap_filters;
 
   // Path of an output file: absolute names stay, relative ones go under dir.
   std::filesystem::path resolve(const std::string& name) const;

@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "core/fixed_point.h"
 #include "io/image_writer.h"
+#include "stages/heightmap_filters.h"
 
 namespace stripeline {
 
@@ -89,11 +90,37 @@ std::vector<std::uint8_t> make_preview(const std::vector<std::uint16_t>& codes) 
   return out;
 }
 
+void HeightMapSink::set_filters(const std::vector<std::string>& steps, Backend backend) {
+  parse_filter_step_list(steps);  // validates now, not at the end of a scan
+  filters_ = steps;
+  filter_backend_ = backend;
+}
+
 void HeightMapSink::finish() {
   if (rows_ == 0) return;  // nothing scanned, nothing written
+  const int rows = static_cast<int>(rows_);
+  std::vector<std::uint8_t> preview;
+  if (!filters_.empty()) {
+    // Once per scan, so setting the filters up here is not on the per-frame path.
+    std::vector<FilterStep> steps = parse_filter_step_list(filters_);
+    std::vector<FilterStep> to8;
+    if (steps.back().op == FilterOp::To8) {
+      to8.push_back(steps.back());
+      steps.pop_back();
+    }
+    if (!steps.empty()) {
+      std::vector<std::uint16_t> filtered(codes_.size());
+      make_heightmap_filter(filter_backend_, width_, rows, steps)->run(codes_.data(), filtered.data());
+      codes_.swap(filtered);
+    }
+    if (!to8.empty()) {
+      preview.resize(codes_.size());
+      make_heightmap_filter(filter_backend_, width_, rows, to8)->run(codes_.data(), preview.data());
+    }
+  }
   if (!heightmap_.empty()) io::write_image(heightmap_, codes_.data(), width_, static_cast<std::int64_t>(rows_), PixelFormat::Mono16);
   if (!preview_.empty()) {
-    const auto preview = make_preview(codes_);
+    if (preview.empty()) preview = make_preview(codes_);
     io::write_image(preview_, preview.data(), width_, static_cast<std::int64_t>(rows_), PixelFormat::Mono8);
   }
 }

@@ -41,6 +41,10 @@ class HeightMapSink final : public ProfileSink {
   void begin(const ScanInfo& info) override;
   void consume(const Batch& batch, const ProfileBatch& profiles) override;
   void finish() override;
+  // Filters (stages/heightmap_filters.h) applied to the whole map at finish(),
+  // on `backend`: the 16-bit file gets every step but a final to8, which, if
+  // present, makes the preview. Validated here (InputError).
+  void set_filters(const std::vector<std::string>& steps, Backend backend);
   std::uint64_t rows() const { return rows_; }
   const std::vector<std::uint16_t>& codes() const { return codes_; }
 
@@ -51,6 +55,8 @@ class HeightMapSink final : public ProfileSink {
   std::uint64_t expected_rows_;
   std::uint64_t rows_ = 0;
   std::vector<std::uint16_t> codes_;
+  std::vector<std::string> filters_;
+  Backend filter_backend_ = Backend::Cpu;
 };
 
 // 8-bit preview of a height-code map: valid codes' [min, max] -> [1, 255], 0 stays 0.

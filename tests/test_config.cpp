@@ -86,7 +86,9 @@ TEST(Config, MistakesNameTheFileAndTheKey) {
                        Case{"[source]\nkind = \"camera\"\n", "camera"},
                        Case{"[extra]\na = 1\n", "extra"},
                        Case{"[processing\nthreshold = 4\n", "test.toml:1"},
-                       Case{"[processing]\nthreshold = 99999999999\n", "threshold"}}) {
+                       Case{"[processing]\nthreshold = 99999999999\n", "threshold"},
+                       Case{"[output]\nheightmap_filters = [\"median 4\"]\n", "heightmap_filters"},
+                       Case{"[output]\nheightmap_filters = \"median 3\"\n", "heightmap_filters"}}) {
     const std::string err = error_of(c.text);
     ASSERT_FALSE(err.empty()) << "accepted: " << c.text;
     EXPECT_NE(err.find("test.toml"), std::string::npos) << err;

@@ -13,6 +13,7 @@
 #include "pipeline/buffer_pool.h"
 #include "pipeline/file_sinks.h"
 #include "pipeline/pipeline.h"
+#include "stages/heightmap_filters.h"
 #include "test_helpers.h"
 
 using namespace stripeline;
@@ -335,4 +336,35 @@ TEST(Accuracy, DefaultChainOnDimRecording) {
   EXPECT_GT(rate, 0.99);
   EXPECT_LT(rms, 0.15);
   EXPECT_LE(false_detections, occluded / 100);
+}
+
+// [output] heightmap_filters: the written map is the filtered one, and a final
+// to8 makes the preview.
+TEST(HeightMapSink, FiltersApplyBeforeWritingAndFinalTo8MakesThePreview) {
+  test::TempDir dir;
+  SyntheticConfig sc = small_scan(24);
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  RecordingSink rec;
+  HeightMapSink plain(dir / "plain.png", "", 6);
+  HeightMapSink filtered(dir / "f.png", dir / "f8.png", 6);
+  filtered.set_filters({"median 3", "dilate-h 5", "to8 1000:2000"}, Backend::Cpu);
+  SyntheticScanner scan(sc);
+  Pipeline(o).run(scan, {&rec, &plain, &filtered});
+  // Expected: the same filters run directly on the unfiltered map.
+  const auto& raw = plain.codes();
+  std::vector<std::uint16_t> want(raw.size());
+  make_heightmap_filter(Backend::Cpu, 301, 24, parse_filter_step_list({"median 3", "dilate-h 5"}))->run(raw.data(), want.data());
+  std::vector<std::uint8_t> want8(raw.size());
+  make_heightmap_filter(Backend::Cpu, 301, 24, parse_filter_step_list({"to8 1000:2000"}))->run(want.data(), want8.data());
+  auto r16 = io::open_image(dir / "f.png");
+  std::vector<std::uint16_t> got(raw.size());
+  r16->read_rows(reinterpret_cast<std::byte*>(got.data()), 24);
+  EXPECT_EQ(got, want);
+  EXPECT_NE(got, raw);
+  auto r8 = io::open_image(dir / "f8.png");
+  std::vector<std::uint8_t> got8(raw.size());
+  r8->read_rows(reinterpret_cast<std::byte*>(got8.data()), 24);
+  EXPECT_EQ(got8, want8);
+  EXPECT_THROW(filtered.set_filters({"median 4"}, Backend::Cpu), InputError);
 }

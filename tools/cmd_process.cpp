@@ -56,7 +56,9 @@ int process(const std::string& command, const Config& config, bool quiet, double
     const auto pv = out.preview.empty() ? std::filesystem::path() : out.resolve(out.preview);
     if (!hm.empty()) outputs.push_back(hm);
     if (!pv.empty()) outputs.push_back(pv);
-    owned.push_back(std::make_unique<HeightMapSink>(hm, pv, out.height_bits, source->total_frames().value_or(0)));
+    auto sink = std::make_unique<HeightMapSink>(hm, pv, out.height_bits, source->total_frames().value_or(0));
+    if (!out.heightmap_filters.empty()) sink->set_filters(out.heightmap_filters, resolve_backend(config.pipeline.backend));
+    owned.push_back(std::move(sink));
   }
   // Streaming (--publish or [publisher] enabled): docs/wire-format.md.
   Publisher* publisher = nullptr;

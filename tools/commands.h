@@ -19,5 +19,7 @@ Subcommand add_synth(CLI::App& app);    // stripeline synth OUT.tiff ...
 Subcommand add_bench(CLI::App& app);    // stripeline bench [--json FILE]
 Subcommand add_subscribe(CLI::App& app);  // stripeline subscribe ENDPOINT [--ply OUT] [--heightmap OUT] [--rows N] [--timeout S]
 Subcommand add_daemon(CLI::App& app);     // stripeline daemon --config configs/daemon.toml
+Subcommand add_filter(CLI::App& app);     // stripeline filter INPUT OUTPUT STEP... [--backend auto|cpu|cuda]
+Subcommand add_bench_filters(CLI::App& app);  // stripeline bench-filters [--json FILE] [--quick]
 
 }  // namespace stripeline::tools
