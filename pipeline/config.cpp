@@ -288,6 +288,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     k.server_secret_key = secret;
   }
   c.publisher.height_bits = c.output.height_bits;
+  c.publisher.heightmap_filters = c.output.heightmap_filters;
   try {
     c.publisher.validate();
   } catch (const ConfigError& e) {

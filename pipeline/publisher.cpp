@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -17,6 +19,8 @@
 #include <zmq_addon.hpp>
 
 #include "core/errors.h"
+#include "core/fixed_point.h"
+#include "stages/heightmap_filters.h"
 #include "pipeline/wire_format.h"
 
 namespace stripeline {
@@ -74,7 +78,8 @@ void PublisherConfig::validate() const {
 bool PublisherConfig::operator==(const PublisherConfig& o) const {
   return endpoint == o.endpoint && send_hwm == o.send_hwm && rows_per_message == o.rows_per_message &&
          heightmap_rows == o.heightmap_rows && stats_interval == o.stats_interval && linger_ms == o.linger_ms &&
-         control_timeout_ms == o.control_timeout_ms && height_bits == o.height_bits && curve.enabled == o.curve.enabled &&
+         control_timeout_ms == o.control_timeout_ms && height_bits == o.height_bits && heightmap_filters == o.heightmap_filters &&
+         curve.enabled == o.curve.enabled &&
          curve.server_secret_key == o.curve.server_secret_key && curve.client_keys == o.curve.client_keys;
 }
 
@@ -320,6 +325,39 @@ class Publisher::Impl {
     return h;
   }
 
+  // A heightmap message, through the configured height-map filters first.
+  void publish_heightmap() {
+    if (!cfg.heightmap_filters.empty()) filter_heightmap(hm);
+    publish_block(wire::Topic::Heightmap, hm);
+  }
+
+  // Filters slot 0 of the block in the height-code domain, from the exact
+  // fixed-point positions (so the result equals the file sink's), then back
+  // to z. Set up once per block height (a scan's last message may be shorter).
+  void filter_heightmap(wire::RowBlock& b) {
+    if (!filters_parsed) {
+      filter_steps = parse_filter_step_list(cfg.heightmap_filters);
+      if (filter_steps.back().op == FilterOp::To8) filter_steps.pop_back();  // the preview's business, not the stream's
+      filters_parsed = true;
+    }
+    if (filter_steps.empty()) return;
+    if (!filter || filter->width() != b.width || filter->height() != b.rows) {
+      filter = make_heightmap_filter(Backend::Auto, b.width, b.rows, filter_steps);
+      codes.resize(static_cast<std::size_t>(b.width) * b.rows);
+      filtered.resize(codes.size());
+    }
+    const LinearCalibration& cal = info.calibration;
+    const std::size_t per_row = static_cast<std::size_t>(b.slots) * b.width;
+    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = encode_height(b.primary[i], cfg.height_bits);
+    filter->run(codes.data(), filtered.data());
+    for (int r = 0; r < b.rows; ++r)
+      for (int x = 0; x < b.width; ++x) {
+        const std::uint16_t code = filtered[static_cast<std::size_t>(r) * b.width + x];
+        const float row = decode_height(code, cfg.height_bits);
+        b.z[r * per_row + x] = code == 0 ? row : (cal.enabled ? static_cast<float>(cal.z(row)) : row);
+      }
+  }
+
   void publish_block(wire::Topic t, const wire::RowBlock& b) {
     publish(
         t, [&](json h) { h.update(series_context()); return wire::encode_rows(t, std::move(h), b); }, false,
@@ -354,7 +392,7 @@ class Publisher::Impl {
 
   void end_series(const std::string& default_reason) {
     if (!in_series) return;
-    if (hm.rows > 0) publish_block(wire::Topic::Heightmap, hm);
+    if (hm.rows > 0) publish_heightmap();
     hm.clear(info.layout.width, info.profile_slots);
     send_stats();
     publish(
@@ -394,6 +432,10 @@ class Publisher::Impl {
   std::uint64_t series_rows_in = 0, series_rows_published = 0, series_profile_messages = 0;
   std::array<std::uint64_t, kDropReasons> series_rows_dropped{};
   wire::RowBlock block, hm;
+  bool filters_parsed = false;
+  std::vector<FilterStep> filter_steps;  // parsed cfg.heightmap_filters, to8 removed
+  std::unique_ptr<HeightMapFilter> filter;
+  std::vector<std::uint16_t> codes, filtered;
   clock::time_point last_stats;
   int errors_logged = 0, hwm_logged = 0;
 
@@ -471,7 +513,7 @@ void Publisher::consume(const Batch& batch, const ProfileBatch& p) {
         m.hm.append(batch, p, f + done, take, m.info.calibration, m.series_rows_in + static_cast<std::uint64_t>(done));
         done += take;
         if (m.hm.rows == m.cfg.heightmap_rows) {
-          m.publish_block(wire::Topic::Heightmap, m.hm);
+          m.publish_heightmap();
           m.hm.clear(p.width, p.slots);
         }
       }

@@ -43,6 +43,11 @@ struct PublisherConfig {
   int linger_ms = 1000;              // how long queued messages are still delivered after close
   int control_timeout_ms = 1000;     // series-start/series-end wait this long for room at the high-water mark
   int height_bits = 6;               // announced in headers: the height code the subscriber should use
+  // Height-map filters (stages/heightmap_filters.h, "median 3", ...) applied to
+  // each heightmap message's primary z before it is sent: the same steps as
+  // [output] heightmap_filters, a final to8 ignored. Filtered z values lie on
+  // the height code's grid (1/2^height_bits px). Set by the tools from the output section.
+  std::vector<std::string> heightmap_filters;
   CurveConfig curve;
 
   // Throws ConfigError naming the key ("publisher.<key>").

@@ -20,7 +20,9 @@
 #include "io/ply_writer.h"
 #include "pipeline/config.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/file_sinks.h"
 #include "pipeline/publisher.h"
+#include "stages/heightmap_filters.h"
 #include "pipeline/wire_format.h"
 #include "test_helpers.h"
 
@@ -500,4 +502,49 @@ TEST(StreamingCli, ReplayPublishesAndSubscribeRebuildsTheSameHeightMapAndTimesOu
   EXPECT_EQ(test::run_cli("subscribe " + endpoint + " --timeout 0.5", &out), 3) << out;
   EXPECT_LT(std::chrono::duration<double>(steady::now() - t0).count(), 10.0);
   EXPECT_NE(out.find("timed out"), std::string::npos) << out;
+}
+
+// [output] heightmap_filters also shape the heightmap stream: each heightmap
+// message's z is the filtered map, equal to what the file sink writes.
+TEST(Streaming, HeightmapMessagesCarryTheFilteredMap) {
+  for (const bool calibrated : {false, true}) {
+    PublisherConfig cfg = loopback(4);
+    cfg.heightmap_rows = 40;  // the whole scan in one heightmap message
+    cfg.heightmap_filters = {"median 3", "erode-h 5", "to8 100:3000"};
+    Publisher pub(cfg);
+    Subscriber sub(pub.endpoint());
+    ASSERT_TRUE(pub.wait_for_subscribers(1, 10s)) << "the subscriber never subscribed";
+    sub.start(60s);
+    SyntheticScanner source(scan(200, 32, 40));
+    HeightMapSink file("", "", cfg.height_bits);  // keeps the codes in memory only
+    PipelineOptions o = cpu_options(16);
+    o.calibration.enabled = calibrated;
+    o.calibration.z_scale = 0.02;
+    o.calibration.z_offset = 1.5;
+    Pipeline pipeline(o);
+    pipeline.run(source, {&file, &pub});
+    sub.join();
+    ASSERT_TRUE(sub.done) << "no series-end within the deadline";
+    std::vector<std::uint16_t> want(file.codes().size());
+    make_heightmap_filter(Backend::Cpu, 200, 40, parse_filter_step_list({"median 3", "erode-h 5"}))->run(file.codes().data(), want.data());
+    EXPECT_NE(want, file.codes());
+    int heightmaps = 0;
+    for (const auto& m : sub.messages) {
+      if (m.topic != wire::Topic::Heightmap) continue;
+      ++heightmaps;
+      const auto& r = *m.rows;
+      ASSERT_EQ(r.rows, 40);
+      for (int y = 0; y < 40; ++y)
+        for (int x = 0; x < 200; ++x) {
+          const float z = r.z[static_cast<std::size_t>(y) * r.slots * r.width + x];
+          const std::uint16_t code = want[static_cast<std::size_t>(y) * 200 + x];
+          const float row = decode_height(code, cfg.height_bits);
+          if (code == 0)
+            ASSERT_TRUE(std::isnan(z)) << x << "," << y;
+          else
+            ASSERT_EQ(z, calibrated ? static_cast<float>(o.calibration.z(row)) : row) << x << "," << y << " calibrated " << calibrated;
+        }
+    }
+    EXPECT_EQ(heightmaps, 1);
+  }
 }

@@ -197,6 +197,7 @@ Subcommand add_replay(CLI::App& app) {
               c.publish = true;
               c.publisher.endpoint = f->publish;
               c.publisher.height_bits = c.output.height_bits;
+              c.publisher.heightmap_filters = c.output.heightmap_filters;
               c.publisher.validate();
             }
             return process("replay", c, f->quiet, f->wait_subscriber);
