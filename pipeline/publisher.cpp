@@ -183,6 +183,7 @@ class Publisher::Impl {
  public:
   explicit Impl(PublisherConfig c) : cfg(std::move(c)) {
     cfg.validate();
+    hm.keep_primary = !cfg.heightmap_filters.empty();  // only the heightmap block feeds the filters
     if (cfg.curve.enabled) {
       if (!curve_available()) throw ConfigError("security.curve = true, but this libzmq was built without CURVE");
       const std::string secret = read_curve_key(cfg.curve.server_secret_key, true);
@@ -327,7 +328,7 @@ class Publisher::Impl {
 
   // A heightmap message, through the configured height-map filters first.
   void publish_heightmap() {
-    if (!cfg.heightmap_filters.empty()) filter_heightmap(hm);
+    if (!cfg.heightmap_filters.empty()) filter_heightmap(hm);  // hm.keep_primary is set in the constructor
     publish_block(wire::Topic::Heightmap, hm);
   }
 

@@ -99,7 +99,8 @@ void RowBlock::append(const Batch& batch, const ProfileBatch& p, int first, int 
         const float row = filled ? position_to_row(p.position[i]) : std::numeric_limits<float>::quiet_NaN();
         zo[static_cast<std::size_t>(s) * p.width + x] = cal.enabled && filled ? static_cast<float>(cal.z(row)) : row;
       }
-    for (int x = 0; x < p.width; ++x) primary.push_back(p.peaks(f, x) > 0 ? p.position[base + x] : kNoPeak);
+    if (keep_primary)
+      for (int x = 0; x < p.width; ++x) primary.push_back(p.peaks(f, x) > 0 ? p.position[base + x] : kNoPeak);
     intensity.insert(intensity.end(), p.intensity + base, p.intensity + base + per_row);
     stripe_width.insert(stripe_width.end(), p.stripe_width + base, p.stripe_width + base + per_row);
     // Slots beyond the peaks found carry whatever the processor left: zero them.

@@ -48,8 +48,9 @@ struct RowBlock {
   std::vector<float> z;                      // [rows][slots][width]; NaN = none; mm when calibrated, else px
   std::vector<std::uint16_t> intensity;      // [rows][slots][width]
   std::vector<std::uint16_t> stripe_width;   // [rows][slots][width]
-  std::vector<std::int32_t> primary;         // [rows][width] slot 0's fixed-point position (kNoPeak = none);
-                                             // not sent: the exact input of height-map filters
+  std::vector<std::int32_t> primary;         // [rows][width] slot 0's fixed-point position (kNoPeak = none),
+                                             // kept only when keep_primary: not sent, the exact input of height-map filters
+  bool keep_primary = false;
 
   void clear(int width, int slots);
   // Append frames [first, first + count) of a processed batch. z goes through
