@@ -10,6 +10,29 @@
 
 namespace stripeline {
 
+// Why fill() returned false.
+enum class SourceEnd : std::uint8_t {
+  Exhausted,   // a file or a finite synthetic scan ran out
+  Stopped,     // request_stop() (SIGINT, SIGTERM, a reload)
+  DeviceLost,  // the camera stopped answering: the daemon reconnects
+};
+
+// Frames a live source lost, each counted by its size (a gap of 5 frame ids
+// counts 5). Every lost frame that is inside the stream becomes a missing row
+// (FrameMeta::missing), never a valid profile. docs/cameras.md.
+struct AcquisitionCounters {
+  std::uint64_t frames_complete = 0;  // frames received whole
+  std::uint64_t lost_gap = 0;         // frame ids that never arrived (includes the driver's underruns)
+  std::uint64_t lost_incomplete = 0;  // buffers with missing packets
+  std::uint64_t lost_timeout = 0;     // buffers the driver gave up on (timeout)
+  std::uint64_t lost_failed = 0;      // other failed buffers: aborted, size mismatch, wrong geometry
+  std::uint64_t gap_not_inserted = 0; // part of lost_gap beyond gap_fill_limit: counted, but no rows inserted
+  std::uint64_t underruns = 0;        // the driver's count of frames with no free buffer to land in
+  std::uint64_t batches_full = 0;     // batches handed on full
+  std::uint64_t batches_flushed = 0;  // batches handed on partial, after flush_timeout
+  std::uint64_t lost_total() const { return lost_gap + lost_incomplete + lost_timeout + lost_failed; }
+};
+
 class FrameSource {
  public:
   virtual ~FrameSource() = default;
@@ -17,11 +40,20 @@ class FrameSource {
   virtual BatchLayout frame_layout() const = 0;
   // Fill up to batch.layout.frames frames (pixels and meta) and set
   // batch.frames. Returns false, with batch.frames == 0, once the source is
-  // exhausted. A partial batch is returned only as the last one.
+  // exhausted. A file's partial batch is its last one; a live source also
+  // hands on a partial batch when its flush timeout expires.
   // Throws InputError for bad data, RuntimeFailure for device failures.
   virtual bool fill(Batch& batch) = 0;
   // Frames this source will deliver, when known (progress bars).
   virtual std::optional<std::uint64_t> total_frames() const { return std::nullopt; }
+  // Why the last fill() returned false.
+  virtual SourceEnd end_reason() const { return SourceEnd::Exhausted; }
+  // Ask a source that waits for frames (a camera) to return from fill() now:
+  // it hands on what it holds, then returns false with end_reason() Stopped.
+  // Thread-safe and async-signal-safe (it only sets an atomic flag).
+  virtual void request_stop() noexcept {}
+  // Loss accounting of a live source (nullopt for files and synthetic scans).
+  virtual std::optional<AcquisitionCounters> acquisition_counters() const { return std::nullopt; }
   // One line for logs: "synthetic scanner 2048x52 Mono8, seed 1".
   virtual std::string describe() const = 0;
 };

@@ -28,6 +28,14 @@ class RuntimeFailure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A device (camera) that cannot be reached now: not found, not answering,
+// or taken by another controller. Unlike a ConfigError it may go away by
+// itself, so the daemon retries (docs/cameras.md).
+class DeviceUnavailable : public RuntimeFailure {
+ public:
+  using RuntimeFailure::RuntimeFailure;
+};
+
 // A CUDA API call or kernel launch failed. Carries the call, file and line.
 class CudaError : public RuntimeFailure {
  public:

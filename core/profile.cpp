@@ -1,5 +1,6 @@
 #include "core/profile.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace stripeline {
@@ -50,6 +51,16 @@ std::uint64_t ProfileBatch::points() const {
     total += row;
   }
   return total;
+}
+
+void ProfileBatch::clear_frame(int f) {
+  for (int s = 0; s < slots; ++s) {
+    const std::size_t base = slot_index(f, s, 0);
+    std::fill(position + base, position + base + width, kNoPeak);
+    std::fill(intensity + base, intensity + base + width, std::uint16_t{0});
+    std::fill(stripe_width + base, stripe_width + base + width, std::uint16_t{0});
+  }
+  std::fill(count + static_cast<std::size_t>(f) * width, count + static_cast<std::size_t>(f + 1) * width, std::uint8_t{0});
 }
 
 void ProfileBatch::poison() {

@@ -48,6 +48,9 @@ struct ProfileBatch {
   std::uint64_t overflow() const;
   // Detected points in the filled frames.
   std::uint64_t points() const;
+  // Make frame f's profile empty (no peak in any column): a frame that never
+  // arrived must never become a valid row, whatever its pixels held.
+  void clear_frame(int f);
   // Fill every output with a recognisable garbage pattern (tests: an unwritten element fails).
   void poison();
 };

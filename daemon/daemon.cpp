@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "acquisition/camera_source.h"
 #include "acquisition/file_source.h"
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
@@ -39,10 +40,6 @@ std::string utc_stamp() {
   return buf;
 }
 
-std::unique_ptr<FrameSource> make_source(const Config& c) {
-  if (c.source == SourceKind::Synthetic) return std::make_unique<SyntheticScanner>(c.synthetic);
-  return std::make_unique<FileSource>(c.file);
-}
 
 class Daemon {
  public:
@@ -50,7 +47,7 @@ class Daemon {
   int run();
 
  private:
-  enum class End { Stopped, Reload, SourceEnd, Failed };
+  enum class End { Stopped, Reload, SourceEnd, Failed, CameraLost, CameraUnavailable };
   End generation(const Config& cfg);
   void on_signal(int sig);
   void housekeeping();
@@ -58,6 +55,15 @@ class Daemon {
   void collect();  // brings metrics up to date
   std::pair<bool, std::string> health();
   void apply_log_level(const Config& c);
+  bool wait_before_reconnect();  // false when stopping
+
+  // The camera, when the source is one (what /healthz and /metrics say of it).
+  enum class CameraState { None, Connected, Lost, Unavailable };
+  CameraState camera_state_ = CameraState::None;
+  std::string camera_message_;
+  clock::time_point camera_since_ = clock::now();
+  std::uint64_t camera_attempts_ = 0;
+  bool camera_connected_before_ = false;
 
   std::filesystem::path path_;
   bool verbose_ = spdlog::get_level() <= spdlog::level::debug;
@@ -84,12 +90,16 @@ class Daemon {
   std::mutex collect_mu_;
   PublisherCounters last_pub_{};
   std::uint64_t last_frames_ = 0, last_missing_ = 0;
+  AcquisitionCounters last_acq_{};
   PipelineStats last_stats_{};
 
   Counter *frames_ = nullptr, *missing_ = nullptr, *profiles_ = nullptr, *points_ = nullptr, *overflow_ = nullptr, *batches_ = nullptr,
           *compute_ = nullptr, *bytes_ = nullptr, *published_ = nullptr, *hm_rows_ = nullptr, *msgs_ = nullptr, *pub_bytes_ = nullptr,
           *scans_done_ = nullptr, *series_ = nullptr, *reload_ok_ = nullptr, *reload_bad_ = nullptr;
   std::array<Counter*, kDropReasons> dropped_{}, msg_dropped_{};
+  Counter *lost_gap_ = nullptr, *lost_incomplete_ = nullptr, *lost_timeout_ = nullptr, *lost_failed_ = nullptr, *underruns_ = nullptr,
+          *flushed_ = nullptr, *camera_losses_ = nullptr, *camera_reconnects_ = nullptr;
+  Gauge *camera_connected_ = nullptr, *camera_detect_ = nullptr;
   Gauge *queue_ = nullptr, *subscribers_ = nullptr, *up_ = nullptr, *start_time_ = nullptr, *healthy_ = nullptr;
   Summary *latency_ = nullptr, *compute_per_batch_ = nullptr;
 };
@@ -139,6 +149,17 @@ void Daemon::register_metrics() {
   start_time_ = &m.gauge("stripeline_start_time_seconds", "Daemon start, seconds since the Unix epoch.");
   latency_ = &m.summary("stripeline_batch_latency_seconds", "Time from a batch leaving the source to its last sink (recent 1024 batches).");
   compute_per_batch_ = &m.summary("stripeline_batch_compute_seconds", "Processor (CPU or GPU) time per batch (recent 1024 batches).");
+  const char* lost_help = "Camera frames lost, counted by size, by cause (every one in the stream is a missing row).";
+  lost_gap_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"gap\"");
+  lost_incomplete_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"incomplete\"");
+  lost_timeout_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"timeout\"");
+  lost_failed_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"failed\"");
+  underruns_ = &m.counter("stripeline_camera_underruns_total", "Frames the camera driver had no free buffer for (also counted as gaps).");
+  flushed_ = &m.counter("stripeline_batches_flushed_total", "Partial batches handed on by camera.flush_timeout.");
+  camera_losses_ = &m.counter("stripeline_camera_losses_total", "Times the camera stopped answering.");
+  camera_reconnects_ = &m.counter("stripeline_camera_reconnects_total", "Times a lost camera was opened again (each starts a new series).");
+  camera_connected_ = &m.gauge("stripeline_camera_connected", "1 while the camera streams, 0 while lost or not found (no camera source: 0).");
+  camera_detect_ = &m.gauge("stripeline_camera_loss_detection_seconds", "Last loss: seconds from the camera's last sign of life to the loss being declared.");
   up_->set(1);
   start_time_->set(static_cast<double>(std::time(nullptr)));
   metrics_.set_collector([this] { collect(); });
@@ -153,6 +174,15 @@ void Daemon::collect() {
     last_frames_ = f;
     last_missing_ = miss;
     queue_->set(static_cast<double>(source_->in_flight()));
+    if (const auto a = source_->acquisition_counters()) {
+      lost_gap_->add(static_cast<double>(a->lost_gap - last_acq_.lost_gap));
+      lost_incomplete_->add(static_cast<double>(a->lost_incomplete - last_acq_.lost_incomplete));
+      lost_timeout_->add(static_cast<double>(a->lost_timeout - last_acq_.lost_timeout));
+      lost_failed_->add(static_cast<double>(a->lost_failed - last_acq_.lost_failed));
+      underruns_->add(static_cast<double>(a->underruns - last_acq_.underruns));
+      flushed_->add(static_cast<double>(a->batches_flushed - last_acq_.batches_flushed));
+      last_acq_ = *a;
+    }
   } else {
     queue_->set(0);
   }
@@ -173,11 +203,18 @@ void Daemon::collect() {
     subscribers_->set(0);
   }
   healthy_->set(health().first ? 1 : 0);
+  camera_connected_->set(camera_state_ == CameraState::Connected ? 1 : 0);
 }
 
 std::pair<bool, std::string> Daemon::health() {
   // Called with or without mu_ held by the caller? Only with it held (collect) or via health_locked.
   if (stop_) return {false, "stopping\n"};
+  if (camera_state_ == CameraState::Lost || camera_state_ == CameraState::Unavailable) {
+    const double since = std::chrono::duration<double>(clock::now() - camera_since_).count();
+    return {false, fmt::format("degraded: camera {} for {:.1f} s ({}); reconnecting every {} s, {} attempts\n",
+                               camera_state_ == CameraState::Lost ? "lost" : "not available", since, camera_message_,
+                               cfg_.camera.reconnect_interval, camera_attempts_)};
+  }
   if (!running_) return {true, "ok: idle (source ended; SIGHUP restarts it)\n"};
   if (source_) {
     const double oldest = source_->oldest_in_flight_seconds();
@@ -249,8 +286,24 @@ void Daemon::housekeeping() {
 }
 
 Daemon::End Daemon::generation(const Config& cfg) {
-  auto inner = make_source(cfg);
-  InstrumentedSource source(*inner, cfg.daemon.rate);
+  auto inner = make_source(cfg);  // a camera: DeviceUnavailable / ConfigError, handled by run()
+  if (cfg.source == SourceKind::Camera) {
+    std::lock_guard lock(mu_);
+    if (camera_connected_before_) {
+      camera_reconnects_->add(1);
+      spdlog::info("daemon: camera back after {:.1f} s; a new series starts",
+                   std::chrono::duration<double>(clock::now() - camera_since_).count());
+    }
+    camera_state_ = CameraState::Connected;
+    camera_connected_before_ = true;
+    camera_attempts_ = 0;
+    camera_since_ = clock::now();
+  }
+  InstrumentedSource source(*inner, cfg.daemon.rate, [this](SourceEnd why) {
+    if (why != SourceEnd::DeviceLost) return;
+    std::lock_guard lock(mu_);
+    if (scans_) scans_->set_end_reason("camera-lost");  // before the pipeline finishes the scan
+  });
   if (cfg.publish) {
     if (!publisher_ || !(publisher_->config() == cfg.publisher)) {
       collect();  // count what the old publisher did before it goes
@@ -308,6 +361,7 @@ Daemon::End Daemon::generation(const Config& cfg) {
     running_ = true;
     last_frames_ = 0;
     last_missing_ = 0;
+    last_acq_ = AcquisitionCounters{};
     last_stats_ = PipelineStats{};
     if (stop_ || reload_) {  // a signal arrived while we were setting up
       scans.set_end_reason(stop_ ? "stopped" : "reload");
@@ -346,7 +400,25 @@ Daemon::End Daemon::generation(const Config& cfg) {
   if (end == End::Failed) return end;
   if (stop_) return End::Stopped;
   if (reload_) return End::Reload;
+  if (source.end_reason() == SourceEnd::DeviceLost) {
+    auto* cam = dynamic_cast<CameraSource*>(inner.get());
+    camera_state_ = CameraState::Lost;
+    camera_since_ = clock::now();
+    camera_message_ = cam ? cam->loss_reason() : "no answer";
+    camera_losses_->add(1);
+    if (cam) camera_detect_->set(cam->loss_detection_seconds());
+    notifier_.status("degraded: camera lost; reconnecting");
+    return End::CameraLost;
+  }
   return End::SourceEnd;
+}
+
+// Between attempts to open the camera: returns early on SIGTERM (false) or
+// SIGHUP (true: the reload is applied before the next attempt).
+bool Daemon::wait_before_reconnect() {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, std::chrono::duration<double>(cfg_.camera.reconnect_interval), [this] { return stop_ || reload_; });
+  return !stop_;
 }
 
 int Daemon::run() {
@@ -382,14 +454,36 @@ int Daemon::run() {
     End end = End::Failed;
     try {
       end = generation(cfg_);
+    } catch (const DeviceUnavailable& e) {
+      // No camera (yet, or again): a daemon waits for it, degraded, rather than exit.
+      std::lock_guard lock(mu_);
+      if (camera_state_ != CameraState::Lost && camera_state_ != CameraState::Unavailable) camera_since_ = clock::now();
+      if (camera_state_ != CameraState::Lost) camera_state_ = CameraState::Unavailable;
+      if (camera_attempts_ == 0 || camera_message_ != e.what()) spdlog::warn("daemon: camera: {}; retrying every {} s", e.what(), cfg_.camera.reconnect_interval);
+      camera_message_ = e.what();
+      ++camera_attempts_;
+      if (camera_attempts_ == 1) notifier_.ready(fmt::format("waiting for the camera: {}", e.what()));
+      end = End::CameraUnavailable;
     } catch (const InputError& e) {
-      if (first) throw;  // a bad key file or endpoint at start: exit 2 with its one line
+      if (first) throw;  // a bad key file, endpoint or camera setting at start: exit 2 with its one line
       spdlog::error("daemon: cannot start the pipeline: {}", e.what());
+      if (cfg_.source == SourceKind::Camera) {  // a replaced camera that refuses a setting: keep trying, loudly
+        std::lock_guard lock(mu_);
+        camera_state_ = CameraState::Unavailable;
+        camera_message_ = e.what();
+        ++camera_attempts_;
+        end = End::CameraUnavailable;
+      }
     } catch (const std::exception& e) {
       spdlog::error("daemon: cannot start the pipeline: {}", e.what());
       end = End::Failed;
     }
-    first = false;
+    // A camera setting refused at start is a configuration error (exit 2)
+    // until the pipeline has run once, even if the camera came late.
+    if (end != End::CameraUnavailable || camera_connected_before_) first = false;
+    if (end == End::CameraLost || end == End::CameraUnavailable) {
+      if (!wait_before_reconnect()) break;
+    }
     if (end == End::Failed) {
       rc = 1;
       break;

@@ -4,7 +4,8 @@
 
 namespace stripeline::daemon {
 
-InstrumentedSource::InstrumentedSource(FrameSource& inner, double rate) : inner_(inner), rate_(rate) {}
+InstrumentedSource::InstrumentedSource(FrameSource& inner, double rate, std::function<void(SourceEnd)> on_end)
+    : inner_(inner), rate_(rate), on_end_(std::move(on_end)) {}
 
 std::string InstrumentedSource::describe() const {
   return rate_ > 0 ? fmt::format("{}, paced at {} frames/s", inner_.describe(), rate_) : inner_.describe();
@@ -15,7 +16,10 @@ bool InstrumentedSource::fill(Batch& batch) {
     batch.frames = 0;
     return false;
   }
-  if (!inner_.fill(batch) || batch.frames == 0) return false;
+  if (!inner_.fill(batch) || batch.frames == 0) {
+    if (on_end_) on_end_(inner_.end_reason());
+    return false;
+  }
   if (rate_ > 0) {  // the batch is complete when its last frame is due
     std::unique_lock lock(mu_);
     if (!start_) start_ = clock::now();
@@ -34,6 +38,7 @@ bool InstrumentedSource::fill(Batch& batch) {
 
 void InstrumentedSource::stop() {
   stop_ = true;
+  inner_.request_stop();
   std::lock_guard lock(mu_);
   cv_.notify_all();
 }

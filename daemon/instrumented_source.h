@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -18,13 +19,19 @@ namespace stripeline::daemon {
 
 class InstrumentedSource final : public FrameSource {
  public:
-  InstrumentedSource(FrameSource& inner, double rate);
+  // on_end: called from fill() when the inner source ends, with its reason,
+  // before the pipeline finishes its sinks (the scan's end reason is set there).
+  InstrumentedSource(FrameSource& inner, double rate, std::function<void(SourceEnd)> on_end = {});
   BatchLayout frame_layout() const override { return inner_.frame_layout(); }
   bool fill(Batch& batch) override;
   std::optional<std::uint64_t> total_frames() const override { return inner_.total_frames(); }
   std::string describe() const override;
+  SourceEnd end_reason() const override { return inner_.end_reason(); }
+  void request_stop() noexcept override { inner_.request_stop(); }
+  std::optional<AcquisitionCounters> acquisition_counters() const override { return inner_.acquisition_counters(); }
 
-  // The next fill() returns false; a pacing wait ends now. Thread-safe.
+  // The next fill() returns false; a pacing wait (or a camera's wait for
+  // frames) ends now. Thread-safe.
   void stop();
   // A batch reached every sink: its latency in seconds (the oldest in flight).
   std::optional<double> batch_done();
@@ -38,6 +45,7 @@ class InstrumentedSource final : public FrameSource {
   using clock = std::chrono::steady_clock;
   FrameSource& inner_;
   double rate_;
+  std::function<void(SourceEnd)> on_end_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> frames_{0}, missing_{0};
   mutable std::mutex mu_;

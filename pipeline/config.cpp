@@ -132,10 +132,10 @@ Config parse_config(const std::string& text, const std::string& origin) {
   c.origin = origin;
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
-    if (key != "source" && key != "synthetic" && key != "processing" && key != "output" && key != "calibration" && key != "publisher" &&
-        key != "security" && key != "daemon" && key != "http")
+    if (key != "source" && key != "synthetic" && key != "camera" && key != "processing" && key != "output" && key != "calibration" &&
+        key != "publisher" && key != "security" && key != "daemon" && key != "http")
       throw ConfigError(origin + ": unknown section or key '" + key +
-                        "' (expected source, synthetic, processing, output, calibration, publisher, security, daemon, http)");
+                        "' (expected source, synthetic, camera, processing, output, calibration, publisher, security, daemon, http)");
     if (!v.is_table()) throw ConfigError(origin + ": '" + key + "' must be a table ([" + key + "])");
   }
 
@@ -158,8 +158,10 @@ Config parse_config(const std::string& text, const std::string& origin) {
       c.source = SourceKind::Synthetic;
     else if (kind == "file")
       c.source = SourceKind::File;
+    else if (kind == "camera")
+      c.source = SourceKind::Camera;
     else
-      s.fail("kind", "'" + kind + "' is not known (expected synthetic or file)");
+      s.fail("kind", "'" + kind + "' is not known (expected synthetic, file or camera)");
     c.file.path = path;
     c.file.format = parse_file_format(format, s);
     if (c.file.format == io::ImageFileFormat::Raw || raw_width > 0)
@@ -190,6 +192,48 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.finish();
     y.format = parse_depth(depth, s, "depth");
     rethrow_with_origin(origin, "", [&] { y.validate(); });
+  }
+  {  // [camera]
+    Section s(root["camera"].as_table(), "camera", origin);
+    auto& k = c.camera;
+    std::string trigger = "free-run";
+    s.read("id", k.id);
+    s.read("width", k.width);
+    s.read("height", k.height);
+    s.read("offset_x", k.offset_x);
+    s.read("offset_y", k.offset_y);
+    s.read("pixel_format", k.pixel_format);
+    s.read("exposure_us", k.exposure_us);
+    s.read("gain", k.gain);
+    s.read("frame_rate", k.frame_rate);
+    s.read("trigger", trigger);
+    s.read("trigger_source", k.trigger_source);
+    s.read("trigger_activation", k.trigger_activation);
+    s.read("encoder_chunk", k.encoder_chunk);
+    s.read_strings("features", k.features);
+    s.read("packet_size", k.packet_size);
+    s.read("packet_socket", k.packet_socket);
+    s.read("stream_buffers", k.stream_buffers);
+    s.read("frame_timeout", k.frame_timeout);
+    s.read("heartbeat_timeout", k.heartbeat_timeout);
+    s.read("flush_timeout", k.flush_timeout);
+    s.read("gap_fill_limit", k.gap_fill_limit);
+    s.read("frames", k.frames);
+    s.read("reconnect_interval", k.reconnect_interval);
+    s.finish();
+    if (trigger == "free-run")
+      k.trigger = TriggerMode::FreeRun;
+    else if (trigger == "external")
+      k.trigger = TriggerMode::External;
+    else if (trigger == "software")
+      k.trigger = TriggerMode::Software;
+    else
+      s.fail("trigger", "'" + trigger + "' is not known (expected free-run, external or software)");
+    try {
+      k.validate();
+    } catch (const ConfigError& e) {
+      throw ConfigError(origin + ": " + e.what());
+    }
   }
   {  // [processing]
     Section s(root["processing"].as_table(), "processing", origin);
@@ -325,6 +369,15 @@ Config parse_config(const std::string& text, const std::string& origin) {
     if (h.address.empty()) s.fail("address", "must not be empty (expected e.g. 127.0.0.1)");
   }
   return c;
+}
+
+std::unique_ptr<FrameSource> make_source(const Config& c) {
+  switch (c.source) {
+    case SourceKind::Synthetic: return std::make_unique<SyntheticScanner>(c.synthetic);
+    case SourceKind::File: return std::make_unique<FileSource>(c.file);
+    case SourceKind::Camera: return open_camera(c.camera, c.pipeline.batch_frames);
+  }
+  throw ConfigError("source.kind: unknown");
 }
 
 Config load_config(const std::filesystem::path& path) {

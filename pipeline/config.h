@@ -3,10 +3,12 @@
 // every key). Unknown keys and out-of-range values are ConfigErrors naming
 // the file and the key: a typo never silently falls back to a default.
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "acquisition/camera_source.h"
 #include "acquisition/file_source.h"
 #include "acquisition/synthetic_scanner.h"
 #include "core/calibration.h"
@@ -16,7 +18,7 @@
 
 namespace stripeline {
 
-enum class SourceKind { Synthetic, File };
+enum class SourceKind { Synthetic, File, Camera };
 
 struct OutputConfig {
   std::filesystem::path dir = "out";
@@ -57,6 +59,7 @@ struct Config {
   SourceKind source = SourceKind::Synthetic;
   SyntheticConfig synthetic;
   FileSourceConfig file;
+  CameraConfig camera;               // [camera]: a live GenICam camera (docs/cameras.md)
   PipelineOptions pipeline;
   OutputConfig output;
   bool publish = false;              // [publisher] enabled: run/replay/daemon stream rows over ZeroMQ
@@ -65,6 +68,10 @@ struct Config {
   HttpConfig http;
   std::filesystem::path origin;  // the file it came from ("" = built-in defaults)
 };
+
+// The configured source, opened (a camera is opened and configured here:
+// DeviceUnavailable or ConfigError).
+std::unique_ptr<FrameSource> make_source(const Config& c);
 
 // Built-in defaults: the demo scan of `stripeline run`.
 Config default_config();

@@ -76,6 +76,11 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
                                                throw;
                                              }
                                              slot->profiles.sequence = slot->batch.sequence;
+                                             // A frame that never arrived (a camera's frame-id gap, an
+                                             // incomplete buffer) is an empty profile, never a row of
+                                             // whatever its pixels held.
+                                             for (int f = 0; f < slot->batch.frames; ++f)
+                                               if (slot->batch.meta[f].missing) slot->profiles.clear_frame(f);
                                              slot->compute_ms = lane->last_compute_ms();
                                              free_lanes.push(lane);
                                              // Counted here, in parallel, not in the serial sink stage:

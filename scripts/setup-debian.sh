@@ -9,9 +9,14 @@ packages=(build-essential cmake ninja-build pkg-config git
           libtbb-dev libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev
           libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
           libtiff-dev libpng-dev
-          nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev)
+          nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev
+          libaravis-dev libusb-1.0-0-dev zlib1g-dev)
+# (aravis-0.8.pc names libusb-1.0 and zlib, which Debian 12's libaravis-dev
+# does not pull in: pkg-config fails without them.)
+# The camera tests run Aravis' simulated GigE Vision camera inside a private
+# network namespace: aravis-tools, util-linux (unshare) and iproute2 (ip).
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3 python3-numpy python3-open3d python3-zmq)
+  packages+=(python3 python3-numpy python3-open3d python3-zmq aravis-tools util-linux iproute2)
 fi
 
 missing=()

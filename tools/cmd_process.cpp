@@ -1,10 +1,13 @@
 // `stripeline run` and `stripeline replay`: a source through the pipeline
 // into file sinks, with a progress bar and a summary.
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
+#include "acquisition/camera_source.h"
 #include "acquisition/file_source.h"
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
@@ -26,10 +29,35 @@ struct CommonFlags {
   double wait_subscriber = 0.0;  // --wait-subscriber: seconds to wait for a subscriber before starting
 };
 
-std::unique_ptr<FrameSource> make_source(const Config& c) {
-  if (c.source == SourceKind::Synthetic) return std::make_unique<SyntheticScanner>(c.synthetic);
-  return std::make_unique<FileSource>(c.file);
+
+// Ctrl-C (or SIGTERM) while a camera runs: stop acquiring, finish the files.
+std::atomic<FrameSource*> g_live_source{nullptr};
+extern "C" void stop_live_source(int) {
+  if (FrameSource* s = g_live_source.load()) s->request_stop();
 }
+
+class StopOnSignal {
+ public:
+  explicit StopOnSignal(FrameSource* source) : active_(source != nullptr) {
+    if (!active_) return;
+    g_live_source.store(source);
+    old_int_ = std::signal(SIGINT, stop_live_source);
+    old_term_ = std::signal(SIGTERM, stop_live_source);
+  }
+  ~StopOnSignal() {
+    if (!active_) return;
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+    g_live_source.store(nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+ private:
+  bool active_;
+  void (*old_int_)(int) = nullptr;
+  void (*old_term_)(int) = nullptr;
+};
 
 void create_output_dir(const std::filesystem::path& dir) {
   if (dir.empty()) return;
@@ -74,6 +102,11 @@ int process(const std::string& command, const Config& config, bool quiet, double
   std::vector<ProfileSink*> sinks;
   for (auto& s : owned) sinks.push_back(s.get());
 
+  const bool live = config.source == SourceKind::Camera;
+  StopOnSignal stop_on_signal(live ? source.get() : nullptr);
+  if (live && !quiet)
+    std::fprintf(stderr, "acquiring from %s%s\n", source->describe().c_str(),
+                 source->total_frames() ? "" : "; Ctrl-C stops and finishes the files");
   ProgressBar bar(source->total_frames(), !quiet);
   Pipeline pipeline(config.pipeline);
   RunReport report;
@@ -82,6 +115,12 @@ int process(const std::string& command, const Config& config, bool quiet, double
   report.width = source->frame_layout().width;
   report.stats = pipeline.run(*source, sinks, [&bar](const PipelineStats& s) { bar.update(s); });
   bar.done();
+  report.acquisition = source->acquisition_counters();
+  if (source->end_reason() == SourceEnd::DeviceLost) {
+    auto* cam = dynamic_cast<CameraSource*>(source.get());
+    std::fprintf(stderr, "stripeline: warning: the camera was lost (%s); the files hold what arrived before\n",
+                 cam ? cam->loss_reason().c_str() : "no answer");
+  }
   if (!out.summary.empty()) {
     outputs.push_back(out.resolve(out.summary));
     report.outputs = outputs;
@@ -89,6 +128,7 @@ int process(const std::string& command, const Config& config, bool quiet, double
   }
   report.outputs = outputs;
   std::printf("%s\n", summary_line(report).c_str());
+  if (report.acquisition) std::printf("%s\n", acquisition_line(*report.acquisition).c_str());
   if (report.stats.overflow > 0)
     std::fprintf(stderr, "stripeline: warning: %llu points beyond the output slots were counted but not written (raise max_peaks/max_points)\n",
                  static_cast<unsigned long long>(report.stats.overflow));
@@ -102,7 +142,7 @@ int process(const std::string& command, const Config& config, bool quiet, double
   }
   if (!quiet)
     for (const auto& p : outputs) std::printf("  wrote %s\n", p.string().c_str());
-  return 0;
+  return source->end_reason() == SourceEnd::DeviceLost ? 1 : 0;  // a lost camera is a runtime failure, files kept
 }
 
 }  // namespace

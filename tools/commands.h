@@ -21,5 +21,7 @@ Subcommand add_subscribe(CLI::App& app);  // stripeline subscribe ENDPOINT [--pl
 Subcommand add_daemon(CLI::App& app);     // stripeline daemon --config configs/daemon.toml
 Subcommand add_filter(CLI::App& app);     // stripeline filter INPUT OUTPUT STEP... [--backend auto|cpu|cuda]
 Subcommand add_bench_filters(CLI::App& app);  // stripeline bench-filters [--json FILE] [--quick]
+Subcommand add_cameras(CLI::App& app);          // stripeline cameras [--json]
+Subcommand add_simulate_camera(CLI::App& app);  // stripeline simulate-camera [--interface 127.0.0.1] [-r PER_THOUSAND]
 
 }  // namespace stripeline::tools

@@ -40,6 +40,19 @@ std::string summary_line(const RunReport& r) {
   return buf;
 }
 
+std::string acquisition_line(const AcquisitionCounters& a) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "camera: %llu frames received whole, %llu lost (gap %llu, incomplete %llu, timeout %llu, failed %llu; %llu beyond "
+                "gap_fill_limit, not inserted); %llu driver underruns; batches %llu full, %llu flushed by timeout",
+                static_cast<unsigned long long>(a.frames_complete), static_cast<unsigned long long>(a.lost_total()),
+                static_cast<unsigned long long>(a.lost_gap), static_cast<unsigned long long>(a.lost_incomplete),
+                static_cast<unsigned long long>(a.lost_timeout), static_cast<unsigned long long>(a.lost_failed),
+                static_cast<unsigned long long>(a.gap_not_inserted), static_cast<unsigned long long>(a.underruns),
+                static_cast<unsigned long long>(a.batches_full), static_cast<unsigned long long>(a.batches_flushed));
+  return buf;
+}
+
 namespace {
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -83,7 +96,15 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
     << "  \"profiles_per_s\": " << s.profiles_per_s() << ",\n"
     << "  \"compute_ms\": " << s.compute_ms << ",\n"
     << "  \"cuda_startup_ms\": " << s.cuda_startup_ms << ",\n"
-    << "  \"pinned_buffers\": " << (s.pinned ? "true" : "false") << ",\n"
+    << "  \"pinned_buffers\": " << (s.pinned ? "true" : "false") << ",\n";
+  if (r.acquisition) {
+    const auto& a = *r.acquisition;
+    j << "  \"acquisition\": {\"frames_complete\": " << a.frames_complete << ", \"lost_total\": " << a.lost_total()
+      << ", \"lost_gap\": " << a.lost_gap << ", \"lost_incomplete\": " << a.lost_incomplete << ", \"lost_timeout\": " << a.lost_timeout
+      << ", \"lost_failed\": " << a.lost_failed << ", \"gap_not_inserted\": " << a.gap_not_inserted << ", \"underruns\": " << a.underruns
+      << ", \"batches_full\": " << a.batches_full << ", \"batches_flushed\": " << a.batches_flushed << "},\n";
+  }
+  j
     << "  \"outputs\": [";
   for (std::size_t i = 0; i < r.outputs.size(); ++i) j << (i ? ", " : "") << json_string(r.outputs[i].string());
   j << "]\n}\n";

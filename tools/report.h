@@ -30,7 +30,11 @@ struct RunReport {
   int width = 0;
   PipelineStats stats;
   std::vector<std::filesystem::path> outputs;
+  std::optional<AcquisitionCounters> acquisition;  // live sources: what was lost, by cause
 };
+
+// "camera: 1000 frames received whole, 12 lost (gap 3, incomplete 9, timeout 0, failed 0; 0 beyond gap_fill_limit); 0 underruns; batches 3 full, 1 flushed"
+std::string acquisition_line(const AcquisitionCounters& a);
 
 // "frames 600, profiles 600, points 1190423, 412.5 MB/s, 1250000 profiles/s (cpu)"
 std::string summary_line(const RunReport& r);

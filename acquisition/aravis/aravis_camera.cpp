@@ -1,0 +1,613 @@
+// CameraSource over Aravis: open, configure and read back, stream into the
+// pipeline's batch buffers, count what is lost, notice when the camera goes.
+// docs/cameras.md describes the behaviour; this file is the how.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "acquisition/aravis/aravis_handles.h"
+#include "acquisition/batch_assembler.h"
+#include "acquisition/camera_source.h"
+#include "acquisition/gvcp_probe.h"
+
+namespace stripeline {
+
+namespace {
+
+using aravis::DupStrings;
+using aravis::GErrorSlot;
+using aravis::GObjectRef;
+using clock = std::chrono::steady_clock;
+
+std::string str(const char* s) { return s ? s : ""; }
+
+// Aravis keeps one process-wide device list; guard our use of it.
+std::mutex& device_list_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::vector<CameraInfo> discover() {
+  std::lock_guard lock(device_list_mutex());
+  arv_update_device_list();
+  std::vector<CameraInfo> found;
+  const unsigned n = arv_get_n_devices();
+  for (unsigned i = 0; i < n; ++i)
+    found.push_back({str(arv_get_device_id(i)), str(arv_get_device_vendor(i)), str(arv_get_device_model(i)),
+                     str(arv_get_device_serial_nbr(i)), str(arv_get_device_address(i)), str(arv_get_device_protocol(i))});
+  return found;
+}
+
+// The Aravis id to open for camera.id: an exact id, a serial number, an
+// address or a physical id of a discovered camera; an IP address is also
+// tried directly (a camera on another subnet answers no broadcast).
+std::string resolve_id(const std::string& wanted, const std::vector<CameraInfo>& found) {
+  if (wanted.empty()) {
+    if (found.empty()) throw DeviceUnavailable("no camera found (camera.id is empty: the first camera found is used)");
+    return found.front().id;
+  }
+  for (const auto& c : found)
+    if (c.id == wanted || c.serial == wanted || c.address == wanted) return c.id;
+  GInetAddress* ip = g_inet_address_new_from_string(wanted.c_str());
+  if (ip) {
+    g_object_unref(ip);
+    return wanted;
+  }
+  std::string names;
+  for (const auto& c : found) names += (names.empty() ? "" : ", ") + c.id;
+  throw DeviceUnavailable(fmt::format("camera '{}' not found (found: {})", wanted, names.empty() ? "none" : names));
+}
+
+ArvPixelFormat arv_format(const std::string& name) {
+  if (name == "Mono8") return ARV_PIXEL_FORMAT_MONO_8;
+  if (name == "Mono10") return ARV_PIXEL_FORMAT_MONO_10;
+  if (name == "Mono12") return ARV_PIXEL_FORMAT_MONO_12;
+  if (name == "Mono14") return ARV_PIXEL_FORMAT_MONO_14;
+  return ARV_PIXEL_FORMAT_MONO_16;
+}
+
+FrameStatus frame_status(ArvBufferStatus s) {
+  switch (s) {
+    case ARV_BUFFER_STATUS_SUCCESS: return FrameStatus::Complete;
+    case ARV_BUFFER_STATUS_MISSING_PACKETS: return FrameStatus::MissingPackets;
+    case ARV_BUFFER_STATUS_TIMEOUT: return FrameStatus::Timeout;
+    default: return FrameStatus::Failed;
+  }
+}
+
+class AravisCamera final : public CameraSource {
+ public:
+  AravisCamera(const CameraConfig& config, int batch_frames);
+  ~AravisCamera() override;
+
+  BatchLayout frame_layout() const override { return layout_; }
+  bool fill(Batch& batch) override;
+  std::string describe() const override { return "camera " + settings_.describe(); }
+  SourceEnd end_reason() const override { return end_; }
+  void request_stop() noexcept override { stop_.store(true); }
+  std::optional<AcquisitionCounters> acquisition_counters() const override;
+  std::optional<std::uint64_t> total_frames() const override {
+    return config_.frames ? std::optional<std::uint64_t>(config_.frames) : std::nullopt;
+  }
+  const CameraSettings& settings() const override { return settings_; }
+  double loss_detection_seconds() const override { return loss_seconds_.load(); }
+  std::string loss_reason() const override {
+    std::lock_guard lock(loss_mu_);
+    return loss_reason_;
+  }
+
+ private:
+  void open(const std::string& id);
+  void configure();
+  void read_back();
+  void start_stream();
+  void set_integer(const char* feature, std::int64_t v, const char* key);
+  void monitor_loop();
+  void trigger_loop();
+  void declare_lost(const std::string& why);
+  ArrivedFrame to_frame(ArvBuffer* b);
+  void give_back(ArvBuffer* b) { arv_stream_push_buffer(stream_.get(), b); }
+  static void on_control_lost(ArvDevice*, gpointer self);
+
+  CameraConfig config_;
+  int batch_frames_;
+  GObjectRef<ArvCamera> camera_;
+  GObjectRef<ArvStream> stream_;
+  GObjectRef<ArvChunkParser> chunks_;
+  ArvDevice* device_ = nullptr;  // owned by camera_
+  gulong lost_handler_ = 0;
+  CameraSettings settings_;
+  BatchLayout layout_;
+  std::size_t payload_ = 0;
+  bool acquiring_ = false;
+
+  BatchAssembler assembler_;
+  ArvBuffer* held_ = nullptr;  // popped, did not fit the last batch: goes first into the next
+  std::uint64_t rows_delivered_ = 0;
+  std::uint64_t batches_full_ = 0, batches_flushed_ = 0;
+  SourceEnd end_ = SourceEnd::Exhausted;
+  std::atomic<bool> stop_{false}, lost_{false};
+  std::atomic<std::int64_t> last_alive_ns_{0};  // steady clock: last frame or answered probe
+  std::atomic<double> loss_seconds_{0.0};
+  mutable std::mutex loss_mu_;
+  std::string loss_reason_;
+  mutable std::mutex counters_mu_;
+  AcquisitionCounters published_;  // what acquisition_counters() returns (updated once per fill)
+
+  // The liveness monitor and the software trigger run beside fill().
+  std::mutex thread_mu_;
+  std::condition_variable thread_cv_;
+  bool threads_stop_ = false;
+  std::thread monitor_, trigger_;
+};
+
+std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count(); }
+
+AravisCamera::AravisCamera(const CameraConfig& config, int batch_frames)
+    : config_(config),
+      batch_frames_(batch_frames),
+      assembler_(BatchLayout{}, 0) {
+  config_.validate();
+  const auto found = discover();
+  open(resolve_id(config_.id, found));
+  configure();
+  read_back();
+  layout_ = BatchLayout{settings_.width, settings_.height, 0, config_.storage_format()};
+  assembler_ = BatchAssembler(layout_, config_.gap_fill_limit ? config_.gap_fill_limit : static_cast<std::uint64_t>(batch_frames_));
+  start_stream();
+  spdlog::info("camera: {}", settings_.describe());
+}
+
+void AravisCamera::open(const std::string& id) {
+  GErrorSlot err;
+  {
+    std::lock_guard lock(device_list_mutex());
+    camera_.reset(arv_camera_new(id.c_str(), err.out()));
+  }
+  if (err || !camera_) throw DeviceUnavailable(fmt::format("camera '{}': cannot open it: {}", id, err.message()));
+  device_ = arv_camera_get_device(camera_.get());
+  settings_.id = id;
+  settings_.vendor = str(arv_camera_get_vendor_name(camera_.get(), err.out()));
+  settings_.model = str(arv_camera_get_model_name(camera_.get(), err.out()));
+  settings_.serial = str(arv_camera_get_device_serial_number(camera_.get(), err.out()));
+  if (arv_camera_is_gv_device(camera_.get())) {
+    settings_.protocol = "GigEVision";
+    GSocketAddress* a = arv_gv_device_get_device_address(ARV_GV_DEVICE(device_));
+    if (a) {
+      gchar* s = g_inet_address_to_string(g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(a)));
+      settings_.address = s ? s : "";
+      g_free(s);
+    }
+  } else {
+    settings_.protocol = arv_camera_is_uv_device(camera_.get()) ? "USB3Vision" : "other";
+  }
+  // Aravis' heartbeat thread notices when another controller took over or the
+  // camera restarted (it lost our control privilege).
+  lost_handler_ = g_signal_connect(device_, "control-lost", G_CALLBACK(&AravisCamera::on_control_lost), this);
+}
+
+void AravisCamera::on_control_lost(ArvDevice*, gpointer self) {
+  static_cast<AravisCamera*>(self)->declare_lost("the camera reports that we lost control of it (it restarted, or another host took it)");
+}
+
+void AravisCamera::declare_lost(const std::string& why) {
+  if (lost_.exchange(true)) return;
+  const double since = (now_ns() - last_alive_ns_.load()) / 1e9;
+  loss_seconds_.store(since);
+  {
+    std::lock_guard lock(loss_mu_);
+    loss_reason_ = why;
+  }
+  spdlog::error("camera {}: lost after {:.2f} s without a frame or an answer: {}", settings_.id, since, why);
+}
+
+void AravisCamera::set_integer(const char* feature, std::int64_t v, const char* key) {
+  GErrorSlot err;
+  arv_camera_set_integer(camera_.get(), feature, v, err.out());
+  if (err) throw ConfigError(fmt::format("camera.{}: the camera refused {} = {}: {}", key, feature, v, err.message()));
+}
+
+void AravisCamera::configure() {
+  ArvCamera* cam = camera_.get();
+  GErrorSlot err;
+  // Trigger first: some cameras lock geometry features while triggered.
+  if (arv_camera_is_feature_available(cam, "TriggerMode", nullptr)) {
+    arv_camera_clear_triggers(cam, err.out());
+    if (err) spdlog::warn("camera: cannot clear its triggers: {}", err.message());
+  }
+
+  const ArvPixelFormat want = arv_format(config_.pixel_format);
+  arv_camera_set_pixel_format(cam, want, err.out());
+  if (err) {
+    std::string offered;
+    guint n = 0;
+    DupStrings formats(arv_camera_dup_available_pixel_formats_as_strings(cam, &n, nullptr), n);
+    for (unsigned i = 0; i < formats.size(); ++i) offered += (i ? ", " : "") + str(formats[i]);
+    throw ConfigError(fmt::format("camera.pixel_format: the camera refused {}: {} (it offers {})", config_.pixel_format, err.message(), offered));
+  }
+
+  // Region: offsets to 0 first so that a wider width is legal, then size, then offsets.
+  if (config_.width > 0 || config_.height > 0 || config_.offset_x > 0 || config_.offset_y > 0) {
+    const bool offsets = arv_camera_is_region_offset_available(cam, nullptr);
+    if (offsets) {
+      set_integer("OffsetX", 0, "offset_x");
+      set_integer("OffsetY", 0, "offset_y");
+    } else if (config_.offset_x > 0 || config_.offset_y > 0) {
+      throw ConfigError("camera.offset_x/offset_y: this camera has no region offsets (OffsetX/OffsetY)");
+    }
+    auto check_size = [&](const char* feature, int value, const char* key) {
+      if (value <= 0) return;
+      gint64 lo = 0, hi = 0;
+      arv_camera_get_integer_bounds(cam, feature, &lo, &hi, nullptr);
+      const gint64 inc = arv_camera_get_integer_increment(cam, feature, nullptr);
+      if (value < lo || value > hi || (inc > 1 && (value - lo) % inc != 0))
+        throw ConfigError(fmt::format("camera.{}: {} is not accepted by the camera ({} {}..{} in steps of {})", key, value, feature, lo, hi,
+                                      inc > 0 ? inc : 1));
+      set_integer(feature, value, key);
+    };
+    check_size("Width", config_.width, "width");
+    check_size("Height", config_.height, "height");
+    if (offsets) {
+      if (config_.offset_x > 0) set_integer("OffsetX", config_.offset_x, "offset_x");
+      if (config_.offset_y > 0) set_integer("OffsetY", config_.offset_y, "offset_y");
+    }
+  }
+
+  if (config_.exposure_us > 0) {
+    if (arv_camera_is_feature_available(cam, "ExposureAuto", nullptr)) arv_camera_set_exposure_time_auto(cam, ARV_AUTO_OFF, nullptr);
+    arv_camera_set_exposure_time(cam, config_.exposure_us, err.out());
+    if (err) {
+      double lo = 0, hi = 0;
+      arv_camera_get_exposure_time_bounds(cam, &lo, &hi, nullptr);
+      throw ConfigError(fmt::format("camera.exposure_us: the camera refused {} us: {} (it allows {}..{} us)", config_.exposure_us,
+                                    err.message(), lo, hi));
+    }
+  }
+  if (config_.gain >= 0) {
+    if (arv_camera_is_gain_auto_available(cam, nullptr)) arv_camera_set_gain_auto(cam, ARV_AUTO_OFF, nullptr);
+    arv_camera_set_gain(cam, config_.gain, err.out());
+    if (err) {
+      double lo = 0, hi = 0;
+      arv_camera_get_gain_bounds(cam, &lo, &hi, nullptr);
+      throw ConfigError(fmt::format("camera.gain: the camera refused {}: {} (it allows {}..{})", config_.gain, err.message(), lo, hi));
+    }
+  }
+
+  switch (config_.trigger) {
+    case TriggerMode::FreeRun:
+      if (config_.frame_rate > 0) {
+        arv_camera_set_frame_rate(cam, config_.frame_rate, err.out());
+        if (err) {
+          double lo = 0, hi = 0;
+          arv_camera_get_frame_rate_bounds(cam, &lo, &hi, nullptr);
+          throw ConfigError(fmt::format("camera.frame_rate: the camera refused {} frames/s: {} (it allows {}..{})", config_.frame_rate,
+                                        err.message(), lo, hi));
+        }
+      }
+      break;
+    case TriggerMode::External:
+    case TriggerMode::Software: {
+      const std::string source = config_.trigger == TriggerMode::Software ? "Software" : config_.trigger_source;
+      arv_camera_set_trigger(cam, source.c_str(), err.out());
+      if (err) {
+        guint n = 0;
+        DupStrings sources(arv_camera_dup_available_trigger_sources(cam, &n, nullptr), n);
+        std::string offered;
+        for (unsigned i = 0; i < sources.size(); ++i) offered += (i ? ", " : "") + str(sources[i]);
+        throw ConfigError(fmt::format("camera.trigger_source: the camera refused trigger source {}: {} (it offers {})", source,
+                                      err.message(), offered.empty() ? "none" : offered));
+      }
+      if (config_.trigger == TriggerMode::External && arv_camera_is_feature_available(cam, "TriggerActivation", nullptr)) {
+        arv_camera_set_string(cam, "TriggerActivation", config_.trigger_activation.c_str(), err.out());
+        if (err)
+          throw ConfigError(fmt::format("camera.trigger_activation: the camera refused {}: {}", config_.trigger_activation, err.message()));
+      }
+      break;
+    }
+  }
+
+  if (!config_.encoder_chunk.empty()) {
+    if (!arv_camera_are_chunks_available(cam, nullptr))
+      throw ConfigError(fmt::format("camera.encoder_chunk: this camera sends no chunk data (no ChunkModeActive), so '{}' cannot be read",
+                                    config_.encoder_chunk));
+    const std::string chunk = config_.encoder_chunk.rfind("Chunk", 0) == 0 ? config_.encoder_chunk.substr(5) : config_.encoder_chunk;
+    arv_camera_set_chunks(cam, chunk.c_str(), err.out());
+    if (err) throw ConfigError(fmt::format("camera.encoder_chunk: the camera refused chunk {}: {}", chunk, err.message()));
+    chunks_.reset(arv_camera_create_chunk_parser(cam));
+  }
+
+  if (arv_camera_is_gv_device(cam)) {
+    if (config_.packet_size > 0) {
+      arv_camera_gv_set_packet_size_adjustment(cam, ARV_GV_PACKET_SIZE_ADJUSTMENT_NEVER);
+      arv_camera_gv_set_packet_size(cam, config_.packet_size, err.out());
+      if (err) throw ConfigError(fmt::format("camera.packet_size: the camera refused {} bytes: {}", config_.packet_size, err.message()));
+    }
+    // The camera drops its controller after this long without a heartbeat.
+    if (arv_camera_is_feature_available(cam, "GevHeartbeatTimeout", nullptr))
+      arv_camera_set_integer(cam, "GevHeartbeatTimeout", static_cast<gint64>(config_.heartbeat_timeout * 1000), nullptr);
+  }
+
+  for (const auto& f : config_.features) {
+    if (!arv_device_set_features_from_string(device_, f.c_str(), err.out()) || err)
+      throw ConfigError(fmt::format("camera.features: the camera refused '{}': {}", f, err.message()));
+  }
+}
+
+void AravisCamera::read_back() {
+  ArvCamera* cam = camera_.get();
+  GErrorSlot err;
+  gint x = 0, y = 0, w = 0, h = 0;
+  arv_camera_get_region(cam, &x, &y, &w, &h, err.out());
+  if (err) throw DeviceUnavailable(fmt::format("camera {}: cannot read its region back: {}", settings_.id, err.message()));
+  settings_.width = w;
+  settings_.height = h;
+  settings_.offset_x = x;
+  settings_.offset_y = y;
+  auto mismatch = [](const char* key, int asked, int got) {
+    if (asked > 0 && asked != got) throw ConfigError(fmt::format("camera.{}: asked {}, the camera set {}", key, asked, got));
+  };
+  mismatch("width", config_.width, w);
+  mismatch("height", config_.height, h);
+  mismatch("offset_x", config_.offset_x, x);
+  mismatch("offset_y", config_.offset_y, y);
+  if (w < 1 || h < 1 || w > kMaxWidth || h > kMaxFrameHeight)
+    throw ConfigError(fmt::format("camera: its frame is {}x{}, beyond what stripeline takes (width 1..{}, height 1..{}): set camera.width and camera.height",
+                                  w, h, kMaxWidth, kMaxFrameHeight));
+  settings_.pixel_format = str(arv_camera_get_pixel_format_as_string(cam, err.out()));
+  if (settings_.pixel_format != config_.pixel_format)
+    throw ConfigError(fmt::format("camera.pixel_format: asked {}, the camera set {}", config_.pixel_format, settings_.pixel_format));
+  if (arv_camera_is_exposure_time_available(cam, nullptr)) settings_.exposure_us = arv_camera_get_exposure_time(cam, nullptr);
+  if (arv_camera_is_gain_available(cam, nullptr)) settings_.gain = arv_camera_get_gain(cam, nullptr);
+  if (arv_camera_is_frame_rate_available(cam, nullptr)) settings_.frame_rate = arv_camera_get_frame_rate(cam, nullptr);
+  auto near = [](double asked, double got) { return std::fabs(asked - got) <= 0.01 * std::fabs(asked) + 1e-9; };
+  if (config_.exposure_us > 0 && !near(config_.exposure_us, settings_.exposure_us))
+    spdlog::warn("camera: exposure {} us asked, the camera set {} us", config_.exposure_us, settings_.exposure_us);
+  if (config_.gain >= 0 && !near(config_.gain, settings_.gain))
+    spdlog::warn("camera: gain {} asked, the camera set {}", config_.gain, settings_.gain);
+  if (config_.trigger == TriggerMode::FreeRun && config_.frame_rate > 0 && !near(config_.frame_rate, settings_.frame_rate))
+    spdlog::warn("camera: {} frames/s asked, the camera set {} frames/s", config_.frame_rate, settings_.frame_rate);
+  switch (config_.trigger) {
+    case TriggerMode::FreeRun: settings_.trigger = "free-run"; break;
+    case TriggerMode::Software: settings_.trigger = fmt::format("software at {} frames/s", config_.frame_rate); break;
+    case TriggerMode::External: {
+      const std::string mode = str(arv_camera_get_string(cam, "TriggerMode", nullptr));
+      const std::string source = str(arv_camera_get_trigger_source(cam, nullptr));
+      if (mode != "On" || source != config_.trigger_source)
+        throw ConfigError(fmt::format("camera.trigger_source: asked external trigger on {}, the camera has TriggerMode {} on {}",
+                                      config_.trigger_source, mode, source));
+      settings_.trigger = fmt::format("external {} {}", source,
+                                      arv_camera_is_feature_available(cam, "TriggerActivation", nullptr)
+                                          ? str(arv_camera_get_string(cam, "TriggerActivation", nullptr))
+                                          : std::string("(edge not settable)"));
+      break;
+    }
+  }
+  if (arv_camera_is_gv_device(cam)) settings_.packet_size = static_cast<int>(arv_camera_gv_get_packet_size(cam, nullptr));
+  payload_ = arv_camera_get_payload(cam, err.out());
+  const std::size_t frame_bytes = static_cast<std::size_t>(w) * h * bytes_per_pixel(config_.storage_format());
+  if (err || payload_ < frame_bytes)
+    throw DeviceUnavailable(fmt::format("camera {}: payload {} bytes is less than one {}x{} frame ({} bytes){}", settings_.id, payload_, w,
+                                        h, frame_bytes, err ? ": " + err.message() : std::string()));
+}
+
+void AravisCamera::start_stream() {
+  ArvCamera* cam = camera_.get();
+  GErrorSlot err;
+  if (arv_camera_is_gv_device(cam) && !config_.packet_socket)
+    arv_camera_gv_set_stream_options(cam, ARV_GV_STREAM_OPTION_PACKET_SOCKET_DISABLED);
+  stream_.reset(arv_camera_create_stream(cam, nullptr, nullptr, err.out()));
+  if (err || !stream_) throw DeviceUnavailable(fmt::format("camera {}: cannot create its stream: {}", settings_.id, err.message()));
+  if (ARV_IS_GV_STREAM(stream_.get()) && config_.frame_timeout > 0)
+    g_object_set(stream_.get(), "frame-retention", static_cast<guint>(config_.frame_timeout * 1e6), nullptr);
+  for (int i = 0; i < config_.stream_buffers; ++i) arv_stream_push_buffer(stream_.get(), arv_buffer_new_allocate(payload_));
+  last_alive_ns_.store(now_ns());
+  arv_camera_start_acquisition(cam, err.out());
+  if (err) throw DeviceUnavailable(fmt::format("camera {}: cannot start acquisition: {}", settings_.id, err.message()));
+  acquiring_ = true;
+  monitor_ = std::thread([this] { monitor_loop(); });
+  if (config_.trigger == TriggerMode::Software) trigger_ = std::thread([this] { trigger_loop(); });
+}
+
+// A camera that sends nothing may be waiting for triggers, or gone. After a
+// sixth of the heartbeat timeout without a frame, ask it something: a GigE
+// Vision camera gets a register read with short waits of our own (three tries
+// of a twelfth each), so that a dead camera is declared lost within the
+// heartbeat timeout; other cameras get a feature read through Aravis.
+void AravisCamera::monitor_loop() {
+  const double period_s = config_.heartbeat_timeout / 6.0;
+  const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(period_s));
+  const auto wait = std::chrono::milliseconds(std::max<long>(20, static_cast<long>(config_.heartbeat_timeout * 1000 / 12)));
+  std::unique_lock lock(thread_mu_);
+  while (!threads_stop_) {
+    thread_cv_.wait_for(lock, period);
+    if (threads_stop_ || lost_.load()) continue;
+    if ((now_ns() - last_alive_ns_.load()) / 1e9 < period_s) continue;
+    lock.unlock();
+    bool alive = false;
+    std::string why;
+    if (settings_.protocol == "GigEVision" && !settings_.address.empty()) {
+      const auto ccp = gvcp_read_register(settings_.address, kGvcpControlChannelPrivilege, wait, 3);
+      // Bits 0 and 1: exclusive or control access. None means it restarted
+      // (or dropped us): it answers, but it will not stream to us any more.
+      alive = ccp && (*ccp & 3u) != 0;
+      why = ccp ? fmt::format("{} answers but has no controller any more (it restarted)", settings_.address)
+                : fmt::format("no answer from {} to 3 register reads of {} ms", settings_.address, wait.count());
+    } else {
+      GErrorSlot err;
+      const gint64 payload = arv_device_get_integer_feature_value(device_, "PayloadSize", err.out());
+      alive = !err && payload > 0;
+      why = err ? err.message() : "PayloadSize read as 0";
+    }
+    lock.lock();
+    if (threads_stop_) break;
+    if (alive)
+      last_alive_ns_.store(now_ns());
+    else
+      declare_lost(why);
+  }
+}
+
+void AravisCamera::trigger_loop() {
+  const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(1.0 / config_.frame_rate));
+  auto next = clock::now();
+  std::unique_lock lock(thread_mu_);
+  while (!threads_stop_) {
+    thread_cv_.wait_until(lock, next, [this] { return threads_stop_; });
+    if (threads_stop_) break;
+    if (!lost_.load()) {
+      lock.unlock();
+      arv_camera_software_trigger(camera_.get(), nullptr);
+      lock.lock();
+    }
+    next += period;
+    if (clock::now() - next > period * 4) next = clock::now();  // fell behind: do not burst
+  }
+}
+
+AravisCamera::~AravisCamera() {
+  {
+    std::lock_guard lock(thread_mu_);
+    threads_stop_ = true;
+  }
+  thread_cv_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
+  if (trigger_.joinable()) trigger_.join();
+  if (held_) {
+    g_object_unref(held_);
+    held_ = nullptr;
+  }
+  if (acquiring_ && !lost_.load()) {
+    GErrorSlot err;
+    arv_camera_stop_acquisition(camera_.get(), err.out());
+    if (err) spdlog::debug("camera {}: stop acquisition: {}", settings_.id, err.message());
+  }
+  if (lost_handler_ && device_) g_signal_handler_disconnect(device_, lost_handler_);
+  stream_.reset();  // joins Aravis' stream thread, frees its buffers
+  chunks_.reset();
+  camera_.reset();
+}
+
+ArrivedFrame AravisCamera::to_frame(ArvBuffer* b) {
+  ArrivedFrame f;
+  f.frame_id = arv_buffer_get_frame_id(b);
+  const guint64 ts = arv_buffer_get_timestamp(b);
+  f.timestamp_ns = static_cast<std::int64_t>(ts ? ts : arv_buffer_get_system_timestamp(b));
+  f.status = frame_status(arv_buffer_get_status(b));
+  if (f.status == FrameStatus::Complete) {
+    if (arv_buffer_get_payload_type(b) != ARV_BUFFER_PAYLOAD_TYPE_IMAGE &&
+        arv_buffer_get_payload_type(b) != ARV_BUFFER_PAYLOAD_TYPE_EXTENDED_CHUNK_DATA) {
+      f.status = FrameStatus::Failed;
+      return f;
+    }
+    f.width = arv_buffer_get_image_width(b);
+    f.height = arv_buffer_get_image_height(b);
+    const ArvPixelFormat pf = arv_buffer_get_image_pixel_format(b);
+    f.format = pf == ARV_PIXEL_FORMAT_MONO_8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
+    if (pf != arv_format(config_.pixel_format)) f.status = FrameStatus::Failed;
+    size_t size = 0;
+    f.data = static_cast<const std::byte*>(arv_buffer_get_image_data(b, &size));
+    f.bytes = size;
+    if (chunks_ && arv_buffer_has_chunks(b)) {
+      GErrorSlot err;
+      const gint64 v = arv_chunk_parser_get_integer_value(chunks_.get(), b, config_.encoder_chunk.c_str(), err.out());
+      if (!err) f.encoder = v;
+    }
+  }
+  return f;
+}
+
+bool AravisCamera::fill(Batch& batch) {
+  batch.frames = 0;
+  const int capacity = batch.layout.frames;
+  std::optional<clock::time_point> flush_at;
+  const auto poll = std::chrono::milliseconds(20);
+  bool full = false, flushed = false;
+
+  auto publish_counters = [&] {
+    guint64 completed = 0, failures = 0, underruns = 0;
+    arv_stream_get_statistics(stream_.get(), &completed, &failures, &underruns);
+    std::lock_guard lock(counters_mu_);
+    published_ = assembler_.counters();
+    published_.underruns = underruns;
+    published_.batches_full = batches_full_;
+    published_.batches_flushed = batches_flushed_;
+  };
+
+  while (true) {
+    if (stop_.load()) {
+      end_ = SourceEnd::Stopped;
+      break;
+    }
+    if (lost_.load()) {
+      end_ = SourceEnd::DeviceLost;
+      break;
+    }
+    if (config_.frames && rows_delivered_ + static_cast<std::uint64_t>(batch.frames) >= config_.frames) {
+      end_ = SourceEnd::Exhausted;
+      break;
+    }
+    ArvBuffer* b = held_;
+    held_ = nullptr;
+    if (!b) {
+      auto wait = std::chrono::duration_cast<std::chrono::microseconds>(poll);
+      if (flush_at) {
+        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(*flush_at - clock::now());
+        if (left.count() <= 0) {
+          flushed = true;
+          break;
+        }
+        wait = std::min(wait, left);
+      }
+      b = arv_stream_timeout_pop_buffer(stream_.get(), static_cast<guint64>(std::max<std::int64_t>(wait.count(), 1)));
+      if (!b) continue;
+      last_alive_ns_.store(now_ns());
+      // A failed buffer without a frame id cannot be placed; the id gap the
+      // next frame shows counts it.
+      if (arv_buffer_get_status(b) != ARV_BUFFER_STATUS_SUCCESS && arv_buffer_get_frame_id(b) == 0) {
+        give_back(b);
+        continue;
+      }
+    }
+    const ArrivedFrame f = to_frame(b);
+    if (assembler_.add(batch, f) == BatchAssembler::Result::BatchFull) {
+      held_ = b;  // it goes first into the next batch
+      full = true;
+      break;
+    }
+    give_back(b);
+    if (!flush_at && config_.flush_timeout > 0)
+      flush_at = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(config_.flush_timeout));
+    if (batch.frames >= capacity) {
+      full = true;
+      break;
+    }
+  }
+  if (full) ++batches_full_;
+  if (flushed) ++batches_flushed_;
+  rows_delivered_ += static_cast<std::uint64_t>(batch.frames);
+  publish_counters();
+  return batch.frames > 0;
+}
+
+std::optional<AcquisitionCounters> AravisCamera::acquisition_counters() const {
+  std::lock_guard lock(counters_mu_);
+  return published_;
+}
+
+}  // namespace
+
+bool camera_support_built() { return true; }
+
+std::vector<CameraInfo> list_cameras() { return discover(); }
+
+std::unique_ptr<CameraSource> open_camera(const CameraConfig& config, int batch_frames) {
+  return std::make_unique<AravisCamera>(config, batch_frames);
+}
+
+}  // namespace stripeline

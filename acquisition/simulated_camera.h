@@ -1,0 +1,41 @@
+#pragma once
+// A simulated GigE Vision camera that films the synthetic scanner's stripe:
+// Aravis' fake camera (the GVCP/GVSP protocol side) with our renderer as its
+// image. Frame id n shows synthetic frame n, so a test (or an engineer
+// setting up without hardware) can check profiles acquired live against the
+// scanner's truth. `stripeline simulate-camera` runs one.
+//
+// GigE Vision discovery is broadcast: put it on a private interface (the
+// tests use loopback inside a private network namespace).
+#include <memory>
+#include <string>
+
+#include "acquisition/synthetic_scanner.h"
+
+namespace stripeline {
+
+struct SimulatedCameraConfig {
+  std::string interface = "127.0.0.1";  // interface name or address to listen on
+  std::string serial = "SL0001";        // the camera id becomes "Aravis-Fake-<serial>"
+  SyntheticConfig scene;                // seed, noise, beam...; width, height and format follow the camera's ROI
+  double lost_packet_ratio = 0.0;       // fraction of stream packets not sent (0..1), to test loss accounting
+};
+
+class SimulatedCamera {
+ public:
+  // Starts serving at once. Throws ConfigError without Aravis, RuntimeFailure
+  // if the interface cannot be bound.
+  explicit SimulatedCamera(SimulatedCameraConfig config);
+  ~SimulatedCamera();
+  SimulatedCamera(const SimulatedCamera&) = delete;
+  SimulatedCamera& operator=(const SimulatedCamera&) = delete;
+
+  std::string id() const;        // what `stripeline cameras` lists
+  std::uint64_t frames_rendered() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stripeline
