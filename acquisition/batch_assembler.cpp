@@ -17,12 +17,20 @@ BatchAssembler::BatchAssembler(BatchLayout frame, std::uint64_t gap_fill_limit)
   frame_.frames = 0;
 }
 
+BatchAssembler::IdStep BatchAssembler::classify(std::uint64_t previous, std::uint64_t next) {
+  if (previous <= kShortIdMax && next >= 1 && next <= kShortIdMax) {
+    const std::uint64_t d = (next + kShortIdMax - previous) % kShortIdMax;  // forward distance on the 1..65535 circle
+    if (d == 0 || d > kShortIdMax - kLateWindow) return {IdStep::Late, 0};
+    return {IdStep::Ahead, d};
+  }
+  if (next > previous) return {IdStep::Ahead, next - previous};
+  if (previous - next <= kLateWindow) return {IdStep::Late, 0};
+  return {IdStep::Reset, 0};
+}
+
 std::uint64_t BatchAssembler::id_distance(std::uint64_t previous, std::uint64_t next) {
-  if (next > previous) return next - previous;
-  // Backwards: a 16-bit counter that wrapped, or (beyond 16 bits) a camera
-  // whose counter was reset, which is no gap we can measure.
-  if (previous <= kShortIdMax && next >= 1 && next <= kShortIdMax && next < previous) return (kShortIdMax - previous) + next;
-  return 0;
+  const IdStep s = classify(previous, next);
+  return s.kind == IdStep::Ahead ? s.distance : 0;
 }
 
 void BatchAssembler::restart_sequence() {
@@ -48,12 +56,21 @@ void BatchAssembler::write_missing_row(Batch& batch, std::uint64_t frame_id, std
 BatchAssembler::Result BatchAssembler::add(Batch& batch, const ArrivedFrame& f) {
   const int capacity = batch.layout.frames;
   if (!gap_known_) {
-    // First look at this frame: measure and count the gap in front of it, once.
+    // First look at this frame: place it in the sequence and count the gap
+    // in front of it, once.
     gap_ = 0;
+    id_ = f.frame_id;
     if (have_previous_) {
-      const std::uint64_t d = id_distance(previous_raw_, f.frame_id);
-      gap_ = d > 1 ? d - 1 : 0;
-      if (d == 0) spdlog::debug("camera: frame id {} after {}: the counter went back; no gap counted", f.frame_id, previous_raw_);
+      const IdStep step = classify(previous_raw_, f.frame_id);
+      if (step.kind == IdStep::Late) {
+        ++counters_.arrived_late;
+        spdlog::debug("camera: frame id {} arrived after {}: its row is already missing; dropped", f.frame_id, previous_raw_);
+        return Result::Placed;
+      }
+      if (step.kind == IdStep::Reset)
+        spdlog::warn("camera: frame id {} after {}: the camera's counter restarted; no gap counted", f.frame_id, previous_raw_);
+      gap_ = step.kind == IdStep::Ahead ? step.distance - 1 : 0;
+      id_ = previous_id_ + gap_ + 1;
     }
     gap_rows_ = std::min(gap_, gap_fill_limit_);
     gap_rows_written_ = 0;
@@ -77,8 +94,7 @@ BatchAssembler::Result BatchAssembler::add(Batch& batch, const ArrivedFrame& f) 
   }
   if (batch.frames >= capacity) return Result::BatchFull;
 
-  const std::uint64_t distance = have_previous_ ? id_distance(previous_raw_, f.frame_id) : 0;
-  const std::uint64_t id = have_previous_ ? previous_id_ + std::max<std::uint64_t>(distance, 1) : f.frame_id;
+  const std::uint64_t id = id_;
   const bool whole = f.status == FrameStatus::Complete && geometry_matches(f);
   if (whole) {
     const int i = batch.frames++;

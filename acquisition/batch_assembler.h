@@ -14,7 +14,10 @@
 //   - a complete frame is copied into the next row block with its id,
 //     timestamp and encoder count.
 // Frame ids are unwrapped to 64 bits: GigE Vision 1.x block ids run 1..65535
-// and then restart at 1 (0 is never used).
+// and then restart at 1 (0 is never used). A frame that arrives after a newer
+// one (GigE Vision drivers hand on an incomplete frame when they give up on
+// it, which can be after the next one completed) is dropped: its row was
+// already written as missing and counted in the gap; arrived_late counts it.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -64,8 +67,19 @@ class BatchAssembler {
   // The next frame starts a new id sequence (a reconnected camera).
   void restart_sequence();
 
-  // Frames between two raw ids, accounting for the 16-bit wrap: 1 for
-  // consecutive frames, 0 for a repeated or backwards id.
+  // How a frame id follows the previous one. Ids up to 65535 are taken as
+  // GigE Vision 1.x block ids, which wrap (65535 is followed by 1).
+  //   Ahead: `distance` frames on (1 = consecutive);
+  //   Late:  at most kLateWindow behind (or repeated): a frame the driver
+  //          completed after a newer one, already counted in that gap;
+  //   Reset: further behind: the camera's counter restarted.
+  struct IdStep {
+    enum Kind { Ahead, Late, Reset } kind;
+    std::uint64_t distance;
+  };
+  static constexpr std::uint64_t kLateWindow = 1024;
+  static IdStep classify(std::uint64_t previous, std::uint64_t next);
+  // classify()'s distance for Ahead, 0 otherwise.
   static std::uint64_t id_distance(std::uint64_t previous, std::uint64_t next);
 
  private:
@@ -81,9 +95,10 @@ class BatchAssembler {
   std::uint64_t previous_raw_ = 0;      // camera id of the last frame placed
   std::uint64_t previous_id_ = 0;       // its unwrapped id
   std::int64_t previous_ts_ = 0;
-  // The gap in front of the frame being added, while it is being written.
+  // The gap in front of the frame being added, while it is being written,
+  // and the frame's unwrapped id.
   bool gap_known_ = false;
-  std::uint64_t gap_ = 0, gap_rows_ = 0, gap_rows_written_ = 0;
+  std::uint64_t gap_ = 0, gap_rows_ = 0, gap_rows_written_ = 0, id_ = 0;
 };
 
 }  // namespace stripeline

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -56,6 +57,14 @@ class Daemon {
   std::pair<bool, std::string> health();
   void apply_log_level(const Config& c);
   bool wait_before_reconnect();  // false when stopping
+  // A lost camera is closed on a thread of its own: Aravis spends seconds
+  // retrying a camera that is gone, and the daemon must stay responsive. It
+  // must be fully closed before the camera is opened again (closing sends
+  // "leave control", which would otherwise hit the new session).
+  void reap_camera(std::unique_ptr<FrameSource> lost);
+  void join_reaper();
+  std::thread reaper_;
+  std::atomic<bool> reaping_{false};
 
   // The camera, when the source is one (what /healthz and /metrics say of it).
   enum class CameraState { None, Connected, Lost, Unavailable };
@@ -97,7 +106,7 @@ class Daemon {
           *compute_ = nullptr, *bytes_ = nullptr, *published_ = nullptr, *hm_rows_ = nullptr, *msgs_ = nullptr, *pub_bytes_ = nullptr,
           *scans_done_ = nullptr, *series_ = nullptr, *reload_ok_ = nullptr, *reload_bad_ = nullptr;
   std::array<Counter*, kDropReasons> dropped_{}, msg_dropped_{};
-  Counter *lost_gap_ = nullptr, *lost_incomplete_ = nullptr, *lost_timeout_ = nullptr, *lost_failed_ = nullptr, *underruns_ = nullptr,
+  Counter *lost_gap_ = nullptr, *lost_incomplete_ = nullptr, *lost_timeout_ = nullptr, *lost_failed_ = nullptr, *underruns_ = nullptr, *late_ = nullptr,
           *flushed_ = nullptr, *camera_losses_ = nullptr, *camera_reconnects_ = nullptr;
   Gauge *camera_connected_ = nullptr, *camera_detect_ = nullptr;
   Gauge *queue_ = nullptr, *subscribers_ = nullptr, *up_ = nullptr, *start_time_ = nullptr, *healthy_ = nullptr;
@@ -155,6 +164,7 @@ void Daemon::register_metrics() {
   lost_timeout_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"timeout\"");
   lost_failed_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"failed\"");
   underruns_ = &m.counter("stripeline_camera_underruns_total", "Frames the camera driver had no free buffer for (also counted as gaps).");
+  late_ = &m.counter("stripeline_camera_frames_late_total", "Frames completed after a newer one (already counted as gap): dropped.");
   flushed_ = &m.counter("stripeline_batches_flushed_total", "Partial batches handed on by camera.flush_timeout.");
   camera_losses_ = &m.counter("stripeline_camera_losses_total", "Times the camera stopped answering.");
   camera_reconnects_ = &m.counter("stripeline_camera_reconnects_total", "Times a lost camera was opened again (each starts a new series).");
@@ -180,6 +190,7 @@ void Daemon::collect() {
       lost_timeout_->add(static_cast<double>(a->lost_timeout - last_acq_.lost_timeout));
       lost_failed_->add(static_cast<double>(a->lost_failed - last_acq_.lost_failed));
       underruns_->add(static_cast<double>(a->underruns - last_acq_.underruns));
+      late_->add(static_cast<double>(a->arrived_late - last_acq_.arrived_late));
       flushed_->add(static_cast<double>(a->batches_flushed - last_acq_.batches_flushed));
       last_acq_ = *a;
     }
@@ -285,7 +296,27 @@ void Daemon::housekeeping() {
   }
 }
 
+void Daemon::reap_camera(std::unique_ptr<FrameSource> lost) {
+  join_reaper();
+  reaping_ = true;
+  reaper_ = std::thread([this, s = std::move(lost)]() mutable {
+    s.reset();
+    reaping_ = false;
+  });
+}
+
+void Daemon::join_reaper() {
+  if (reaper_.joinable()) reaper_.join();
+}
+
 Daemon::End Daemon::generation(const Config& cfg) {
+  {  // a lost camera still closing: wait for it, unless told to stop
+    std::unique_lock lock(mu_);
+    if (reaping_.load()) spdlog::info("daemon: waiting for the lost camera's connection to close before reopening it");
+    while (reaping_.load() && !stop_) cv_.wait_for(lock, std::chrono::milliseconds(50));
+    if (stop_) return End::Stopped;
+  }
+  join_reaper();
   auto inner = make_source(cfg);  // a camera: DeviceUnavailable / ConfigError, handled by run()
   if (cfg.source == SourceKind::Camera) {
     std::lock_guard lock(mu_);
@@ -408,6 +439,7 @@ Daemon::End Daemon::generation(const Config& cfg) {
     camera_losses_->add(1);
     if (cam) camera_detect_->set(cam->loss_detection_seconds());
     notifier_.status("degraded: camera lost; reconnecting");
+    reap_camera(std::move(inner));  // `source` refers to it but is not used again
     return End::CameraLost;
   }
   return End::SourceEnd;
@@ -520,6 +552,13 @@ int Daemon::run() {
     publisher_.reset();  // lingers so that series-end reaches connected subscribers
   }
   up_->set(0);
+  if (reaping_.load()) {
+    // Everything is written and sent; only Aravis' retries to a gone camera remain.
+    spdlog::info("daemon: exiting without waiting for the lost camera's connection to close");
+    spdlog::default_logger()->flush();
+    std::_Exit(rc);
+  }
+  join_reaper();
   spdlog::default_logger()->flush();
   return rc;
 }

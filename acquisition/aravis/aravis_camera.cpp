@@ -227,7 +227,8 @@ void AravisCamera::configure() {
   if (err) {
     std::string offered;
     guint n = 0;
-    DupStrings formats(arv_camera_dup_available_pixel_formats_as_strings(cam, &n, nullptr), n);
+    const char** list = arv_camera_dup_available_pixel_formats_as_strings(cam, &n, nullptr);
+    DupStrings formats(list, n);
     for (unsigned i = 0; i < formats.size(); ++i) offered += (i ? ", " : "") + str(formats[i]);
     throw ConfigError(fmt::format("camera.pixel_format: the camera refused {}: {} (it offers {})", config_.pixel_format, err.message(), offered));
   }
@@ -297,7 +298,8 @@ void AravisCamera::configure() {
       arv_camera_set_trigger(cam, source.c_str(), err.out());
       if (err) {
         guint n = 0;
-        DupStrings sources(arv_camera_dup_available_trigger_sources(cam, &n, nullptr), n);
+        const char** list = arv_camera_dup_available_trigger_sources(cam, &n, nullptr);
+        DupStrings sources(list, n);
         std::string offered;
         for (unsigned i = 0; i < sources.size(); ++i) offered += (i ? ", " : "") + str(sources[i]);
         throw ConfigError(fmt::format("camera.trigger_source: the camera refused trigger source {}: {} (it offers {})", source,
@@ -470,6 +472,9 @@ void AravisCamera::trigger_loop() {
   }
 }
 
+// Closing a camera that is gone takes Aravis several seconds (~4 s for the
+// stream, ~5 s for the device: each control write retries before giving up).
+// The daemon does it on a thread of its own (daemon.cpp, reap_camera).
 AravisCamera::~AravisCamera() {
   {
     std::lock_guard lock(thread_mu_);

@@ -15,6 +15,7 @@ namespace stripeline {
 struct SimulatedCamera::Impl {
   SimulatedCameraConfig config;
   aravis::GObjectRef<ArvGvFakeCamera> camera;
+  ArvFakeCamera* fake = nullptr;  // owned by camera
   std::mutex mu;                            // the renderer follows the ROI; the fake camera's thread calls us
   std::optional<SyntheticScanner> scanner;
   std::atomic<std::uint64_t> rendered{0};
@@ -22,8 +23,10 @@ struct SimulatedCamera::Impl {
   // Called by Aravis' fake camera for every frame it sends.
   static void fill(ArvBuffer* buffer, void* self_ptr, guint32, guint32, ArvPixelFormat pixel_format) {
     auto* self = static_cast<Impl*>(self_ptr);
-    size_t size = 0;
-    auto* dst = static_cast<std::byte*>(const_cast<void*>(arv_buffer_get_data(buffer, &size)));
+    // The fake camera allocates its buffer at its payload size; Aravis' data
+    // accessor reports the received size, which only its own ramp sets.
+    const size_t size = arv_fake_camera_get_payload(self->fake);
+    auto* dst = static_cast<std::byte*>(const_cast<void*>(arv_buffer_get_data(buffer, nullptr)));
     const int w = arv_buffer_get_image_width(buffer), h = arv_buffer_get_image_height(buffer);
     const bool mono16 = pixel_format == ARV_PIXEL_FORMAT_MONO_16;
     if (!dst || w < 1 || h < 1 || (pixel_format != ARV_PIXEL_FORMAT_MONO_8 && !mono16)) return;
@@ -54,7 +57,8 @@ SimulatedCamera::SimulatedCamera(SimulatedCameraConfig config) : impl_(std::make
   if (!impl_->camera || !arv_gv_fake_camera_is_running(impl_->camera.get()))
     throw RuntimeFailure(fmt::format("simulated camera: cannot serve on interface '{}' (is it up? is port 3956 free?)", config.interface));
   g_object_set(impl_->camera.get(), "gvsp-lost-ratio", config.lost_packet_ratio, nullptr);
-  arv_fake_camera_set_fill_pattern(arv_gv_fake_camera_get_fake_camera(impl_->camera.get()), &Impl::fill, impl_.get());
+  impl_->fake = arv_gv_fake_camera_get_fake_camera(impl_->camera.get());
+  arv_fake_camera_set_fill_pattern(impl_->fake, &Impl::fill, impl_.get());
 }
 
 SimulatedCamera::~SimulatedCamera() {
