@@ -20,7 +20,7 @@ BatchAssembler::BatchAssembler(BatchLayout frame, std::uint64_t gap_fill_limit)
 BatchAssembler::IdStep BatchAssembler::classify(std::uint64_t previous, std::uint64_t next) {
   if (previous <= kShortIdMax && next >= 1 && next <= kShortIdMax) {
     const std::uint64_t d = (next + kShortIdMax - previous) % kShortIdMax;  // forward distance on the 1..65535 circle
-    if (d == 0 || d > kShortIdMax - kLateWindow) return {IdStep::Late, 0};
+    if (d == 0 || d >= kShortIdMax - kLateWindow) return {IdStep::Late, 0};
     return {IdStep::Ahead, d};
   }
   if (next > previous) return {IdStep::Ahead, next - previous};
