@@ -759,11 +759,11 @@ class CollectingSink final : public ProfileSink {
 
 }  // namespace
 
-TEST(PipelineMissingFrames, MissingFrameIsAnEmptyProfileEvenWithAVisibleStripe) {
+void expect_missing_frame_empty(Backend backend) {
   MissingFrameSource source;
   CollectingSink sink;
   PipelineOptions o;
-  o.backend = Backend::Cpu;
+  o.backend = backend;
   o.batch_frames = 4;
   o.buffers = 2;
   const PipelineStats stats = Pipeline(o).run(source, {&sink});
@@ -791,4 +791,11 @@ TEST(PipelineMissingFrames, MissingFrameIsAnEmptyProfileEvenWithAVisibleStripe) 
     EXPECT_EQ(m.intensity[x], 0);
   }
   EXPECT_EQ(stats.points, 2u * kStripeWidth);
+}
+
+TEST(PipelineMissingFrames, MissingFrameIsAnEmptyProfileEvenWithAVisibleStripe) { expect_missing_frame_empty(Backend::Cpu); }
+
+TEST(PipelineMissingFrames, MissingFrameIsAnEmptyProfileOnCudaToo) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_status();
+  expect_missing_frame_empty(Backend::Cuda);
 }

@@ -68,6 +68,51 @@ TEST(Config, OverridesApply) {
   EXPECT_EQ(c.output.ply_encoding, io::PlyEncoding::Ascii);
 }
 
+TEST(Config, CameraExampleParsesWithItsDocumentedValues) {
+  const Config c = load_config(test::source_dir() + "/configs/camera.toml");
+  EXPECT_EQ(c.source, SourceKind::Camera);
+  const CameraConfig& k = c.camera;
+  const CameraConfig defaults;
+  EXPECT_EQ(k.width, 2048);
+  EXPECT_EQ(k.height, 52);
+  EXPECT_DOUBLE_EQ(k.frame_rate, 200.0);
+  EXPECT_EQ(k.trigger, TriggerMode::FreeRun);
+  EXPECT_EQ(k.storage_format(), PixelFormat::Mono8);
+  // Every other key is shown with its default.
+  EXPECT_EQ(k.id, defaults.id);
+  EXPECT_EQ(k.offset_x, defaults.offset_x);
+  EXPECT_EQ(k.pixel_format, defaults.pixel_format);
+  EXPECT_EQ(k.exposure_us, defaults.exposure_us);
+  EXPECT_EQ(k.gain, defaults.gain);
+  EXPECT_EQ(k.trigger_source, defaults.trigger_source);
+  EXPECT_EQ(k.trigger_activation, defaults.trigger_activation);
+  EXPECT_EQ(k.packet_size, defaults.packet_size);
+  EXPECT_EQ(k.packet_socket, defaults.packet_socket);
+  EXPECT_EQ(k.stream_buffers, defaults.stream_buffers);
+  EXPECT_EQ(k.heartbeat_timeout, defaults.heartbeat_timeout);
+  EXPECT_EQ(k.flush_timeout, defaults.flush_timeout);
+  EXPECT_EQ(k.gap_fill_limit, defaults.gap_fill_limit);
+  EXPECT_EQ(k.frames, defaults.frames);
+  EXPECT_EQ(k.reconnect_interval, defaults.reconnect_interval);
+  EXPECT_TRUE(k.features.empty());
+  const Config mono12 = parse_config("[camera]\npixel_format = \"Mono12\"\ntrigger = \"external\"\ntrigger_source = \"Encoder0\"\n", "t.toml");
+  EXPECT_EQ(mono12.camera.storage_format(), PixelFormat::Mono16);
+  EXPECT_EQ(mono12.camera.trigger, TriggerMode::External);
+  EXPECT_EQ(mono12.camera.trigger_source, "Encoder0");
+}
+
+#if !defined(STRIPELINE_HAVE_ARAVIS)
+TEST(Config, CameraSourceWithoutAravisSaysHowToGetIt) {
+  const Config c = parse_config("[source]\nkind = \"camera\"\n", "t.toml");
+  try {
+    make_source(c);
+    FAIL() << "a camera source opened without Aravis";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("libaravis-dev"), std::string::npos) << e.what();
+  }
+}
+#endif
+
 TEST(Config, MistakesNameTheFileAndTheKey) {
   struct Case {
     const char* text;
@@ -83,7 +128,14 @@ TEST(Config, MistakesNameTheFileAndTheKey) {
                        Case{"[output]\nheight_bits = 9\n", "height_bits"},
                        Case{"[output]\nply_format = \"xml\"\n", "ply_format"},
                        Case{"[source]\nkind = \"file\"\n", "path"},
-                       Case{"[source]\nkind = \"camera\"\n", "camera"},
+                       Case{"[source]\nkind = \"gige\"\n", "gige"},
+                       Case{"[camera]\ntrigger = \"encoder\"\n", "camera.trigger"},
+                       Case{"[camera]\npixel_format = \"RGB8\"\n", "camera.pixel_format"},
+                       Case{"[camera]\nstream_buffers = 1\n", "camera.stream_buffers"},
+                       Case{"[camera]\nframerate = 10.0\n", "framerate"},
+                       Case{"[camera]\ntrigger = \"software\"\n", "camera.frame_rate"},
+                       Case{"[camera]\nfeatures = [\"ExposureAuto\"]\n", "camera.features"},
+                       Case{"[camera]\nheartbeat_timeout = 0.1\n", "camera.heartbeat_timeout"},
                        Case{"[extra]\na = 1\n", "extra"},
                        Case{"[processing\nthreshold = 4\n", "test.toml:1"},
                        Case{"[processing]\nthreshold = 99999999999\n", "threshold"},
