@@ -9,7 +9,10 @@
 #   RATES   frame rates asked of the camera, frames/s   ["200 500 1000 2000"]
 #   LOSSES  packet losses injected at 200 frames/s, per thousand ["1 10"]
 #   FRAMES  frames per run [2000]; WIDTH x HEIGHT [2048 x 52]
-#   PACKET  GigE Vision packet size, bytes [8000]; BACKEND auto|cpu|cuda [auto]
+#   PACKET  GigE Vision packet size, bytes, 0 = negotiated (1400 with the
+#           simulated cameras: larger packets lose most frames on loopback
+#           with Aravis 0.8.26, arv-camera-test-0.8 -i 8000 too) [0]
+#   BACKEND auto|cpu|cuda [auto]
 #   CAMERA  aravis (arv-fake-gv-camera-0.8, a ramp) or stripeline
 #           (`stripeline simulate-camera`, the synthetic stripe) [aravis if installed]
 # Prints one table row per run and writes OUT_DIR/camera-loopback.txt.
@@ -28,12 +31,12 @@ ip link set lo up 2>/dev/null || { echo "camera-loopback: cannot bring loopback 
 BIN=$(realpath "${1:-build/stripeline}")
 OUT=${2:-bench/results}
 mkdir -p "$OUT"
-RATES=${RATES:-"200 500 1000 2000"}
-LOSSES=${LOSSES:-"1 10"}
+RATES=${RATES-"200 500 1000 2000"}
+LOSSES=${LOSSES-"1 10"}
 FRAMES=${FRAMES:-2000}
 WIDTH=${WIDTH:-2048}
 HEIGHT=${HEIGHT:-52}
-PACKET=${PACKET:-8000}
+PACKET=${PACKET:-0}
 BACKEND=${BACKEND:-auto}
 CAMERA=${CAMERA:-$(command -v arv-fake-gv-camera-0.8 >/dev/null && echo aravis || echo stripeline)}
 WORK=$(mktemp -d)
@@ -86,13 +89,16 @@ TOML
   backend=$(sed -n 's/^  "backend": "\(.*\)",/\1/p' "$s")
   whole=$(sed -n 's/.*"frames_complete": \([0-9]*\).*/\1/p' "$s")
   lost=$(sed -n 's/.*"lost_total": \([0-9]*\).*/\1/p' "$s")
-  awk -v r="$1" -v l="$2" -v f="$frames" -v s="$seconds" -v w="$whole" -v x="$lost" -v b="$backend" \
-    'BEGIN { printf "%9s %8s %7d %8.2f %10.1f %8d %7d %7.2f%%  %s\n", r, l, f, s, f / s, w, x, 100 * x / f, b }'
+  local causes
+  causes=$(sed -n 's/.*"lost_gap": \([0-9]*\), "lost_incomplete": \([0-9]*\), "lost_timeout": \([0-9]*\), "lost_failed": \([0-9]*\).*/\1\/\2\/\3\/\4/p' "$s")
+  awk -v r="$1" -v l="$2" -v f="$frames" -v s="$seconds" -v w="$whole" -v x="$lost" -v b="$backend" -v c="$causes" \
+    'BEGIN { printf "%9s %8s %7d %8.2f %10.1f %10.1f %7d %7.2f%%  %-16s %s\n", r, l, f, s, f / s, w / s, x, 100 * x / f, c, b }'
 }
 
 {
-  echo "# stripeline $("$BIN" --version) camera-loopback, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, camera $CAMERA, ${WIDTH}x${HEIGHT} Mono8, packets of $PACKET bytes, $FRAMES frames per run"
-  echo "# rate_asked loss_per_1000 frames seconds frames_per_s whole lost lost% backend"
+  echo "# stripeline $("$BIN" --version) camera-loopback, $(date -u +%Y-%m-%dT%H:%MZ), camera $CAMERA, ${WIDTH}x${HEIGHT} Mono8, packet size ${PACKET} (0 = negotiated), $FRAMES frames per run, $(nproc) cores"
+  echo "# rows = frames in the stream (whole + missing); rows/s is the rate the camera delivered, whole/s what reached the pipeline intact"
+  echo "# rate_asked loss/1000 rows seconds rows/s whole/s lost lost% gap/incomplete/timeout/failed backend"
   for r in $RATES; do run_one "$r" 0; done
   for l in $LOSSES; do run_one 200 "$l"; done
 } | tee "$OUT/camera-loopback.txt"

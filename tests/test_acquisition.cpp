@@ -21,27 +21,14 @@
 #include "core/batch.h"
 #include "core/errors.h"
 #include "io/image_writer.h"
+#include "test_helpers.h"
 
 namespace stripeline {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A batch whose pixels and meta are poisoned, so an unwritten element shows.
-Batch make_batch(const BatchLayout& frame_layout, int capacity) {
-  BatchLayout l = frame_layout;
-  l.frames = capacity;
-  Batch b(l, &allocate_host);
-  std::memset(b.pixels.data(), 0xA5, b.pixels.size());
-  for (FrameMeta& m : b.meta) {
-    m.frame_id = 0xDEADBEEF;
-    m.timestamp_ns = -12345;
-    m.encoder = -777;
-    m.has_encoder = true;
-    m.missing = true;
-  }
-  return b;
-}
+Batch make_batch(const BatchLayout& frame_layout, int capacity) { return test::make_poisoned_batch(frame_layout, capacity); }
 
 std::vector<std::byte> render_frame(const SyntheticScanner& s, std::uint64_t frame) {
   const BatchLayout l = s.frame_layout();

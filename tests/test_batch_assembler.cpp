@@ -22,6 +22,7 @@
 #include "core/profile.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/sink.h"
+#include "test_helpers.h"
 
 #include <spdlog/spdlog.h>
 
@@ -71,26 +72,9 @@ TestFrame make_frame(const BatchLayout& l, std::uint64_t id, std::int64_t ts, Fr
   return t;
 }
 
-// A batch whose pixels and meta are poisoned, so an element never written shows.
-void poison(Batch& b) {
-  b.frames = 0;
-  std::memset(b.pixels.data(), 0xA5, b.pixels.size());
-  for (FrameMeta& m : b.meta) {
-    m.frame_id = 0xDEADBEEF;
-    m.timestamp_ns = -12345;
-    m.encoder = -777;
-    m.has_encoder = true;
-    m.missing = true;
-  }
-}
+void poison(Batch& b) { test::poison_batch(b); }
 
-Batch make_batch(const BatchLayout& frame, int capacity) {
-  BatchLayout l = frame;
-  l.frames = capacity;
-  Batch b(l, &allocate_host);
-  poison(b);
-  return b;
-}
+Batch make_batch(const BatchLayout& frame, int capacity) { return test::make_poisoned_batch(frame, capacity); }
 
 std::vector<std::byte> row_pixels(const Batch& b, int i) {
   const std::byte* p = b.frame_data(i);

@@ -59,6 +59,28 @@ T& px(Batch& b, int frame, int x, int y) {
   return reinterpret_cast<T*>(b.frame_data(frame))[static_cast<std::size_t>(y) * b.layout.width + x];
 }
 
+// Pixels 0xA5 and impossible meta in every slot of a batch (frames = 0), so
+// that an element a source or an assembler never wrote shows.
+inline void poison_batch(Batch& b) {
+  b.frames = 0;
+  std::memset(b.pixels.data(), 0xA5, b.pixels.size());
+  for (FrameMeta& m : b.meta) {
+    m.frame_id = 0xDEADBEEF;
+    m.timestamp_ns = -12345;
+    m.encoder = -777;
+    m.has_encoder = true;
+    m.missing = true;
+  }
+}
+// A poisoned batch of `capacity` frames of the given frame layout.
+inline Batch make_poisoned_batch(const BatchLayout& frame_layout, int capacity) {
+  BatchLayout l = frame_layout;
+  l.frames = capacity;
+  Batch b(l, &allocate_host);
+  poison_batch(b);
+  return b;
+}
+
 // The stripeline binary and the source tree: where CMake built them, unless
 // the environment says otherwise (a bundle run on another machine).
 inline std::string binary_path() {
