@@ -40,6 +40,7 @@ void CameraConfig::validate() const {
   if (trigger == TriggerMode::External && trigger_source.empty()) bad("trigger_source", "is required with trigger = \"external\"");
   if (packet_size < 0 || packet_size > 65535) bad("packet_size", fmt::format("{} is out of range (expected 0 = negotiate, or 576..65535)", packet_size));
   if (packet_size > 0 && packet_size < 576) bad("packet_size", fmt::format("{} is too small (expected 576..65535)", packet_size));
+  if (socket_buffer < 0) bad("socket_buffer", fmt::format("{} is negative (0 = the OS default)", socket_buffer));
   if (stream_buffers < 2 || stream_buffers > 4096) bad("stream_buffers", fmt::format("{} is out of range (expected 2..4096)", stream_buffers));
   if (frame_timeout < 0 || frame_timeout > 60) bad("frame_timeout", fmt::format("{} s is out of range (expected 0..60, 0 = Aravis' default)", frame_timeout));
   if (!(heartbeat_timeout >= 0.5 && heartbeat_timeout <= 600))

@@ -40,6 +40,7 @@ struct CameraConfig {
   // Transport
   int packet_size = 0;             // GigE Vision packet size, bytes; 0 = negotiate
   bool packet_socket = true;       // false: Aravis' plain socket path (needed on loopback)
+  int socket_buffer = 4 << 20;     // GigE Vision receive socket buffer, bytes (0 = the OS default; the kernel caps it at net.core.rmem_max)
   int stream_buffers = 64;         // driver buffers queued for the camera
   double frame_timeout = 0;        // seconds before the driver gives up on a frame; 0 = Aravis' default
   double heartbeat_timeout = 3.0;  // seconds: the camera is declared lost after this long without an answer

@@ -19,6 +19,10 @@ struct SimulatedCameraConfig {
   std::string serial = "SL0001";        // the camera id becomes "Aravis-Fake-<serial>"
   SyntheticConfig scene;                // seed, noise, beam...; width, height and format follow the camera's ROI
   double lost_packet_ratio = 0.0;       // fraction of stream packets not sent (0..1), to test loss accounting
+  // 0: render every frame (frame id n shows synthetic frame n; ~2 ms per
+  // 2048x52 frame caps the camera near 450 frames/s). N: render synthetic
+  // frames 0..N-1 once and send frame n mod N (for rate measurements).
+  int cached_frames = 0;
 };
 
 class SimulatedCamera {

@@ -12,9 +12,11 @@
 #   PACKET  GigE Vision packet size, bytes, 0 = negotiated (1400 with the
 #           simulated cameras: larger packets lose most frames on loopback
 #           with Aravis 0.8.26, arv-camera-test-0.8 -i 8000 too) [0]
+#   SOCKBUF receive socket buffer, bytes, 0 = OS default (capped at net.core.rmem_max) [4194304]
 #   BACKEND auto|cpu|cuda [auto]
 #   CAMERA  aravis (arv-fake-gv-camera-0.8, a ramp) or stripeline
-#           (`stripeline simulate-camera`, the synthetic stripe) [aravis if installed]
+#           (`stripeline simulate-camera --cache 64`: 64 synthetic stripe
+#           frames rendered once, cycled) [aravis if installed]
 # Prints one table row per run and writes OUT_DIR/camera-loopback.txt.
 set -euo pipefail
 if [[ "${STRIPELINE_IN_NETNS:-}" != 1 ]]; then
@@ -26,7 +28,8 @@ if [[ "${STRIPELINE_IN_NETNS:-}" != 1 ]]; then
   echo "camera-loopback: cannot create a private network namespace (unshare -n / -rn); not running: discovery would broadcast" >&2
   exit 2
 fi
-ip link set lo up 2>/dev/null || { echo "camera-loopback: cannot bring loopback up (needs iproute2)" >&2; exit 2; }
+# Loopback up: iproute2 where installed, else the same ioctls from perl (essential on Debian and Ubuntu).
+ip link set lo up 2>/dev/null || perl -MSocket -e 'socket(my $s, AF_INET, SOCK_DGRAM, 0) or die "socket: $!\n"; my $r = pack("a16 s x22", "lo", 0); ioctl($s, 0x8913, $r) or die "SIOCGIFFLAGS: $!\n"; my $f = unpack("x16 s", $r); ioctl($s, 0x8914, pack("a16 s x22", "lo", $f | 1)) or die "SIOCSIFFLAGS: $!\n"' || { echo "camera-loopback: cannot bring loopback up" >&2; exit 2; }
 
 BIN=$(realpath "${1:-build/stripeline}")
 OUT=${2:-bench/results}
@@ -37,6 +40,7 @@ FRAMES=${FRAMES:-2000}
 WIDTH=${WIDTH:-2048}
 HEIGHT=${HEIGHT:-52}
 PACKET=${PACKET:-0}
+SOCKBUF=${SOCKBUF:-4194304}
 BACKEND=${BACKEND:-auto}
 CAMERA=${CAMERA:-$(command -v arv-fake-gv-camera-0.8 >/dev/null && echo aravis || echo stripeline)}
 WORK=$(mktemp -d)
@@ -47,7 +51,7 @@ start_camera() {  # $1 = lost packets per thousand
   if [[ $CAMERA == aravis ]]; then
     arv-fake-gv-camera-0.8 -i 127.0.0.1 -s BENCH -r "$1" >/dev/null 2>&1 &
   else
-    "$BIN" simulate-camera -i 127.0.0.1 -s BENCH -r "$1" >/dev/null 2>&1 &
+    "$BIN" simulate-camera -i 127.0.0.1 -s BENCH -r "$1" --cache 64 >/dev/null 2>&1 &
   fi
   CAM_PID=$!
   for _ in $(seq 50); do "$BIN" cameras 2>/dev/null | grep -q BENCH && return 0; sleep 0.1; done
@@ -69,6 +73,7 @@ packet_size = $PACKET
 packet_socket = false
 frames = $FRAMES
 stream_buffers = 256
+socket_buffer = $SOCKBUF
 [processing]
 backend = "$BACKEND"
 batch_frames = 100
@@ -96,7 +101,7 @@ TOML
 }
 
 {
-  echo "# stripeline $("$BIN" --version) camera-loopback, $(date -u +%Y-%m-%dT%H:%MZ), camera $CAMERA, ${WIDTH}x${HEIGHT} Mono8, packet size ${PACKET} (0 = negotiated), $FRAMES frames per run, $(nproc) cores"
+  echo "# stripeline $("$BIN" --version) camera-loopback, $(date -u +%Y-%m-%dT%H:%MZ), camera $CAMERA, ${WIDTH}x${HEIGHT} Mono8, packet size ${PACKET} (0 = negotiated), socket buffer ${SOCKBUF} (0 = OS default; rmem_max $(cat /proc/sys/net/core/rmem_max 2>/dev/null)), $FRAMES frames per run, $(nproc) cores"
   echo "# rows = frames in the stream (whole + missing); rows/s is the rate the camera delivered, whole/s what reached the pipeline intact"
   echo "# rate_asked loss/1000 rows seconds rows/s whole/s lost lost% gap/incomplete/timeout/failed backend"
   for r in $RATES; do run_one "$r" 0; done

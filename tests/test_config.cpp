@@ -89,6 +89,7 @@ TEST(Config, CameraExampleParsesWithItsDocumentedValues) {
   EXPECT_EQ(k.packet_size, defaults.packet_size);
   EXPECT_EQ(k.packet_socket, defaults.packet_socket);
   EXPECT_EQ(k.stream_buffers, defaults.stream_buffers);
+  EXPECT_EQ(k.socket_buffer, defaults.socket_buffer);
   EXPECT_EQ(k.heartbeat_timeout, defaults.heartbeat_timeout);
   EXPECT_EQ(k.flush_timeout, defaults.flush_timeout);
   EXPECT_EQ(k.gap_fill_limit, defaults.gap_fill_limit);

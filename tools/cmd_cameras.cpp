@@ -62,6 +62,10 @@ Subcommand add_simulate_camera(CLI::App& app) {
   sub->add_option("--noise", f->c.scene.noise, "Sensor noise sigma")->capture_default_str();
   sub->add_option("-r,--lost-per-thousand", f->lost_per_thousand, "Stream packets not sent, per thousand (loss testing)")
       ->capture_default_str();
+  sub->add_option("--cache", f->c.cached_frames,
+                  "Render this many synthetic frames once and cycle through them (frame id n shows frame n mod N): "
+                  "for rate measurements; 0 renders every frame (~450 frames/s at 2048x52)")
+      ->capture_default_str();
   sub->add_option("--seconds", f->seconds, "Stop after this many seconds (0 = until SIGINT/SIGTERM)")->capture_default_str();
   return {sub, [f] {
             f->c.lost_packet_ratio = f->lost_per_thousand / 1000.0;

@@ -411,6 +411,10 @@ void AravisCamera::start_stream() {
   if (err || !stream_) throw DeviceUnavailable(fmt::format("camera {}: cannot create its stream: {}", settings_.id, err.message()));
   if (ARV_IS_GV_STREAM(stream_.get()) && config_.frame_timeout > 0)
     g_object_set(stream_.get(), "frame-retention", static_cast<guint>(config_.frame_timeout * 1e6), nullptr);
+  // A larger receive buffer rides out the moments the stream thread is not
+  // scheduled (a frame is ~75 packets arriving back to back).
+  if (ARV_IS_GV_STREAM(stream_.get()) && config_.socket_buffer > 0)
+    g_object_set(stream_.get(), "socket-buffer", ARV_GV_STREAM_SOCKET_BUFFER_FIXED, "socket-buffer-size", config_.socket_buffer, nullptr);
   for (int i = 0; i < config_.stream_buffers; ++i) arv_stream_push_buffer(stream_.get(), arv_buffer_new_allocate(payload_));
   last_alive_ns_.store(now_ns());
   arv_camera_start_acquisition(cam, err.out());

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "acquisition/aravis/aravis_handles.h"
 #include "core/errors.h"
@@ -18,6 +19,7 @@ struct SimulatedCamera::Impl {
   ArvFakeCamera* fake = nullptr;  // owned by camera
   std::mutex mu;                            // the renderer follows the ROI; the fake camera's thread calls us
   std::optional<SyntheticScanner> scanner;
+  std::vector<std::vector<std::byte>> cache;  // cached_frames rendered frames of the current geometry
   std::atomic<std::uint64_t> rendered{0};
 
   // Called by Aravis' fake camera for every frame it sends.
@@ -42,8 +44,20 @@ struct SimulatedCamera::Impl {
       scene.format = format;
       scene.frames = 0;
       self->scanner.emplace(scene);
+      self->cache.assign(static_cast<std::size_t>(self->config.cached_frames), {});
     }
-    self->scanner->render(arv_buffer_get_frame_id(buffer), dst);
+    const std::uint64_t id = arv_buffer_get_frame_id(buffer);
+    if (self->cache.empty()) {
+      self->scanner->render(id, dst);
+    } else {
+      const std::size_t n = static_cast<std::size_t>(id % self->cache.size());
+      auto& frame = self->cache[n];
+      if (frame.size() != bytes) {
+        frame.resize(bytes);
+        self->scanner->render(n, frame.data());
+      }
+      std::memcpy(dst, frame.data(), bytes);
+    }
     self->rendered.fetch_add(1);
   }
 };
@@ -52,6 +66,8 @@ SimulatedCamera::SimulatedCamera(SimulatedCameraConfig config) : impl_(std::make
   if (!(config.lost_packet_ratio >= 0 && config.lost_packet_ratio <= 1))
     throw ConfigError(fmt::format("lost packet ratio {} is out of range (expected 0..1)", config.lost_packet_ratio));
   config.scene.validate();
+  if (config.cached_frames < 0 || config.cached_frames > 100000)
+    throw ConfigError(fmt::format("cached frames {} is out of range (expected 0..100000)", config.cached_frames));
   impl_->config = config;
   impl_->camera.reset(arv_gv_fake_camera_new_full(config.interface.c_str(), config.serial.c_str(), nullptr));
   if (!impl_->camera || !arv_gv_fake_camera_is_running(impl_->camera.get()))

@@ -14,6 +14,7 @@ if [ "${STRIPELINE_IN_NETNS:-}" = 1 ]; then exec "$@"; fi
 for flags in -n -rn; do
   if unshare $flags true 2>/dev/null; then
     exec unshare $flags env STRIPELINE_IN_NETNS=1 sh -c '
+      # The tests also bring loopback up themselves if it is still down.
       if command -v ip >/dev/null 2>&1; then ip link set lo up; fi
       exec "$@"' netns-run "$@"
   fi
