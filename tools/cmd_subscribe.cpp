@@ -106,7 +106,7 @@ int subscribe(const Flags& f) {
   wire::GapTracker gaps;
   std::string series;  // the one being assembled
   std::map<std::uint64_t, wire::RowBlock> blocks;  // by series_row
-  std::uint64_t rows = 0, messages = 0, bytes = 0;
+  std::uint64_t rows = 0, missing_rows = 0, messages = 0, bytes = 0;
   std::optional<nlohmann::json> end;
   LinearCalibration cal;
   int height_bits = kDefaultHeightCodeBits;
@@ -172,6 +172,7 @@ int subscribe(const Flags& f) {
           b.frame_ids.resize(keep), b.timestamps_ns.resize(keep), b.encoder.resize(keep), b.missing.resize(keep);
         }
         rows += static_cast<std::uint64_t>(b.rows);
+        for (const auto m : b.missing) missing_rows += m ? 1 : 0;
         blocks.emplace(b.series_row, std::move(b));
         break;
       }
@@ -186,8 +187,9 @@ int subscribe(const Flags& f) {
   const double seconds = std::chrono::duration<double>(clock::now() - start).count();
   write_outputs(f, blocks, cal, height_bits);
 
-  std::printf("received %llu rows in %llu messages (%.1f MB, %.1f s) from series %s; gaps %zu (%llu messages missing)\n",
-              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(messages), bytes / 1e6, seconds,
+  std::printf("received %llu rows (%llu marked missing: frames lost at the source) in %llu messages (%.1f MB, %.1f s) from series %s; gaps %zu (%llu messages missing)\n",
+              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(missing_rows), static_cast<unsigned long long>(messages),
+              bytes / 1e6, seconds,
               series.empty() ? "-" : series.c_str(), gaps.gaps().size(), static_cast<unsigned long long>(gaps.missing()));
   if (end) {
     const auto published = end->value("profile_rows", std::uint64_t{0});

@@ -31,6 +31,7 @@
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/publisher.h"
 #include "../child_process.h"
 #include "../test_helpers.h"
 
@@ -390,9 +391,25 @@ TEST(CameraAcquisition, InjectedPacketLossIsCountedBySizeAndMarkedNeverHidden) {
   const std::uint64_t K = 300;
   auto source = open_camera(loopback_camera("LOSSY1", 2048, 52, 100, K), 50);
   RampCheckingSink sink;
+  // The rows also go out over ZeroMQ to `stripeline subscribe`, which counts
+  // the rows the stream marks missing.
+  PublisherConfig pc;
+  pc.endpoint = "tcp://127.0.0.1:*";
+  pc.stats_interval = 0;
+  Publisher pub(pc);
+  Child subscriber({test::binary_path(), "subscribe", pub.endpoint(), "--timeout", "60"});
+  ASSERT_TRUE(pub.wait_for_subscribers(1, 10s)) << subscriber.output();
   Pipeline pipeline(cpu_pipeline(50));
-  pipeline.run(*source, {&sink});
+  pipeline.run(*source, {&sink, &pub});
   const AcquisitionCounters a = *source->acquisition_counters();
+  ASSERT_EQ(subscriber.wait_exit(30s), std::optional<int>(0)) << subscriber.output();
+  const auto received = subscriber.wait_for(R"(received (\d+) rows \((\d+) marked missing)", 1s);
+  ASSERT_TRUE(received) << subscriber.output();
+  std::smatch m;
+  const std::string out = subscriber.output();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(received (\d+) rows \((\d+) marked missing)")));
+  EXPECT_EQ(std::stoull(m[1]), K) << out;
+  EXPECT_EQ(std::stoull(m[2]), sink.missing_rows) << "the stream does not mark every lost frame:\n" << out;
   EXPECT_EQ(sink.rows, K);
   EXPECT_GT(a.lost_total(), 0u) << "1% packet loss must lose frames";
   EXPECT_EQ(sink.missing_rows, a.lost_total() - a.gap_not_inserted);
