@@ -118,7 +118,7 @@ int process(const std::string& command, const Config& config, bool quiet, double
   report.acquisition = source->acquisition_counters();
   if (source->end_reason() == SourceEnd::DeviceLost) {
     auto* cam = dynamic_cast<CameraSource*>(source.get());
-    std::fprintf(stderr, "stripeline: warning: the camera was lost (%s); the files hold what arrived before\n",
+    std::fprintf(stderr, "stripeline: warning: the camera was lost (%s); the files hold what arrived before (closing its connection takes a few seconds)\n",
                  cam ? cam->loss_reason().c_str() : "no answer");
   }
   if (!out.summary.empty()) {
