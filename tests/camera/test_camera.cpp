@@ -627,3 +627,41 @@ TEST(CameraDaemon, WaitsForAbsentCameraAndStopsCleanlyWhileItIsLost) {
   for (const auto& e : std::filesystem::directory_iterator(dir.path() / "scans"))
     EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << "half-written file left: " << e.path();
 }
+
+// The programs, as a user runs them: `stripeline simulate-camera` serves the
+// synthetic stripe, `stripeline cameras` finds it, `stripeline run` acquires
+// from it into a PLY, a height map and a summary with the loss counts.
+TEST(CameraCli, RunAcquiresFromTheSimulatedStripeCameraIntoFiles) {
+  REQUIRE_PRIVATE_NETWORK();
+  Child sim({test::binary_path(), "simulate-camera", "-i", "127.0.0.1", "-s", "SIMCLI", "--seed", "7"});
+  ASSERT_TRUE(sim.wait_for("serving on 127.0.0.1", 20s)) << sim.output();
+  ASSERT_TRUE(camera_answers(10s));
+  std::string out;
+  ASSERT_EQ(test::run_cli("cameras", &out), 0) << out;
+  EXPECT_NE(out.find("Aravis-Fake-SIMCLI"), std::string::npos) << out;
+
+  TempDir dir;
+  const auto config = dir.path() / "camera.toml";
+  {
+    std::ofstream f(config);
+    f << "[source]\nkind = \"camera\"\n"
+      << "[camera]\nid = \"SIMCLI\"\nwidth = 1024\nheight = 48\nframe_rate = 100\npacket_socket = false\nframes = 60\n"
+      << "[processing]\nbackend = \"cpu\"\nbatch_frames = 25\n"
+      << "[output]\ndir = \"" << (dir.path() / "out").string() << "\"\n";
+  }
+  ASSERT_EQ(test::run_cli("run -q -c " + config.string(), &out), 0) << out;
+  EXPECT_NE(out.find("frames 60, profiles 60"), std::string::npos) << out;
+  EXPECT_NE(out.find("camera: "), std::string::npos) << out;
+  for (const char* name : {"scan.ply", "heightmap.png", "preview.png", "summary.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "out" / name)) << name << "\n" << out;
+  const auto summary = nlohmann::json::parse(std::ifstream(dir.path() / "out" / "summary.json"));
+  ASSERT_TRUE(summary.contains("acquisition")) << summary.dump(2);
+  const auto& a = summary["acquisition"];
+  EXPECT_EQ(a["frames_complete"].get<std::uint64_t>() + a["lost_total"].get<std::uint64_t>() - a["gap_not_inserted"].get<std::uint64_t>(), 60u)
+      << summary.dump(2);
+  EXPECT_GT(summary["points"].get<std::uint64_t>(), 1024u * 30) << "the stripe should be found in most columns of most frames";
+  EXPECT_NE(summary["source"].get<std::string>().find("SIMCLI"), std::string::npos);
+  sim.signal(SIGTERM);
+  ASSERT_EQ(sim.wait_exit(10s), std::optional<int>(0)) << sim.output();
+  EXPECT_NE(sim.output().find("frames rendered"), std::string::npos) << sim.output();
+}
