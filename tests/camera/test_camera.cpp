@@ -661,6 +661,25 @@ TEST(CameraCli, RunAcquiresFromTheSimulatedStripeCameraIntoFiles) {
       << summary.dump(2);
   EXPECT_GT(summary["points"].get<std::uint64_t>(), 1024u * 30) << "the stripe should be found in most columns of most frames";
   EXPECT_NE(summary["source"].get<std::string>().find("SIMCLI"), std::string::npos);
+
+  // camera.frames = 0 runs until Ctrl-C, which stops acquiring and finishes the files.
+  std::filesystem::remove_all(dir.path() / "out");
+  {
+    std::string text;
+    std::ifstream in(config);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+    text.replace(text.find("frames = 60"), 11, "frames = 0");
+    std::ofstream(config) << text;
+  }
+  Child endless({test::binary_path(), "run", "-c", config.string()});
+  ASSERT_TRUE(endless.wait_for("acquiring from camera", 20s)) << endless.output();
+  std::this_thread::sleep_for(1500ms);
+  endless.signal(SIGINT);
+  ASSERT_EQ(endless.wait_exit(20s), std::optional<int>(0)) << endless.output();
+  const auto stopped = nlohmann::json::parse(std::ifstream(dir.path() / "out" / "summary.json"));
+  EXPECT_GT(stopped["frames"].get<std::uint64_t>(), 0u) << stopped.dump(2);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "out" / "scan.ply"));
+
   sim.signal(SIGTERM);
   ASSERT_EQ(sim.wait_exit(10s), std::optional<int>(0)) << sim.output();
   EXPECT_NE(sim.output().find("frames rendered"), std::string::npos) << sim.output();
