@@ -28,7 +28,7 @@ struct AcquisitionCounters {
   std::uint64_t lost_failed = 0;      // other failed buffers: aborted, size mismatch, wrong geometry
   std::uint64_t gap_not_inserted = 0; // part of lost_gap beyond gap_fill_limit: counted, but no rows inserted
   std::uint64_t arrived_late = 0;     // frames completed after a newer one: already counted in lost_gap, dropped
-  std::uint64_t underruns = 0;        // the driver's count of frames with no free buffer to land in
+  std::uint64_t underruns = 0;        // the driver's underrun count (Aravis 0.8 counts packets that found no free buffer; the frames are in lost_gap)
   std::uint64_t batches_full = 0;     // batches handed on full
   std::uint64_t batches_flushed = 0;  // batches handed on partial, after flush_timeout
   std::uint64_t lost_total() const { return lost_gap + lost_incomplete + lost_timeout + lost_failed; }

@@ -163,7 +163,7 @@ void Daemon::register_metrics() {
   lost_incomplete_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"incomplete\"");
   lost_timeout_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"timeout\"");
   lost_failed_ = &m.counter("stripeline_frames_lost_total", lost_help, "cause=\"failed\"");
-  underruns_ = &m.counter("stripeline_camera_underruns_total", "Frames the camera driver had no free buffer for (also counted as gaps).");
+  underruns_ = &m.counter("stripeline_camera_underruns_total", "The camera driver's underrun count: data that found no free buffer (Aravis 0.8 counts packets, not frames; the frames are in the gap count).");
   late_ = &m.counter("stripeline_camera_frames_late_total", "Frames completed after a newer one (already counted as gap): dropped.");
   flushed_ = &m.counter("stripeline_batches_flushed_total", "Partial batches handed on by camera.flush_timeout.");
   camera_losses_ = &m.counter("stripeline_camera_losses_total", "Times the camera stopped answering.");
@@ -292,7 +292,15 @@ void Daemon::housekeeping() {
     if (publisher_) publisher_->tick();
     // The processing loop pings the watchdog after each batch; while the
     // source waits for frames with nothing stuck in flight, so do we.
-    if (running_ && !stop_ && health().first) notifier_.watchdog();
+    // Between pipelines (waiting for a camera, for its old connection to
+    // close, or idle after the source ended) the main loop only waits, on
+    // deadlines: it is alive, degraded or not, and a watchdog restart would
+    // not bring the camera back.
+    if (!stop_ && (!running_ || health().first)) {
+      lock.unlock();  // sd_notify may block (a full notify queue): never with mu_ held, or /healthz waits too
+      notifier_.watchdog();
+      lock.lock();
+    }
   }
 }
 
@@ -313,12 +321,17 @@ Daemon::End Daemon::generation(const Config& cfg) {
   {  // a lost camera still closing: wait for it, unless told to stop
     std::unique_lock lock(mu_);
     if (reaping_.load()) spdlog::info("daemon: waiting for the lost camera's connection to close before reopening it");
-    while (reaping_.load() && !stop_) cv_.wait_for(lock, std::chrono::milliseconds(50));
+    while (reaping_.load() && !stop_ && !reload_) cv_.wait_for(lock, std::chrono::milliseconds(50));
     if (stop_) return End::Stopped;
+    if (reload_) return End::Reload;  // reopen with the new configuration
   }
   join_reaper();
   auto inner = make_source(cfg);  // a camera: DeviceUnavailable / ConfigError, handled by run()
-  if (cfg.source == SourceKind::Camera) {
+  if (cfg.source != SourceKind::Camera) {
+    std::lock_guard lock(mu_);
+    camera_state_ = CameraState::None;  // a reload moved off the camera
+    camera_connected_before_ = false;
+  } else {
     std::lock_guard lock(mu_);
     if (camera_connected_before_) {
       camera_reconnects_->add(1);
@@ -428,10 +441,8 @@ Daemon::End Daemon::generation(const Config& cfg) {
   source_ = nullptr;
   scans_ = nullptr;
   running_ = false;
-  if (end == End::Failed) return end;
-  if (stop_) return End::Stopped;
-  if (reload_) return End::Reload;
-  if (source.end_reason() == SourceEnd::DeviceLost) {
+  const bool lost = source.end_reason() == SourceEnd::DeviceLost;
+  if (lost) {  // counted even if a signal ended the run at the same time
     auto* cam = dynamic_cast<CameraSource*>(inner.get());
     camera_state_ = CameraState::Lost;
     camera_since_ = clock::now();
@@ -439,10 +450,14 @@ Daemon::End Daemon::generation(const Config& cfg) {
     camera_losses_->add(1);
     if (cam) camera_detect_->set(cam->loss_detection_seconds());
     notifier_.status("degraded: camera lost; reconnecting");
-    reap_camera(std::move(inner));  // `source` refers to it but is not used again
-    return End::CameraLost;
   }
-  return End::SourceEnd;
+  // A camera is closed off this thread: closing one that is gone (lost, or
+  // not yet noticed when a signal came) takes Aravis seconds of retries.
+  if (cfg.source == SourceKind::Camera) reap_camera(std::move(inner));  // `source` refers to it but is not used again
+  if (end == End::Failed) return end;
+  if (stop_) return End::Stopped;
+  if (reload_) return End::Reload;
+  return lost ? End::CameraLost : End::SourceEnd;
 }
 
 // Between attempts to open the camera: returns early on SIGTERM (false) or
@@ -552,6 +567,8 @@ int Daemon::run() {
     publisher_.reset();  // lingers so that series-end reaches connected subscribers
   }
   up_->set(0);
+  // A healthy camera closes in milliseconds: give the reaper a moment.
+  for (int i = 0; i < 40 && reaping_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (reaping_.load()) {
     // Everything is written and sent; only Aravis' retries to a gone camera remain.
     spdlog::info("daemon: exiting without waiting for the lost camera's connection to close");

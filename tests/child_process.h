@@ -1,18 +1,23 @@
 #pragma once
 // Test helpers for driving the real `stripeline` binary (and other programs)
-// as child processes: a Child with its output collected, a minimal HTTP GET
-// and a Prometheus text parser. Shared by the daemon and camera tests.
+// as child processes: a Child with its output collected, a minimal HTTP GET,
+// a Prometheus text parser and a stand-in for systemd's NOTIFY_SOCKET.
+// Shared by the daemon and camera tests.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -159,5 +164,59 @@ inline std::map<std::string, double> parse_metrics(const std::string& text) {
   return m;
 }
 
+
+// A unix datagram socket standing in for systemd's NOTIFY_SOCKET. It reads
+// on a thread of its own, as systemd does: an unread queue (10 datagrams by
+// default) would block the daemon's sd_notify.
+class FakeSystemd {
+ public:
+  explicit FakeSystemd(const std::filesystem::path& path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind notify socket");
+    reader_ = std::thread([this] {
+      char buf[4096];
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) continue;
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n <= 0) continue;
+        std::lock_guard lock(mu_);
+        messages_.emplace_back(buf, static_cast<std::size_t>(n));
+      }
+    });
+  }
+  ~FakeSystemd() {
+    stop_ = true;
+    reader_.join();
+    ::close(fd_);
+  }
+  // Everything received so far, in order.
+  std::vector<std::string> messages() {
+    std::lock_guard lock(mu_);
+    return messages_;
+  }
+  int index_of(const std::string& what) {
+    const auto m = messages();
+    for (std::size_t i = 0; i < m.size(); ++i)
+      if (m[i].find(what) != std::string::npos) return static_cast<int>(i);
+    return -1;
+  }
+  std::size_t count(const std::string& what, std::size_t from = 0) {
+    const auto m = messages();
+    std::size_t n = 0;
+    for (std::size_t i = from; i < m.size(); ++i) n += m[i].find(what) != std::string::npos ? 1 : 0;
+    return n;
+  }
+
+ private:
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::thread reader_;
+  std::mutex mu_;
+  std::vector<std::string> messages_;
+};
 
 }  // namespace stripeline::test

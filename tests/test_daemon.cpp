@@ -38,6 +38,7 @@
 using namespace stripeline;
 using namespace std::chrono_literals;
 using test::Child;
+using test::FakeSystemd;
 using test::http_get;
 using test::parse_metrics;
 using test::TempDir;
@@ -45,39 +46,6 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-// A unix datagram socket standing in for systemd's NOTIFY_SOCKET.
-class FakeSystemd {
- public:
-  explicit FakeSystemd(const std::filesystem::path& path) : path_(path) {
-    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind notify socket");
-  }
-  ~FakeSystemd() { ::close(fd_); }
-  // Reads what arrived (non-blocking) and appends it.
-  const std::vector<std::string>& poll_messages() {
-    char buf[4096];
-    while (true) {
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-      if (n <= 0) break;
-      messages_.emplace_back(buf, static_cast<std::size_t>(n));
-    }
-    return messages_;
-  }
-  int index_of(const std::string& what) {
-    poll_messages();
-    for (std::size_t i = 0; i < messages_.size(); ++i)
-      if (messages_[i].find(what) != std::string::npos) return static_cast<int>(i);
-    return -1;
-  }
-
- private:
-  std::filesystem::path path_;
-  int fd_;
-  std::vector<std::string> messages_;
-};
 
 std::string daemon_config(const TempDir& dir, std::uint64_t scan_rows, const std::string& extra = "") {
   std::ostringstream s;

@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "acquisition/aravis/aravis_handles.h"
@@ -109,10 +111,19 @@ class AravisCamera final : public CameraSource {
   void start_stream();
   void set_integer(const char* feature, std::int64_t v, const char* key);
   void monitor_loop();
+  void stop_threads();
   void trigger_loop();
   void declare_lost(const std::string& why);
   ArrivedFrame to_frame(ArvBuffer* b);
-  void give_back(ArvBuffer* b) { arv_stream_push_buffer(stream_.get(), b); }
+  // Back to the driver with its id and timestamps cleared: Aravis writes them
+  // only when a frame's leader packet arrives, so a frame whose leader was
+  // lost would otherwise carry the id of this buffer's previous frame.
+  void give_back(ArvBuffer* b) {
+    arv_buffer_set_frame_id(b, 0);
+    arv_buffer_set_timestamp(b, 0);
+    arv_buffer_set_system_timestamp(b, 0);
+    arv_stream_push_buffer(stream_.get(), b);
+  }
   static void on_control_lost(ArvDevice*, gpointer self);
 
   CameraConfig config_;
@@ -145,6 +156,7 @@ class AravisCamera final : public CameraSource {
   std::condition_variable thread_cv_;
   bool threads_stop_ = false;
   std::thread monitor_, trigger_;
+  std::mutex feature_mu_;  // the monitor and the trigger thread both use the device's features
 };
 
 std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count(); }
@@ -179,6 +191,10 @@ void AravisCamera::open(const std::string& id) {
   }
   if (err || !camera_) throw DeviceUnavailable(fmt::format("camera '{}': cannot open it: {}", id, err.message()));
   device_ = arv_camera_get_device(camera_.get());
+  // Aravis opens a GigE Vision camera even when another host controls it
+  // (the first write then fails): say so now, as a camera we cannot have yet.
+  if (ARV_IS_GV_DEVICE(device_) && !arv_gv_device_is_controller(ARV_GV_DEVICE(device_)))
+    throw DeviceUnavailable(fmt::format("camera '{}' is controlled by another application (it will be retried)", id));
   settings_.id = id;
   settings_.vendor = str(arv_camera_get_vendor_name(camera_.get(), err.out()));
   settings_.model = str(arv_camera_get_model_name(camera_.get(), err.out()));
@@ -335,8 +351,12 @@ void AravisCamera::configure() {
       if (err) throw ConfigError(fmt::format("camera.packet_size: the camera refused {} bytes: {}", config_.packet_size, err.message()));
     }
     // The camera drops its controller after this long without a heartbeat.
+    // The camera drops a controller silent for this long. Aravis 0.8
+    // heartbeats every second and retries a read for up to 2.5 s, so never
+    // less than 3 s, whatever heartbeat_timeout says (our detection of a
+    // silent camera uses heartbeat_timeout on its own).
     if (arv_camera_is_feature_available(cam, "GevHeartbeatTimeout", nullptr))
-      arv_camera_set_integer(cam, "GevHeartbeatTimeout", static_cast<gint64>(config_.heartbeat_timeout * 1000), nullptr);
+      arv_camera_set_integer(cam, "GevHeartbeatTimeout", static_cast<gint64>(std::max(config_.heartbeat_timeout, 3.0) * 1000), nullptr);
   }
 
   for (const auto& f : config_.features) {
@@ -415,17 +435,23 @@ void AravisCamera::start_stream() {
   // scheduled (a frame is ~75 packets arriving back to back).
   if (ARV_IS_GV_STREAM(stream_.get()) && config_.socket_buffer > 0)
     g_object_set(stream_.get(), "socket-buffer", ARV_GV_STREAM_SOCKET_BUFFER_FIXED, "socket-buffer-size", config_.socket_buffer, nullptr);
-  for (int i = 0; i < config_.stream_buffers; ++i) arv_stream_push_buffer(stream_.get(), arv_buffer_new_allocate(payload_));
+  for (int i = 0; i < config_.stream_buffers; ++i) give_back(arv_buffer_new_allocate(payload_));
   last_alive_ns_.store(now_ns());
   arv_camera_start_acquisition(cam, err.out());
   if (err) throw DeviceUnavailable(fmt::format("camera {}: cannot start acquisition: {}", settings_.id, err.message()));
   acquiring_ = true;
   // Aravis' heartbeat thread notices when another controller took over or the
   // camera restarted (it lost our control privilege). Connected last: nothing
-  // after this throws, so the handler never outlives us.
+  // after it throws, so the handler never outlives us.
+  try {
+    monitor_ = std::thread([this] { monitor_loop(); });
+    if (config_.trigger == TriggerMode::Software) trigger_ = std::thread([this] { trigger_loop(); });
+  } catch (const std::system_error& e) {
+    stop_threads();
+    arv_camera_stop_acquisition(cam, nullptr);
+    throw RuntimeFailure(fmt::format("camera {}: cannot start its threads: {}", settings_.id, e.what()));
+  }
   lost_handler_ = g_signal_connect(device_, "control-lost", G_CALLBACK(&AravisCamera::on_control_lost), this);
-  monitor_ = std::thread([this] { monitor_loop(); });
-  if (config_.trigger == TriggerMode::Software) trigger_ = std::thread([this] { trigger_loop(); });
 }
 
 // A camera that sends nothing may be waiting for triggers, or gone. After a
@@ -436,7 +462,8 @@ void AravisCamera::start_stream() {
 void AravisCamera::monitor_loop() {
   const double period_s = config_.heartbeat_timeout / 6.0;
   const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(period_s));
-  const auto wait = std::chrono::milliseconds(std::max<long>(20, static_cast<long>(config_.heartbeat_timeout * 1000 / 12)));
+  // Bounded so that closing the camera never waits long for a probe in flight.
+  const auto wait = std::chrono::milliseconds(std::clamp<long>(static_cast<long>(config_.heartbeat_timeout * 1000 / 12), 20, 500));
   std::unique_lock lock(thread_mu_);
   while (!threads_stop_) {
     thread_cv_.wait_for(lock, period);
@@ -454,6 +481,7 @@ void AravisCamera::monitor_loop() {
                 : fmt::format("no answer from {} to 3 register reads of {} ms", settings_.address, wait.count());
     } else {
       GErrorSlot err;
+      std::lock_guard features(feature_mu_);  // Aravis' feature tree is not thread-safe
       const gint64 payload = arv_device_get_integer_feature_value(device_, "PayloadSize", err.out());
       alive = !err && payload > 0;
       why = err ? err.message() : "PayloadSize read as 0";
@@ -476,7 +504,10 @@ void AravisCamera::trigger_loop() {
     if (threads_stop_) break;
     if (!lost_.load()) {
       lock.unlock();
-      arv_camera_software_trigger(camera_.get(), nullptr);
+      {
+        std::lock_guard features(feature_mu_);
+        arv_camera_software_trigger(camera_.get(), nullptr);
+      }
       lock.lock();
     }
     next += period;
@@ -487,7 +518,7 @@ void AravisCamera::trigger_loop() {
 // Closing a camera that is gone takes Aravis several seconds (~4 s for the
 // stream, ~5 s for the device: each control write retries before giving up).
 // The daemon does it on a thread of its own (daemon.cpp, reap_camera).
-AravisCamera::~AravisCamera() {
+void AravisCamera::stop_threads() {
   {
     std::lock_guard lock(thread_mu_);
     threads_stop_ = true;
@@ -495,11 +526,19 @@ AravisCamera::~AravisCamera() {
   thread_cv_.notify_all();
   if (monitor_.joinable()) monitor_.join();
   if (trigger_.joinable()) trigger_.join();
+}
+
+AravisCamera::~AravisCamera() {
+  stop_threads();
   if (held_) {
     g_object_unref(held_);
     held_ = nullptr;
   }
-  if (acquiring_ && !lost_.load()) {
+  // A camera silent for longer than a probe period is probably gone (a
+  // SIGTERM can come before the monitor declares it): do not spend Aravis'
+  // retries telling it to stop.
+  const double silent = (now_ns() - last_alive_ns_.load()) / 1e9;
+  if (acquiring_ && !lost_.load() && silent < config_.heartbeat_timeout / 6.0) {
     GErrorSlot err;
     arv_camera_stop_acquisition(camera_.get(), err.out());
     if (err) spdlog::debug("camera {}: stop acquisition: {}", settings_.id, err.message());
@@ -610,7 +649,8 @@ bool AravisCamera::fill(Batch& batch) {
       break;
     }
     give_back(b);
-    if (!flush_at && config_.flush_timeout > 0)
+    // (A frame dropped as late adds no row: the flush clock starts at the first row.)
+    if (!flush_at && batch.frames > 0 && config_.flush_timeout > 0)
       flush_at = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(config_.flush_timeout));
     if (batch.frames >= capacity) {
       full = true;
