@@ -612,11 +612,13 @@ bool AravisCamera::fill(Batch& batch) {
   };
 
   while (true) {
-    if (stop_.load()) {
+    // A frame held over from the last batch was received: it goes in first,
+    // even when stopping or lost, so that it is not dropped uncounted.
+    if (!held_ && stop_.load()) {
       end_ = SourceEnd::Stopped;
       break;
     }
-    if (lost_.load()) {
+    if (!held_ && lost_.load()) {
       end_ = SourceEnd::DeviceLost;
       break;
     }
