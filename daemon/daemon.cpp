@@ -296,7 +296,7 @@ void Daemon::housekeeping() {
     // close, or idle after the source ended) the main loop only waits, on
     // deadlines: it is alive, degraded or not, and a watchdog restart would
     // not bring the camera back.
-    if (!stop_ && (!running_ || health().first)) {
+    if (!stop_ && notifier_.is_ready() && (!running_ || health().first)) {
       lock.unlock();  // sd_notify may block (a full notify queue): never with mu_ held, or /healthz waits too
       notifier_.watchdog();
       lock.lock();

@@ -18,7 +18,10 @@ void SystemdNotifier::send(const std::string& state) {
   if (rc < 0) spdlog::warn("systemd: sd_notify failed ({})", rc);
 }
 
-void SystemdNotifier::ready(const std::string& s) { send("READY=1\nSTATUS=" + s); }
+void SystemdNotifier::ready(const std::string& s) {
+  send("READY=1\nSTATUS=" + s);
+  ready_ = true;
+}
 void SystemdNotifier::reloading(const std::string& s) { send("RELOADING=1\nSTATUS=" + s); }
 void SystemdNotifier::stopping(const std::string& s) { send("STOPPING=1\nSTATUS=" + s); }
 void SystemdNotifier::status(const std::string& s) { send("STATUS=" + s); }
