@@ -53,8 +53,8 @@ void BatchAssembler::write_missing_row(Batch& batch, std::uint64_t frame_id, std
   m.missing = true;
 }
 
-BatchAssembler::Result BatchAssembler::add(Batch& batch, const ArrivedFrame& f) {
-  const int capacity = batch.layout.frames;
+BatchAssembler::Result BatchAssembler::add(Batch& batch, const ArrivedFrame& f, int rows) {
+  const int capacity = std::min(rows, batch.layout.frames);
   if (!gap_known_) {
     // First look at this frame: place it in the sequence and count the gap
     // in front of it, once.

@@ -58,8 +58,10 @@ class BatchAssembler {
   // Adds `frame` (and the missing rows of the gap before it) to `batch`. If
   // the batch fills first it returns BatchFull having placed what fitted:
   // call again with the same frame and the next batch; nothing is counted
-  // twice.
-  Result add(Batch& batch, const ArrivedFrame& frame);
+  // twice. `rows` (at most batch.layout.frames) ends the batch earlier: the
+  // last rows a source wants.
+  Result add(Batch& batch, const ArrivedFrame& frame, int rows);
+  Result add(Batch& batch, const ArrivedFrame& frame) { return add(batch, frame, batch.layout.frames); }
 
   // Counters so far (frames_complete and the lost_* fields; the batch and
   // driver fields are the camera source's).

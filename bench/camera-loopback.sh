@@ -88,14 +88,14 @@ TOML
   "$BIN" run -q -c "$WORK/cam.toml" > "$WORK/run.txt" 2>&1 || { cat "$WORK/run.txt" >&2; stop_camera; return 1; }
   stop_camera
   local s="$WORK/out/summary.json"
-  local frames seconds whole lost backend
-  frames=$(sed -n 's/^  "frames": \([0-9]*\),/\1/p' "$s")
-  seconds=$(sed -n 's/^  "seconds": \([0-9.e+-]*\),/\1/p' "$s")
-  backend=$(sed -n 's/^  "backend": "\(.*\)",/\1/p' "$s")
-  whole=$(sed -n 's/.*"frames_complete": \([0-9]*\).*/\1/p' "$s")
-  lost=$(sed -n 's/.*"lost_total": \([0-9]*\).*/\1/p' "$s")
-  local causes
-  causes=$(sed -n 's/.*"lost_gap": \([0-9]*\), "lost_incomplete": \([0-9]*\), "lost_timeout": \([0-9]*\), "lost_failed": \([0-9]*\).*/\1\/\2\/\3\/\4/p' "$s")
+  field() { sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" "$s" | head -1; }
+  local frames seconds whole lost backend causes
+  frames=$(field frames)
+  seconds=$(field seconds)
+  backend=$(field backend)
+  whole=$(field frames_complete)
+  lost=$(field lost_total)
+  causes="$(field lost_gap)/$(field lost_incomplete)/$(field lost_timeout)/$(field lost_failed)"
   awk -v r="$1" -v l="$2" -v f="$frames" -v s="$seconds" -v w="$whole" -v x="$lost" -v b="$backend" -v c="$causes" \
     'BEGIN { printf "%9s %8s %7d %8.2f %10.1f %10.1f %7d %7.2f%%  %-16s %s\n", r, l, f, s, f / s, w / s, x, 100 * x / f, c, b }'
 }

@@ -87,10 +87,7 @@ void ScanWriter::close_scan(const std::string& reason) {
                         {"source", info_.source},
                         {"files", nlohmann::json::array()}};
     for (const auto& p : written) j["files"].push_back(p.filename().string());
-    const std::string text = j.dump(2) + "\n";
-    io::AtomicFile f(summary_path_);
-    f.write(text.data(), text.size());
-    f.commit();
+    io::write_file_atomically(summary_path_, j.dump(2) + "\n");
     written.push_back(summary_path_);
   }
   current_.files = written;

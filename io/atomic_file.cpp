@@ -146,4 +146,10 @@ void AtomicFile::commit() {
   sync_directory(target_.parent_path());
 }
 
+void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
+  AtomicFile f(path);
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
 }  // namespace stripeline::io

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 namespace stripeline::io {
 
@@ -33,5 +34,8 @@ class AtomicFile {
   std::FILE* file_ = nullptr;
   bool committed_ = false;
 };
+
+// The whole of `text` as `path`, atomically (JSON summaries, benchmark results).
+void write_file_atomically(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace stripeline::io

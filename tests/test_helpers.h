@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,7 +25,7 @@ namespace stripeline::test {
 class TempDir {
  public:
   TempDir() {
-    static int counter = 0;
+    static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     std::string name = info ? std::string(info->test_suite_name()) + "_" + info->name() : "test";
     for (auto& ch : name)
@@ -38,6 +40,13 @@ class TempDir {
   }
   const std::filesystem::path& path() const { return path_; }
   std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+  // Names of everything in the directory, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(path_)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
 
  private:
   std::filesystem::path path_;
@@ -92,20 +101,6 @@ inline std::string source_dir() {
   return env && *env ? env : STRIPELINE_SOURCE_DIR;
 }
 
-// Runs the stripeline binary with arguments; returns the exit code and fills
-// `output` with stdout+stderr.
-inline int run_cli(const std::string& args, std::string* output = nullptr) {
-  const std::string cmd = binary_path() + " " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return -1;
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  if (output) *output = out;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // Runs any shell command; returns its exit code, fills `output` with stdout+stderr.
 inline int run_cli_command(const std::string& command, std::string* output = nullptr) {
   FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
@@ -116,6 +111,12 @@ inline int run_cli_command(const std::string& command, std::string* output = nul
   const int status = ::pclose(pipe);
   if (output) *output = out;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs the stripeline binary with arguments; returns the exit code and fills
+// `output` with stdout+stderr.
+inline int run_cli(const std::string& args, std::string* output = nullptr) {
+  return run_cli_command(binary_path() + " " + args, output);
 }
 
 }  // namespace stripeline::test

@@ -29,6 +29,7 @@
 #include "io/image_reader.h"
 #include "io/image_writer.h"
 #include "io/ply_writer.h"
+#include "test_helpers.h"
 
 namespace stripeline::io {
 namespace {
@@ -38,39 +39,7 @@ namespace fs = std::filesystem;
 // ---------------------------------------------------------------------------
 // Helpers
 
-// A fresh directory per test under the system temporary directory, removed
-// at the end of the test.
-class IoTempDir {
- public:
-  IoTempDir() {
-    static std::atomic<int> counter{0};
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = info != nullptr ? std::string(info->test_suite_name()) + "_" + info->name() : "test";
-    for (char& c : name) {
-      if (c == '/') c = '_';
-    }
-    path_ = fs::temp_directory_path() /
-            ("stripeline_io_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~IoTempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-  // Names of everything in the directory.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  fs::path path_;
-};
+using IoTempDir = test::TempDir;
 
 struct Image {
   int width = 0;
@@ -690,56 +659,43 @@ TEST(IoBadInput, TruncatedPngNamesTheRow) {
   EXPECT_INPUT_ERROR(open_and_read_all(path), path, "expected 512 rows");
 }
 
+// Writes `img` to dir/name, then changes its bytes with `corrupt`.
+template <class Corrupt>
+fs::path corrupted_file(const IoTempDir& dir, const char* name, const Image& img, Corrupt corrupt) {
+  const fs::path path = dir / name;
+  write_any(path, img);
+  std::string b = read_bytes(path);
+  corrupt(b);
+  write_bytes(path, b);
+  return path;
+}
+
+// PNG: one changed byte in the image data fails its CRC.
+void flip_middle_byte(std::string& b) { b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 0x5a); }
+// TIFF: deflate data overwritten (the first strip follows the 8-byte header).
+void overwrite_first_strip(std::string& b) {
+  for (std::size_t i = 8; i < 40; ++i) b[i] = static_cast<char>(0xff);
+}
+
 TEST(IoBadInput, CorruptBytes) {
   IoTempDir dir;
   const Image img = make_image(64, 64, PixelFormat::Mono8, 2);
-  // PNG: one changed byte in the image data fails its CRC.
-  {
-    const fs::path path = dir / "c.png";
-    write_any(path, img);
-    std::string b = read_bytes(path);
-    b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 0x5a);
-    write_bytes(path, b);
-    EXPECT_INPUT_ERROR(open_and_read_all(path), path, "");
-  }
+  const fs::path crc = corrupted_file(dir, "c.png", img, flip_middle_byte);
+  EXPECT_INPUT_ERROR(open_and_read_all(crc), crc, "");
   // PNG: bad signature.
-  {
-    const fs::path path = dir / "sig.png";
-    write_any(path, img);
-    std::string b = read_bytes(path);
-    b[1] = 'X';
-    write_bytes(path, b);
-    EXPECT_INPUT_ERROR(open_and_read_all(path), path, "not a PNG");
-  }
+  const fs::path sig = corrupted_file(dir, "sig.png", img, [](std::string& b) { b[1] = 'X'; });
+  EXPECT_INPUT_ERROR(open_and_read_all(sig), sig, "not a PNG");
   // TIFF: bad magic.
-  {
-    const fs::path path = dir / "magic.tif";
-    write_any(path, img);
-    std::string b = read_bytes(path);
-    b[0] = 'X';
-    b[1] = 'Y';
-    write_bytes(path, b);
-    EXPECT_INPUT_ERROR(open_and_read_all(path), path, "TIFF");
-  }
-  // TIFF: deflate data overwritten (the first strip follows the 8-byte header).
-  {
-    const fs::path path = dir / "data.tif";
-    write_any(path, img);
-    std::string b = read_bytes(path);
-    for (std::size_t i = 8; i < 40; ++i) b[i] = static_cast<char>(0xff);
-    write_bytes(path, b);
-    EXPECT_INPUT_ERROR(open_and_read_all(path), path, "row 0");
-  }
+  const fs::path magic = corrupted_file(dir, "magic.tif", img, [](std::string& b) { b[0] = 'X', b[1] = 'Y'; });
+  EXPECT_INPUT_ERROR(open_and_read_all(magic), magic, "TIFF");
+  const fs::path data = corrupted_file(dir, "data.tif", img, overwrite_first_strip);
+  EXPECT_INPUT_ERROR(open_and_read_all(data), data, "row 0");
   // TIFF: directory offset pointing past the end.
-  {
-    const fs::path path = dir / "ifd.tif";
-    write_any(path, img);
-    std::string b = read_bytes(path);
+  const fs::path ifd = corrupted_file(dir, "ifd.tif", img, [](std::string& b) {
     b[4] = b[5] = b[6] = static_cast<char>(0xff);
     b[7] = 0x7f;
-    write_bytes(path, b);
-    EXPECT_INPUT_ERROR(open_and_read_all(path), path, "");
-  }
+  });
+  EXPECT_INPUT_ERROR(open_and_read_all(ifd), ifd, "");
   // PGM: garbage where a number should be, a missing separator, wrong magic.
   for (const char* header : {"P5\n12 x\n255\n", "P5\n12 4\n255", "P512 4 255\n", "PX\n1 1\n255\n", "GIF89a",
                              "P5\n-3 4\n255\n"}) {
@@ -752,19 +708,11 @@ TEST(IoBadInput, CorruptBytes) {
 TEST(IoBadInput, NothingIsPrintedToStderr) {
   IoTempDir dir;
   const Image img = make_image(64, 64, PixelFormat::Mono8, 2);
-  const fs::path tif = dir / "data.tif";
-  write_any(tif, img);
-  std::string b = read_bytes(tif);
-  for (std::size_t i = 8; i < 40; ++i) b[i] = static_cast<char>(0xff);
-  write_bytes(tif, b);
+  const fs::path tif = corrupted_file(dir, "data.tif", img, overwrite_first_strip);
   const fs::path tif2 = dir / "cut.tif";
   write_any(tif2, img);
   fs::resize_file(tif2, fs::file_size(tif2) - 20);
-  const fs::path png = dir / "c.png";
-  write_any(png, img);
-  std::string p = read_bytes(png);
-  p[p.size() / 2] = static_cast<char>(p[p.size() / 2] ^ 0x5a);
-  write_bytes(png, p);
+  const fs::path png = corrupted_file(dir, "c.png", img, flip_middle_byte);
 
   ::testing::internal::CaptureStderr();
   EXPECT_THROW(open_and_read_all(tif), InputError);

@@ -236,6 +236,49 @@ TEST(HeightCode, EncodesEveryRowAboveZeroAndDecodesBack) {
   EXPECT_EQ(encode_height(5 * 256, 6), (5 * 64) + 32);  // row 5 -> 5.5 * 64
 }
 
+// Profiles recorded from the synthetic scanner, scored against its truth over
+// columns [x_begin, x_end). The 5x5 blur spreads light sideways by 2 columns:
+// next to an occlusion edge or a step the blurred stripe is legitimately a mix
+// of neighbours, so those columns are judged apart (counted, not scored).
+struct AccuracyScore {
+  double sum_sq = 0, max_err = 0;
+  std::uint64_t expected = 0, detected = 0, false_detections = 0, occluded = 0, edge_columns = 0;
+  double rms() const { return std::sqrt(sum_sq / static_cast<double>(detected)); }
+  double rate() const { return static_cast<double>(detected) / static_cast<double>(expected); }
+};
+
+AccuracyScore score_against_truth(const SyntheticScanner& scan, const RecordingSink& rec, int x_begin, int x_end) {
+  const SyntheticConfig& sc = scan.config();
+  AccuracyScore a;
+  for (std::uint64_t f = 0; f < sc.frames; ++f)
+    for (int x = x_begin; x < x_end; ++x) {
+      const double truth = scan.truth(f, x);
+      const std::int32_t pos = rec.rows[f][x];
+      bool near_edge = false;
+      for (int dx = -2; dx <= 2 && !near_edge; ++dx) {
+        if (dx == 0 || x + dx < 0 || x + dx >= sc.width) continue;
+        const double n = scan.truth(f, x + dx);
+        near_edge = std::isnan(n) != std::isnan(truth) || (!std::isnan(n) && std::abs(n - truth) > 1.0);
+      }
+      if (near_edge) {
+        ++a.edge_columns;
+        continue;
+      }
+      if (std::isnan(truth)) {
+        ++a.occluded;
+        a.false_detections += pos != kNoPeak;
+        continue;
+      }
+      ++a.expected;
+      if (pos == kNoPeak) continue;
+      ++a.detected;
+      const double err = position_to_row(pos) - truth;
+      a.sum_sq += err * err;
+      a.max_err = std::max(a.max_err, std::abs(err));
+    }
+  return a;
+}
+
 // Accuracy of the default chain (blur 5, threshold 40, cog) on the default
 // synthetic scanner: the figures the README quotes come from this test.
 TEST(Accuracy, DefaultChainOnSyntheticScannerAgainstTruth) {
@@ -247,51 +290,20 @@ TEST(Accuracy, DefaultChainOnSyntheticScannerAgainstTruth) {
   o.batch_frames = 30;
   RecordingSink rec;
   Pipeline(o).run(scan, {&rec});
-  double sum_sq = 0, max_err = 0;
-  std::uint64_t expected = 0, detected = 0, false_detections = 0, occluded = 0, edge_columns = 0;
-  for (std::uint64_t f = 0; f < sc.frames; ++f)
-    for (int x = 0; x < sc.width; ++x) {
-      const double truth = scan.truth(f, x);
-      const std::int32_t pos = rec.rows[f][x];
-      // The 5x5 blur spreads light sideways by 2 columns: next to an
-      // occlusion edge or a step the blurred stripe is legitimately a mix of
-      // neighbours, so those columns are judged apart (counted, not scored).
-      bool near_edge = false;
-      for (int dx = -2; dx <= 2 && !near_edge; ++dx) {
-        if (dx == 0 || x + dx < 0 || x + dx >= sc.width) continue;
-        const double n = scan.truth(f, x + dx);
-        near_edge = std::isnan(n) != std::isnan(truth) || (!std::isnan(n) && std::abs(n - truth) > 1.0);
-      }
-      if (near_edge) {
-        ++edge_columns;
-        continue;
-      }
-      if (std::isnan(truth)) {
-        ++occluded;
-        false_detections += pos != kNoPeak;
-        continue;
-      }
-      ++expected;
-      if (pos == kNoPeak) continue;
-      ++detected;
-      const double err = position_to_row(pos) - truth;
-      sum_sq += err * err;
-      max_err = std::max(max_err, std::abs(err));
-    }
-  const double rms = std::sqrt(sum_sq / static_cast<double>(detected));
-  const double rate = static_cast<double>(detected) / static_cast<double>(expected);
+  const AccuracyScore a = score_against_truth(scan, rec, 0, sc.width);
+  const double rms = a.rms(), rate = a.rate();
   std::printf(
       "[ accuracy ] cog on %llu columns: RMS error %.4f px, max %.3f px, detection rate %.4f%%, false detections %llu of %llu occluded "
       "(%llu columns within 2 of an occlusion edge or step not scored)\n",
-      static_cast<unsigned long long>(expected), rms, max_err, rate * 100.0, static_cast<unsigned long long>(false_detections),
-      static_cast<unsigned long long>(occluded), static_cast<unsigned long long>(edge_columns));
+      static_cast<unsigned long long>(a.expected), rms, a.max_err, rate * 100.0, static_cast<unsigned long long>(a.false_detections),
+      static_cast<unsigned long long>(a.occluded), static_cast<unsigned long long>(a.edge_columns));
   RecordProperty("rms_px", std::to_string(rms));
   RecordProperty("detection_rate", std::to_string(rate));
   EXPECT_LT(rms, 0.08);
-  EXPECT_LT(max_err, 0.6);
+  EXPECT_LT(a.max_err, 0.6);
   EXPECT_GT(rate, 0.995);
-  EXPECT_GT(occluded, 0u);
-  EXPECT_LE(false_detections, occluded / 100);
+  EXPECT_GT(a.occluded, 0u);
+  EXPECT_LE(a.false_detections, a.occluded / 100);
 }
 
 // The defaults must work untuned on a dim recording: background 30, the
@@ -307,35 +319,13 @@ TEST(Accuracy, DefaultChainOnDimRecording) {
   o.backend = Backend::Cpu;
   RecordingSink rec;
   Pipeline(o).run(scan, {&rec});
-  std::uint64_t expected = 0, detected = 0, false_detections = 0, occluded = 0;
-  double sum_sq = 0;
-  for (std::uint64_t f = 0; f < sc.frames; ++f)
-    for (int x = 2; x < sc.width - 2; ++x) {
-      const double t = scan.truth(f, x);
-      bool near_edge = false;
-      for (int dx = -2; dx <= 2; ++dx) {
-        const double n = scan.truth(f, x + dx);
-        near_edge = near_edge || std::isnan(n) != std::isnan(t) || (!std::isnan(n) && std::abs(n - t) > 1.0);
-      }
-      if (near_edge) continue;
-      const std::int32_t pos = rec.rows[f][x];
-      if (std::isnan(t)) {
-        ++occluded;
-        false_detections += pos != kNoPeak;
-        continue;
-      }
-      ++expected;
-      if (pos == kNoPeak) continue;
-      ++detected;
-      sum_sq += (position_to_row(pos) - t) * (position_to_row(pos) - t);
-    }
-  const double rate = static_cast<double>(detected) / static_cast<double>(expected);
-  const double rms = std::sqrt(sum_sq / static_cast<double>(detected));
+  const AccuracyScore a = score_against_truth(scan, rec, 2, sc.width - 2);
+  const double rate = a.rate(), rms = a.rms();
   std::printf("[ accuracy ] dim recording (background 30, weakest peaks ~62): RMS %.4f px, detection rate %.3f%%, false %llu of %llu occluded\n",
-              rms, rate * 100.0, static_cast<unsigned long long>(false_detections), static_cast<unsigned long long>(occluded));
+              rms, rate * 100.0, static_cast<unsigned long long>(a.false_detections), static_cast<unsigned long long>(a.occluded));
   EXPECT_GT(rate, 0.99);
   EXPECT_LT(rms, 0.15);
-  EXPECT_LE(false_detections, occluded / 100);
+  EXPECT_LE(a.false_detections, a.occluded / 100);
 }
 
 // [output] heightmap_filters: the written map is the filtered one, and a final

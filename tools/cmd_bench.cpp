@@ -375,10 +375,7 @@ Subcommand add_bench(CLI::App& app) {
             root.object("shapes", per_shape);
             root.object("latency", bench_latency(shapes[0], *o, cuda ? Backend::Cuda : Backend::Cpu));
             if (!o->json.empty()) {
-              const std::string text = root.str() + "\n";
-              io::AtomicFile f(o->json);
-              f.write(text.data(), text.size());
-              f.commit();
+              io::write_file_atomically(o->json, root.str() + "\n");
               std::printf("\nwrote %s\n", o->json.c_str());
             }
             return 0;

@@ -174,10 +174,7 @@ Subcommand add_bench_filters(CLI::App& app) {
               }
             }
             if (!o->json.empty()) {
-              const std::string text = root.dump(2) + "\n";
-              io::AtomicFile f(o->json);
-              f.write(text.data(), text.size());
-              f.commit();
+              io::write_file_atomically(o->json, root.dump(2) + "\n");
               std::printf("\nwrote %s\n", o->json.c_str());
             }
             return 0;

@@ -3,7 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
 
@@ -54,65 +55,38 @@ std::string acquisition_line(const AcquisitionCounters& a) {
   return buf;
 }
 
-namespace {
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char esc[8];
-          std::snprintf(esc, sizeof esc, "\\u%04x", c);
-          out += esc;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-}  // namespace
 
 void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
   const auto& s = r.stats;
   const double columns = static_cast<double>(s.profiles) * r.width;
-  std::ostringstream j;
-  j << "{\n"
-    << "  \"command\": " << json_string(r.command) << ",\n"
-    << "  \"source\": " << json_string(r.source) << ",\n"
-    << "  \"backend\": " << json_string(to_string(s.backend)) << ",\n"
-    << "  \"width\": " << r.width << ",\n"
-    << "  \"frames\": " << s.frames << ",\n"
-    << "  \"profiles\": " << s.profiles << ",\n"
-    << "  \"points\": " << s.points << ",\n"
-    << "  \"points_per_column\": " << (columns > 0 ? s.points / columns : 0.0) << ",\n"
-    << "  \"overflow_points\": " << s.overflow << ",\n"
-    << "  \"batches\": " << s.batches << ",\n"
-    << "  \"seconds\": " << s.seconds << ",\n"
-    << "  \"mb_per_s\": " << s.mb_per_s() << ",\n"
-    << "  \"profiles_per_s\": " << s.profiles_per_s() << ",\n"
-    << "  \"compute_ms\": " << s.compute_ms << ",\n"
-    << "  \"cuda_startup_ms\": " << s.cuda_startup_ms << ",\n"
-    << "  \"pinned_buffers\": " << (s.pinned ? "true" : "false") << ",\n";
+  nlohmann::ordered_json j = {{"command", r.command},
+                              {"source", r.source},
+                              {"backend", to_string(s.backend)},
+                              {"width", r.width},
+                              {"frames", s.frames},
+                              {"profiles", s.profiles},
+                              {"points", s.points},
+                              {"points_per_column", columns > 0 ? s.points / columns : 0.0},
+                              {"overflow_points", s.overflow},
+                              {"batches", s.batches},
+                              {"seconds", s.seconds},
+                              {"mb_per_s", s.mb_per_s()},
+                              {"profiles_per_s", s.profiles_per_s()},
+                              {"compute_ms", s.compute_ms},
+                              {"cuda_startup_ms", s.cuda_startup_ms},
+                              {"pinned_buffers", s.pinned}};
   if (r.acquisition) {
     const auto& a = *r.acquisition;
-    j << "  \"acquisition\": {\"frames_complete\": " << a.frames_complete << ", \"lost_total\": " << a.lost_total()
-      << ", \"lost_gap\": " << a.lost_gap << ", \"lost_incomplete\": " << a.lost_incomplete << ", \"lost_timeout\": " << a.lost_timeout
-      << ", \"lost_failed\": " << a.lost_failed << ", \"gap_not_inserted\": " << a.gap_not_inserted << ", \"arrived_late\": " << a.arrived_late << ", \"underruns\": " << a.underruns
-      << ", \"batches_full\": " << a.batches_full << ", \"batches_flushed\": " << a.batches_flushed << "},\n";
+    j["acquisition"] = {{"frames_complete", a.frames_complete}, {"lost_total", a.lost_total()},
+                        {"lost_gap", a.lost_gap},                {"lost_incomplete", a.lost_incomplete},
+                        {"lost_timeout", a.lost_timeout},        {"lost_failed", a.lost_failed},
+                        {"gap_not_inserted", a.gap_not_inserted}, {"arrived_late", a.arrived_late},
+                        {"underruns", a.underruns},              {"batches_full", a.batches_full},
+                        {"batches_flushed", a.batches_flushed}};
   }
-  j
-    << "  \"outputs\": [";
-  for (std::size_t i = 0; i < r.outputs.size(); ++i) j << (i ? ", " : "") << json_string(r.outputs[i].string());
-  j << "]\n}\n";
-  const std::string text = j.str();
-  io::AtomicFile f(path);
-  f.write(text.data(), text.size());
-  f.commit();
+  j["outputs"] = nlohmann::ordered_json::array();
+  for (const auto& o : r.outputs) j["outputs"].push_back(o.string());
+  io::write_file_atomically(path, j.dump(2) + "\n");
 }
 
 }  // namespace stripeline::tools

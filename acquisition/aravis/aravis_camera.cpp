@@ -580,23 +580,15 @@ ArrivedFrame AravisCamera::to_frame(ArvBuffer* b) {
 
 bool AravisCamera::fill(Batch& batch) {
   batch.frames = 0;
-  // With camera.frames, the batch ends at the last frame wanted, gap rows
-  // included: the assembler fills up to layout.frames, so lower it for this fill.
-  const int full_capacity = batch.layout.frames;
-  int capacity = full_capacity;
+  // With camera.frames, the batch ends at the last frame wanted, gap rows included.
+  int capacity = batch.layout.frames;
   if (config_.frames) {
     if (rows_delivered_ >= config_.frames) {
       end_ = SourceEnd::Exhausted;
       return false;
     }
-    capacity = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(full_capacity), config_.frames - rows_delivered_));
+    capacity = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(capacity), config_.frames - rows_delivered_));
   }
-  struct RestoreCapacity {
-    Batch& b;
-    int n;
-    ~RestoreCapacity() { b.layout.frames = n; }
-  } restore{batch, full_capacity};
-  batch.layout.frames = capacity;
   std::optional<clock::time_point> flush_at;
   const auto poll = std::chrono::milliseconds(20);
   bool full = false, flushed = false;
@@ -645,7 +637,7 @@ bool AravisCamera::fill(Batch& batch) {
       }
     }
     const ArrivedFrame f = to_frame(b);
-    if (assembler_.add(batch, f) == BatchAssembler::Result::BatchFull) {
+    if (assembler_.add(batch, f, capacity) == BatchAssembler::Result::BatchFull) {
       held_ = b;  // it goes first into the next batch
       full = true;
       break;
