@@ -1,7 +1,7 @@
-// The parts of camera support that do not need Aravis: configuration checks,
-// descriptions, and what a build without Aravis answers.
+// The parts of camera support that do not need Aravis: configuration checks
+// and descriptions. The cameras themselves are acquisition/aravis/ (or, in a
+// build without Aravis, acquisition/camera_unavailable.cpp).
 #include "acquisition/camera_source.h"
-#include "acquisition/simulated_camera.h"
 
 #include <fmt/format.h>
 
@@ -58,22 +58,5 @@ std::string CameraSettings::describe() const {
                      serial, protocol, address, width, height, offset_x, offset_y, pixel_format, exposure_us, gain, frame_rate,
                      trigger, packet_size > 0 ? fmt::format(", packets of {} bytes", packet_size) : std::string());
 }
-
-#if !defined(STRIPELINE_HAVE_ARAVIS)
-namespace {
-const char* kNoAravis =
-    "this stripeline was built without Aravis, so it has no camera support (install libaravis-dev, e.g. with "
-    "scripts/setup-debian.sh, and build again)";
-}
-bool camera_support_built() { return false; }
-std::vector<CameraInfo> list_cameras() { throw ConfigError(kNoAravis); }
-std::unique_ptr<CameraSource> open_camera(const CameraConfig&, int) { throw ConfigError(std::string("source.kind = \"camera\": ") + kNoAravis); }
-
-struct SimulatedCamera::Impl {};
-SimulatedCamera::SimulatedCamera(SimulatedCameraConfig) { throw ConfigError(kNoAravis); }
-SimulatedCamera::~SimulatedCamera() = default;
-std::string SimulatedCamera::id() const { return {}; }
-std::uint64_t SimulatedCamera::frames_rendered() const { return 0; }
-#endif
 
 }  // namespace stripeline

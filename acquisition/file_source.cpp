@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
-#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -28,15 +27,23 @@ std::int64_t steady_now_ns() {
 
 }  // namespace
 
+void FileSourceConfig::validate() const {
+  if (frame_height < 0 || frame_height > kMaxFrameHeight)
+    throw ConfigError("frame_height " + std::to_string(frame_height) + " is out of range (expected 1.." + std::to_string(kMaxFrameHeight) + ")");
+  if (!(rate >= 0.0 && std::isfinite(rate))) {
+    std::ostringstream s;
+    s << "rate " << rate << " is out of range (expected 0 for as fast as possible, or frames per second > 0)";
+    throw ConfigError(s.str());
+  }
+}
+
 FileSource::FileSource(FileSourceConfig config) : config_(std::move(config)) {
   const std::string file = config_.path.string();
-  if (config_.frame_height <= 0 || config_.frame_height > kMaxFrameHeight)
-    throw ConfigError(file + ": frame height " + std::to_string(config_.frame_height) + " is out of range (expected 1.." +
-                      std::to_string(kMaxFrameHeight) + ")");
-  if (!(config_.rate >= 0.0 && std::isfinite(config_.rate))) {
-    std::ostringstream s;
-    s << file << ": replay rate " << config_.rate << " is out of range (expected 0 for as fast as possible, or frames per second > 0)";
-    throw ConfigError(s.str());
+  try {
+    config_.validate();
+    if (config_.frame_height == 0) throw ConfigError("frame_height 0 is out of range (expected 1.." + std::to_string(kMaxFrameHeight) + ")");
+  } catch (const ConfigError& e) {
+    throw ConfigError(file + ": " + e.what());
   }
 
   reader_ = io::open_image(config_.path, config_.format, config_.raw);
@@ -79,22 +86,14 @@ std::string FileSource::describe() const {
 }
 
 bool FileSource::fill(Batch& batch) {
-  const BatchLayout want = frame_layout();
+  check_fill_target(batch, frame_layout(), "file source");
   const BatchLayout& l = batch.layout;
-  if (l.width != want.width || l.frame_height != want.frame_height || l.format != want.format)
-    throw std::invalid_argument("FileSource::fill: batch layout " + std::to_string(l.width) + "x" +
-                                std::to_string(l.frame_height) + " " + to_string(l.format) + " does not match the file's " +
-                                std::to_string(want.width) + "x" + std::to_string(want.frame_height) + " " +
-                                to_string(want.format));
-  if (l.frames < 0 || batch.meta.size() < static_cast<std::size_t>(l.frames) || batch.pixels.size() < l.bytes())
-    throw std::invalid_argument("FileSource::fill: batch buffers are smaller than its layout");
 
   if (!started_) {
     start_ns_ = steady_now_ns();
     started_ = true;
   }
 
-  batch.first_index = delivered_;
   int n = 0;
   for (; n < l.frames; ++n) {
     // End of a pass: rewind for the next one, or stop.

@@ -40,8 +40,8 @@ class FrameSource {
   // Width, frame height and pixel format of every frame (frames = 0).
   virtual BatchLayout frame_layout() const = 0;
   // Fill up to batch.layout.frames frames (pixels and meta) and set
-  // batch.frames. Returns false, with batch.frames == 0, once the source is
-  // exhausted. A file's partial batch is its last one; a live source also
+  // batch.frames; the pipeline numbers the batch (sequence, first_index).
+  // Returns false, with batch.frames == 0, once the source is exhausted. A file's partial batch is its last one; a live source also
   // hands on a partial batch when its flush timeout expires.
   // Throws InputError for bad data, RuntimeFailure for device failures.
   virtual bool fill(Batch& batch) = 0;
@@ -58,5 +58,10 @@ class FrameSource {
   // One line for logs: "synthetic scanner 2048x52 Mono8, seed 1".
   virtual std::string describe() const = 0;
 };
+
+// What every fill() checks first: the batch holds frames of the source's
+// geometry and its buffers are as large as its layout. RuntimeFailure (a
+// caller's mistake, not the user's) naming `source` otherwise.
+void check_fill_target(const Batch& batch, const BatchLayout& frame_layout, const char* source);
 
 }  // namespace stripeline

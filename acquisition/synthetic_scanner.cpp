@@ -350,19 +350,12 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
 }
 
 bool SyntheticScanner::fill(Batch& batch) {
+  check_fill_target(batch, frame_layout(), "synthetic scanner");
   const BatchLayout& l = batch.layout;
-  if (l.width != config_.width || l.frame_height != config_.frame_height || l.format != config_.format)
-    throw std::invalid_argument("SyntheticScanner::fill: batch layout " + std::to_string(l.width) + "x" +
-                                std::to_string(l.frame_height) + " " + to_string(l.format) + " does not match the scanner's " +
-                                std::to_string(config_.width) + "x" + std::to_string(config_.frame_height) + " " +
-                                to_string(config_.format));
-  if (l.frames < 0 || batch.meta.size() < static_cast<std::size_t>(l.frames) || batch.pixels.size() < l.bytes())
-    throw std::invalid_argument("SyntheticScanner::fill: batch buffers are smaller than its layout");
 
   std::uint64_t n = static_cast<std::uint64_t>(l.frames);
   if (config_.frames != 0) n = std::min(n, config_.frames > next_ ? config_.frames - next_ : 0);
   batch.frames = static_cast<int>(n);
-  batch.first_index = next_;
   if (n == 0) return false;
 
   const std::uint64_t first = next_;

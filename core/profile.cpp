@@ -5,50 +5,56 @@
 
 namespace stripeline {
 
-namespace {
-constexpr std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
-}  // namespace
-
-std::size_t ProfileBatch::storage_bytes(int width, int capacity, int slots) {
-  const std::size_t n = static_cast<std::size_t>(width) * capacity * slots;
-  const std::size_t c = static_cast<std::size_t>(width) * capacity;
-  return align_up(n * 4) + align_up(n * 2) + align_up(n * 2) + align_up(c);
+ProfileSpan ProfileSpan::subspan(int first, int n) const {
+  ProfileSpan s = *this;
+  const std::size_t off = slot_index(first, 0, 0);
+  s.first_index = first_index + static_cast<std::uint64_t>(first);
+  s.frames = n;
+  s.meta = meta + first;
+  s.position = position + off;
+  s.intensity = intensity + off;
+  s.stripe_width = stripe_width + off;
+  s.count = count + static_cast<std::size_t>(first) * width;
+  return s;
 }
 
 ProfileBatch::ProfileBatch(int w, int cap, int s, HostAllocator alloc)
-    : width(w), capacity(cap), slots(s), storage(alloc(storage_bytes(w, cap, s))), meta(cap) {
-  const std::size_t n = static_cast<std::size_t>(w) * cap * s;
-  std::byte* p = storage.data();
-  position = reinterpret_cast<std::int32_t*>(p);
-  p += align_up(n * 4);
-  intensity = reinterpret_cast<std::uint16_t*>(p);
-  p += align_up(n * 2);
-  stripe_width = reinterpret_cast<std::uint16_t*>(p);
-  p += align_up(n * 2);
-  count = reinterpret_cast<std::uint8_t*>(p);
+    : width(w), capacity(cap), slots(s), meta(cap), layout_(ProfileLayout::make(w, cap, s)), storage_(alloc(layout_.bytes)) {
+  std::byte* base = storage_.data();
+  position = reinterpret_cast<std::int32_t*>(base + layout_.position_offset);
+  intensity = reinterpret_cast<std::uint16_t*>(base + layout_.intensity_offset);
+  stripe_width = reinterpret_cast<std::uint16_t*>(base + layout_.width_offset);
+  count = reinterpret_cast<std::uint8_t*>(base + layout_.count_offset);
 }
 
-// Both loops are written to vectorise: 32-bit partial sums per row.
-std::uint64_t ProfileBatch::overflow() const {
-  std::uint64_t lost = 0;
+ProfileSpan ProfileBatch::span() const {
+  ProfileSpan s;
+  s.sequence = sequence;
+  s.first_index = first_index;
+  s.frames = frames;
+  s.width = width;
+  s.slots = slots;
+  s.meta = meta.data();
+  s.position = position;
+  s.intensity = intensity;
+  s.stripe_width = stripe_width;
+  s.count = count;
+  return s;
+}
+
+// Written to vectorise: 32-bit partial sums per row.
+ProfileBatch::PointCounts ProfileBatch::count_points() const {
+  PointCounts total;
   const std::uint32_t s = static_cast<std::uint32_t>(slots);
   for (int f = 0; f < frames; ++f) {
     const std::uint8_t* c = count + static_cast<std::size_t>(f) * width;
-    std::uint32_t row = 0;
-    for (int x = 0; x < width; ++x) row += c[x] > s ? c[x] - s : 0u;
-    lost += row;
-  }
-  return lost;
-}
-
-std::uint64_t ProfileBatch::points() const {
-  std::uint64_t total = 0;
-  const std::uint32_t s = static_cast<std::uint32_t>(slots);
-  for (int f = 0; f < frames; ++f) {
-    const std::uint8_t* c = count + static_cast<std::size_t>(f) * width;
-    std::uint32_t row = 0;
-    for (int x = 0; x < width; ++x) row += c[x] < s ? c[x] : s;
-    total += row;
+    std::uint32_t points = 0, lost = 0;
+    for (int x = 0; x < width; ++x) {
+      points += c[x] < s ? c[x] : s;
+      lost += c[x] > s ? c[x] - s : 0u;
+    }
+    total.points += points;
+    total.overflow += lost;
   }
   return total;
 }
@@ -64,7 +70,7 @@ void ProfileBatch::clear_frame(int f) {
 }
 
 void ProfileBatch::poison() {
-  if (storage) std::memset(storage.data(), 0xA5, storage.size());
+  if (storage_) std::memset(storage_.data(), 0xA5, storage_.size());
 }
 
 }  // namespace stripeline

@@ -12,6 +12,16 @@ enum class PixelFormat : std::uint8_t { Mono8 = 8, Mono16 = 16 };
 inline std::size_t bytes_per_pixel(PixelFormat f) { return f == PixelFormat::Mono8 ? 1 : 2; }
 inline const char* to_string(PixelFormat f) { return f == PixelFormat::Mono8 ? "Mono8" : "Mono16"; }
 
+// Calls f(T{}) with T the pixel type of `format` (uint8_t or uint16_t): one
+// template body serves both depths.
+template <class F>
+void with_pixel_type(PixelFormat format, F&& f) {
+  if (format == PixelFormat::Mono8)
+    f(std::uint8_t{});
+  else
+    f(std::uint16_t{});
+}
+
 // Metadata of one camera frame (= one profile once processed).
 struct FrameMeta {
   std::uint64_t frame_id = 0;      // camera / grabber frame counter

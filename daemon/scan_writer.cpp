@@ -5,15 +5,15 @@
 #include <spdlog/spdlog.h>
 
 #include "io/atomic_file.h"
-#include "pipeline/file_sinks.h"
-#include "pipeline/wire_format.h"
+#include "streaming/wire_format.h"
 
 namespace stripeline::daemon {
 
-ScanWriter::ScanWriter(DaemonConfig daemon, OutputConfig output, Publisher* publisher, std::string run_stamp,
+ScanWriter::ScanWriter(DaemonConfig daemon, OutputConfig output, Backend filter_backend, Publisher* publisher, std::string run_stamp,
                        std::uint64_t first_scan_number, std::function<void()> on_begin, std::function<void(const ScanResult&)> on_scan)
     : daemon_(std::move(daemon)),
       output_(std::move(output)),
+      filter_backend_(filter_backend),
       publisher_(publisher),
       run_stamp_(std::move(run_stamp)),
       on_begin_(std::move(on_begin)),
@@ -33,25 +33,14 @@ void ScanWriter::begin(const ScanInfo& info) {
 void ScanWriter::open_scan() {
   const std::uint64_t n = next_number_++;
   const std::string prefix = fmt::format("{}-{:06}-", run_stamp_, n);
-  files_.clear();
-  paths_.clear();
   current_ = ScanResult{};
   current_.number = n;
-  if (!output_.ply.empty()) {
-    paths_.push_back(output_.resolve(prefix + output_.ply));
-    files_.push_back(std::make_unique<PlySink>(paths_.back(), output_.ply_encoding));
-  }
-  if (!output_.heightmap.empty() || !output_.preview.empty()) {
-    const auto hm = output_.heightmap.empty() ? std::filesystem::path() : output_.resolve(prefix + output_.heightmap);
-    const auto pv = output_.preview.empty() ? std::filesystem::path() : output_.resolve(prefix + output_.preview);
-    if (!hm.empty()) paths_.push_back(hm);
-    if (!pv.empty()) paths_.push_back(pv);
-    auto sink = std::make_unique<HeightMapSink>(hm, pv, output_.height_bits);
-    if (!output_.heightmap_filters.empty()) sink->set_filters(output_.heightmap_filters, Backend::Auto);
-    files_.push_back(std::move(sink));
-  }
+  OutputOptions options;
+  options.prefix = prefix;
+  options.filter_backend = filter_backend_;
+  files_ = make_output_sinks(output_, options);
   summary_path_ = output_.summary.empty() ? std::filesystem::path() : output_.resolve(prefix + output_.summary);
-  for (auto& f : files_) f->begin(info_);
+  for (ProfileSink* f : files_.all()) f->begin(info_);
   if (publisher_) {
     publisher_->annotate("scan", n);
     publisher_->begin(info_);
@@ -67,9 +56,9 @@ void ScanWriter::close_scan(const std::string& reason) {
   if (!open_) return;
   open_ = false;
   current_.reason = reason;
-  for (auto& f : files_) f->finish();  // files under their final names first...
+  for (ProfileSink* f : files_.all()) f->finish();  // files under their final names first...
   std::vector<std::filesystem::path> written;
-  for (const auto& p : paths_)
+  for (const auto& p : files_.files)
     if (std::filesystem::exists(p)) written.push_back(p);
   if (!summary_path_.empty()) {
     nlohmann::json j = {{"scan", current_.number},
@@ -86,6 +75,8 @@ void ScanWriter::close_scan(const std::string& reason) {
                         {"calibration", wire::calibration_json(info_.calibration)},
                         {"source", info_.source},
                         {"files", nlohmann::json::array()}};
+    if (files_.heightmap && !output_.heightmap_filters.empty())
+      j["heightmap_filters"] = {{"steps", output_.heightmap_filters}, {"backend", to_string(files_.heightmap->filter_backend())}};
     for (const auto& p : written) j["files"].push_back(p.filename().string());
     io::write_file_atomically(summary_path_, j.dump(2) + "\n");
     written.push_back(summary_path_);
@@ -95,61 +86,37 @@ void ScanWriter::close_scan(const std::string& reason) {
     publisher_->annotate("reason", reason);
     publisher_->finish();
   }
-  files_.clear();
+  files_ = OutputSinks{};
   ++completed_;
   spdlog::info("scan {}: {} rows, ended ({}), {} files", current_.number, current_.rows, reason, written.size());
   if (on_scan_) on_scan_(current_);
 }
 
-void ScanWriter::forward(const Batch& batch, const ProfileBatch& p, int first, int count) {
-  if (first == 0 && count == p.frames) {
-    for (auto& f : files_) f->consume(batch, p);
-    if (publisher_) publisher_->consume(batch, p);
-  } else {  // a view of frames [first, first + count)
-    Batch b;
-    b.layout = batch.layout;
-    b.frames = count;
-    b.sequence = batch.sequence;
-    b.first_index = batch.first_index + static_cast<std::uint64_t>(first);
-    b.meta.assign(batch.meta.begin() + first, batch.meta.begin() + first + count);
-    ProfileBatch v;
-    v.width = p.width;
-    v.capacity = count;
-    v.slots = p.slots;
-    v.frames = count;
-    v.sequence = p.sequence;
-    v.first_index = p.first_index + static_cast<std::uint64_t>(first);
-    const std::size_t off = p.slot_index(first, 0, 0);
-    v.position = p.position + off;
-    v.intensity = p.intensity + off;
-    v.stripe_width = p.stripe_width + off;
-    v.count = p.count + static_cast<std::size_t>(first) * p.width;
-    v.meta.assign(p.meta.begin() + first, p.meta.begin() + first + count);
-    for (auto& f : files_) f->consume(b, v);
-    if (publisher_) publisher_->consume(b, v);
-  }
+void ScanWriter::forward(const ProfileSpan& p) {
+  for (ProfileSink* f : files_.all()) f->consume(p);
+  if (publisher_) publisher_->consume(p);
   if (current_.rows == 0) {
-    first_frame_ = batch.meta[first].frame_id;
-    first_ts_ = batch.meta[first].timestamp_ns;
-    first_index_ = p.first_index + static_cast<std::uint64_t>(first);
+    first_frame_ = p.meta[0].frame_id;
+    first_ts_ = p.meta[0].timestamp_ns;
+    first_index_ = p.first_index;
   }
-  last_frame_ = batch.meta[first + count - 1].frame_id;
-  current_.rows += static_cast<std::uint64_t>(count);
+  last_frame_ = p.meta[p.frames - 1].frame_id;
+  current_.rows += static_cast<std::uint64_t>(p.frames);
 }
 
-void ScanWriter::consume(const Batch& batch, const ProfileBatch& p) {
+void ScanWriter::consume(const ProfileSpan& p) {
   std::lock_guard lock(mu_);
   const std::int64_t pause_ns = static_cast<std::int64_t>(daemon_.pause * 1e9);
   auto gap = [&](std::int64_t a, std::int64_t b) { return pause_ns > 0 && b - a > pause_ns; };
   int f = 0;
   while (f < p.frames) {
-    if (open_ && gap(last_ts_, batch.meta[f].timestamp_ns)) close_scan("pause");
+    if (open_ && gap(last_ts_, p.meta[f].timestamp_ns)) close_scan("pause");
     if (!open_) open_scan();
     const std::uint64_t room = daemon_.scan_rows - current_.rows;
     int e = f + 1;
-    while (e < p.frames && static_cast<std::uint64_t>(e - f) < room && !gap(batch.meta[e - 1].timestamp_ns, batch.meta[e].timestamp_ns)) ++e;
-    forward(batch, p, f, e - f);
-    last_ts_ = batch.meta[e - 1].timestamp_ns;
+    while (e < p.frames && static_cast<std::uint64_t>(e - f) < room && !gap(p.meta[e - 1].timestamp_ns, p.meta[e].timestamp_ns)) ++e;
+    forward(p.subspan(f, e - f));
+    last_ts_ = p.meta[e - 1].timestamp_ns;
     if (current_.rows >= daemon_.scan_rows) close_scan("rows");
     f = e;
   }
@@ -165,8 +132,8 @@ void ScanWriter::abort() noexcept {
   std::lock_guard lock(mu_);
   if (!open_) return;
   open_ = false;
-  for (auto& f : files_) f->abort();
-  files_.clear();
+  for (ProfileSink* f : files_.all()) f->abort();
+  files_ = OutputSinks{};
   if (publisher_) publisher_->abort();
   spdlog::error("scan {}: aborted after {} rows (its files were not kept)", current_.number, current_.rows);
 }
@@ -184,6 +151,12 @@ void ScanWriter::tick(std::chrono::steady_clock::time_point now) {
 std::uint64_t ScanWriter::scans_completed() const {
   std::lock_guard lock(mu_);
   return completed_;
+}
+
+std::optional<Backend> ScanWriter::filter_backend() const {
+  std::lock_guard lock(mu_);
+  if (!open_ || !files_.heightmap || output_.heightmap_filters.empty()) return std::nullopt;
+  return files_.heightmap->filter_backend();
 }
 
 std::uint64_t ScanWriter::next_scan_number() const {

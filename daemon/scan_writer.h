@@ -16,12 +16,15 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "pipeline/config.h"
-#include "pipeline/publisher.h"
+#include "app/outputs.h"
+#include "app/service_config.h"
 #include "pipeline/sink.h"
+#include "stages/backend.h"
+#include "streaming/publisher.h"
 
 namespace stripeline::daemon {
 
@@ -37,10 +40,11 @@ class ScanWriter final : public ProfileSink {
  public:
   // publisher may be null (no streaming). run_stamp prefixes every file name
   // (the daemon's start time), so restarts never overwrite earlier scans.
-  ScanWriter(DaemonConfig daemon, OutputConfig output, Publisher* publisher, std::string run_stamp, std::uint64_t first_scan_number,
-             std::function<void()> on_begin = {}, std::function<void(const ScanResult&)> on_scan = {});
+  // Height-map filters run on `filter_backend` (processing.backend).
+  ScanWriter(DaemonConfig daemon, OutputConfig output, Backend filter_backend, Publisher* publisher, std::string run_stamp,
+             std::uint64_t first_scan_number, std::function<void()> on_begin = {}, std::function<void(const ScanResult&)> on_scan = {});
   void begin(const ScanInfo& info) override;
-  void consume(const Batch& batch, const ProfileBatch& profiles) override;
+  void consume(const ProfileSpan& profiles) override;
   void finish() override;         // ends the open scan with the reason set by set_end_reason ("source-end" by default)
   void abort() noexcept override; // drops the open scan's temporaries; series-end "aborted"
 
@@ -49,14 +53,17 @@ class ScanWriter final : public ProfileSink {
   void tick(std::chrono::steady_clock::time_point now);
   std::uint64_t scans_completed() const;
   std::uint64_t next_scan_number() const;
+  // Where the open scan's height-map filters run (tests); nullopt without an open scan or filters.
+  std::optional<Backend> filter_backend() const;
 
  private:
   void open_scan();
   void close_scan(const std::string& reason);
-  void forward(const Batch& batch, const ProfileBatch& p, int first, int count);
+  void forward(const ProfileSpan& p);
 
   DaemonConfig daemon_;
   OutputConfig output_;
+  Backend filter_backend_;
   Publisher* publisher_;
   std::string run_stamp_;
   std::function<void()> on_begin_;
@@ -69,8 +76,7 @@ class ScanWriter final : public ProfileSink {
   std::uint64_t next_number_;
   std::uint64_t completed_ = 0;
   ScanResult current_;
-  std::vector<std::unique_ptr<ProfileSink>> files_;
-  std::vector<std::filesystem::path> paths_;
+  OutputSinks files_;  // the open scan's file sinks (no publisher: it lives across scans)
   std::filesystem::path summary_path_;
   std::uint64_t first_frame_ = 0, last_frame_ = 0, first_index_ = 0;
   std::int64_t first_ts_ = 0, last_ts_ = 0;

@@ -104,7 +104,7 @@ class ReaderBase : public ImageReader {
   std::int64_t rows_left() const final { return info_.height - next_row_; }
 
   void read_rows(std::byte* dst, std::int64_t rows) final {
-    if (rows < 0) throw std::invalid_argument("ImageReader::read_rows: negative row count");
+    if (rows < 0) throw RuntimeFailure("ImageReader::read_rows: negative row count");
     if (failed_) input_error(path_, "an earlier read failed (rewind() to start again)");
     if (rows == 0) return;
     if (rows > rows_left()) {

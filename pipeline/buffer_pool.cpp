@@ -7,7 +7,6 @@
 namespace stripeline {
 
 BufferPool::BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc) {
-  if (count < 1) throw ConfigError("buffers = " + std::to_string(count) + " is out of range (expected >= 1)");
   slots_.reserve(count);
   ring_.resize(count);
   for (int i = 0; i < count; ++i) {
@@ -56,7 +55,7 @@ bool BufferPool::pinned() const { return !slots_.empty() && slots_.front()->batc
 
 std::size_t BufferPool::bytes() const {
   std::size_t total = 0;
-  for (const auto& s : slots_) total += s->batch.pixels.size() + s->profiles.storage.size();
+  for (const auto& s : slots_) total += s->batch.pixels.size() + s->profiles.storage().size();
   return total;
 }
 

@@ -27,6 +27,7 @@ struct Slot {
 
 class BufferPool {
  public:
+  // count >= 1 (PipelineOptions::validate).
   BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc);
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;

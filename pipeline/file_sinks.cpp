@@ -13,7 +13,7 @@ namespace stripeline {
 PlySink::PlySink(std::filesystem::path path, io::PlyEncoding encoding) : path_(std::move(path)), encoding_(encoding) {}
 
 void PlySink::begin(const ScanInfo& info) {
-  info_ = info;
+  mapping_ = ProfileMapping(info.calibration, kDefaultHeightCodeBits);
   std::vector<std::string> comments = {
       "stripeline " STRIPELINE_VERSION,
       "source " + info.source,
@@ -25,20 +25,15 @@ void PlySink::begin(const ScanInfo& info) {
   buffer_.reserve(static_cast<std::size_t>(info.layout.width) * info.profile_slots);
 }
 
-void PlySink::consume(const Batch& batch, const ProfileBatch& p) {
-  const auto& cal = info_.calibration;
+void PlySink::consume(const ProfileSpan& p) {
   for (int f = 0; f < p.frames; ++f) {
     buffer_.clear();
-    const FrameMeta& meta = batch.meta[f];
-    const double frame_coord = cal.enabled && cal.y_from_encoder && meta.has_encoder
-                                   ? static_cast<double>(meta.encoder)
-                                   : static_cast<double>(p.first_index + f);
-    const float y = static_cast<float>(cal.y(frame_coord));
+    const float y = static_cast<float>(mapping_.y(p, f));
     for (int x = 0; x < p.width; ++x) {
       const int n = p.peaks(f, x);
       for (int s = 0; s < n; ++s) {
         const std::size_t i = p.slot_index(f, s, x);
-        buffer_.push_back({static_cast<float>(cal.x(x)), y, static_cast<float>(cal.z(position_to_row(p.position[i]))),
+        buffer_.push_back({static_cast<float>(mapping_.x(x)), y, static_cast<float>(mapping_.z(p.position[i])),
                            static_cast<float>(p.intensity[i])});
       }
     }
@@ -55,26 +50,22 @@ void PlySink::finish() {
 void PlySink::abort() noexcept { writer_.reset(); }  // the writer's AtomicFile removes its temporary
 
 HeightMapSink::HeightMapSink(std::filesystem::path heightmap, std::filesystem::path preview, int bits, std::uint64_t expected_rows)
-    : heightmap_(std::move(heightmap)), preview_(std::move(preview)), bits_(bits), expected_rows_(expected_rows) {
-  if (bits < 0 || bits > 8) throw ConfigError("height_bits = " + std::to_string(bits) + " is out of range (expected 0..8)");
-}
+    : heightmap_(std::move(heightmap)), preview_(std::move(preview)), mapping_(LinearCalibration{}, bits), expected_rows_(expected_rows) {}
 
 void HeightMapSink::begin(const ScanInfo& info) {
   width_ = info.layout.width;
-  if (info.layout.frame_height > max_frame_height_for_code(bits_))
-    throw ConfigError("height_bits = " + std::to_string(bits_) + " cannot encode frames of " + std::to_string(info.layout.frame_height) +
-                      " rows in 16 bits (expected at most " + std::to_string(max_frame_height_for_code(bits_)) + " rows; lower height_bits)");
+  validate_height_code(mapping_.height_bits(), info.layout.frame_height);
+  mapping_ = ProfileMapping(info.calibration, mapping_.height_bits());
   codes_.clear();
   rows_ = 0;
   if (expected_rows_) codes_.reserve(expected_rows_ * static_cast<std::size_t>(width_));
 }
 
-void HeightMapSink::consume(const Batch&, const ProfileBatch& p) {
+void HeightMapSink::consume(const ProfileSpan& p) {
   for (int f = 0; f < p.frames; ++f) {
-    for (int x = 0; x < p.width; ++x) {
-      const std::int32_t pos = p.peaks(f, x) > 0 ? p.position[p.slot_index(f, 0, x)] : kNoPeak;
-      codes_.push_back(encode_height(pos, bits_));
-    }
+    const std::size_t at = codes_.size();
+    codes_.resize(at + static_cast<std::size_t>(p.width));
+    mapping_.code_row(p, f, codes_.data() + at);
     ++rows_;
   }
 }
@@ -93,7 +84,7 @@ std::vector<std::uint8_t> make_preview(const std::vector<std::uint16_t>& codes) 
 void HeightMapSink::set_filters(const std::vector<std::string>& steps, Backend backend) {
   parse_filter_step_list(steps);  // validates now, not at the end of a scan
   filters_ = steps;
-  filter_backend_ = backend;
+  filter_backend_ = resolve_backend(backend);
 }
 
 void HeightMapSink::finish() {

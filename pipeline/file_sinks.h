@@ -6,18 +6,19 @@
 #include <memory>
 #include <vector>
 
+#include "core/profile_mapping.h"
 #include "io/ply_writer.h"
 #include "pipeline/sink.h"
 
 namespace stripeline {
 
 // One vertex per detected point (every filled slot): x, y, z, intensity,
-// through the calibration (see core/calibration.h).
+// mapped by the scan's ProfileMapping (core/profile_mapping.h).
 class PlySink final : public ProfileSink {
  public:
   PlySink(std::filesystem::path path, io::PlyEncoding encoding);
   void begin(const ScanInfo& info) override;
-  void consume(const Batch& batch, const ProfileBatch& profiles) override;
+  void consume(const ProfileSpan& profiles) override;
   void finish() override;
   void abort() noexcept override;
   std::uint64_t points() const { return points_; }
@@ -25,7 +26,7 @@ class PlySink final : public ProfileSink {
  private:
   std::filesystem::path path_;
   io::PlyEncoding encoding_;
-  ScanInfo info_;
+  ProfileMapping mapping_;
   std::unique_ptr<io::PlyWriter> writer_;
   std::vector<io::PlyVertex> buffer_;
   std::uint64_t points_ = 0;
@@ -37,20 +38,22 @@ class PlySink final : public ProfileSink {
 // range to 1..255 (0 stays "no detection").
 class HeightMapSink final : public ProfileSink {
  public:
+  // Throws ConfigError for bad bits.
   HeightMapSink(std::filesystem::path heightmap, std::filesystem::path preview, int bits, std::uint64_t expected_rows = 0);
   void begin(const ScanInfo& info) override;
-  void consume(const Batch& batch, const ProfileBatch& profiles) override;
+  void consume(const ProfileSpan& profiles) override;
   void finish() override;
   // Filters (stages/heightmap_filters.h) applied to the whole map at finish(),
-  // on `backend`: the 16-bit file gets every step but a final to8, which, if
-  // present, makes the preview. Validated here (InputError).
+  // on `backend` (resolved: cpu or cuda): the 16-bit file gets every step but
+  // a final to8, which, if present, makes the preview. Validated here (InputError).
   void set_filters(const std::vector<std::string>& steps, Backend backend);
+  Backend filter_backend() const { return filter_backend_; }
   std::uint64_t rows() const { return rows_; }
   const std::vector<std::uint16_t>& codes() const { return codes_; }
 
  private:
   std::filesystem::path heightmap_, preview_;
-  int bits_;
+  ProfileMapping mapping_;
   int width_ = 0;
   std::uint64_t expected_rows_;
   std::uint64_t rows_ = 0;

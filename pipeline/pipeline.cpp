@@ -1,3 +1,6 @@
+// The flow, as three named filters of a oneTBB parallel_pipeline whose tokens
+// are the pool's slots: AcquireFilter (serial, in order) -> ProcessFilter
+// (parallel, one processor lane per batch) -> SinkFilter (serial, in order).
 #include "pipeline/pipeline.h"
 
 #include <tbb/concurrent_queue.h>
@@ -10,10 +13,116 @@
 
 namespace stripeline {
 
-Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) {}
+void PipelineOptions::validate() const {
+  auto bad = [](const char* key, int value, const std::string& expected) {
+    throw ConfigError(std::string(key) + " = " + std::to_string(value) + " is out of range (expected " + expected + ")");
+  };
+  if (batch_frames < 1 || batch_frames > kMaxBatchFrames) bad("batch_frames", batch_frames, "1.." + std::to_string(kMaxBatchFrames));
+  if (buffers < 1 || buffers > 64) bad("buffers", buffers, "1..64");
+  if (lanes < 0 || lanes > 64) bad("lanes", lanes, "0 (automatic)..64");
+}
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// 1. A free slot, filled by the source; the pipeline numbers the batch.
+class AcquireFilter {
+ public:
+  AcquireFilter(FrameSource& source, BufferPool& pool, const std::atomic<bool>& stop) : source_(source), pool_(pool), stop_(stop) {}
+  Slot* operator()(tbb::flow_control& fc) const {
+    if (stop_.load()) return end(fc);
+    Slot* slot = pool_.acquire();
+    slot->batch.frames = 0;
+    if (!source_.fill(slot->batch) || slot->batch.frames == 0) {
+      pool_.release(slot);
+      return end(fc);
+    }
+    slot->batch.sequence = next_sequence_++;
+    slot->batch.first_index = next_index_;
+    next_index_ += static_cast<std::uint64_t>(slot->batch.frames);
+    return slot;
+  }
+
+ private:
+  static Slot* end(tbb::flow_control& fc) {
+    fc.stop();
+    return nullptr;
+  }
+  FrameSource& source_;
+  BufferPool& pool_;
+  const std::atomic<bool>& stop_;
+  // Serial filter: one call at a time, so plain counters (mutable: TBB takes the filter by const reference).
+  mutable std::uint64_t next_sequence_ = 0, next_index_ = 0;
+};
+
+// 2. Profiles from pixels, on whichever processor lane is free.
+class ProcessFilter {
+ public:
+  ProcessFilter(tbb::concurrent_bounded_queue<BatchProcessor*>& lanes, BufferPool& pool) : lanes_(lanes), pool_(pool) {}
+  Slot* operator()(Slot* slot) const {
+    BatchProcessor* lane = nullptr;
+    lanes_.pop(lane);  // lanes <= tokens: waits only briefly
+    try {
+      lane->process(slot->batch, slot->profiles);
+    } catch (...) {
+      lanes_.push(lane);
+      pool_.release(slot);
+      throw;
+    }
+    slot->compute_ms = lane->last_compute_ms();
+    lanes_.push(lane);
+    // Counted here, in parallel, not in the serial sink stage: a 300x2048
+    // batch has 614,400 columns to look at.
+    const ProfileBatch::PointCounts counts = slot->profiles.count_points();
+    slot->points = counts.points;
+    slot->overflow = counts.overflow;
+    return slot;
+  }
+
+ private:
+  tbb::concurrent_bounded_queue<BatchProcessor*>& lanes_;
+  BufferPool& pool_;
+};
+
+// 3. Every sink, in acquisition order; then the slot goes back to the pool.
+class SinkFilter {
+ public:
+  SinkFilter(const std::vector<ProfileSink*>& sinks, BufferPool& pool, PipelineStats& stats, clock::time_point start,
+             const ProgressCallback& progress)
+      : sinks_(sinks), pool_(pool), stats_(stats), start_(start), progress_(progress) {}
+  void operator()(Slot* slot) const {
+    struct Release {
+      BufferPool& pool;
+      Slot* slot;
+      ~Release() { pool.release(slot); }
+    } release{pool_, slot};
+    const ProfileSpan span = slot->profiles.span();
+    for (ProfileSink* sink : sinks_) sink->consume(span);
+    stats_.frames += static_cast<std::uint64_t>(slot->batch.frames);
+    stats_.profiles += static_cast<std::uint64_t>(span.frames);
+    stats_.points += slot->points;
+    stats_.overflow += slot->overflow;
+    stats_.bytes += slot->batch.filled_bytes();
+    stats_.compute_ms += slot->compute_ms;
+    ++stats_.batches;
+    stats_.seconds = std::chrono::duration<double>(clock::now() - start_).count();
+    if (progress_) progress_(stats_);
+  }
+
+ private:
+  const std::vector<ProfileSink*>& sinks_;
+  BufferPool& pool_;
+  PipelineStats& stats_;
+  clock::time_point start_;
+  const ProgressCallback& progress_;
+};
+
+}  // namespace
+
+Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) { options_.validate(); }
 
 PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>& sinks, const ProgressCallback& progress) {
-  using clock = std::chrono::steady_clock;
   PipelineStats stats;
   stats.backend = resolve_backend(options_.backend);
   stats.cuda_startup_ms = stats.backend == Backend::Cuda ? cuda_startup_ms() : 0.0;
@@ -21,8 +130,6 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   BatchLayout layout = source.frame_layout();
   layout.frames = options_.batch_frames;
   const kernels::ColumnParams params = validate_chain(options_.chain, layout);
-  if (options_.buffers < 1 || options_.buffers > 64)
-    throw ConfigError("buffers = " + std::to_string(options_.buffers) + " is out of range (expected 1..64)");
 
   // Set-up: everything is allocated here, nothing in the steady state.
   BufferPool pool(layout, params.slots, options_.buffers, host_allocator_for(stats.backend));
@@ -37,75 +144,16 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   spdlog::debug("pipeline: {} backend, {} slots of {} frames ({:.1f} MB, {}), {} lanes", to_string(stats.backend), pool.size(),
                 layout.frames, pool.bytes() / 1e6, stats.pinned ? "pinned" : "pageable", lanes);
 
-  ScanInfo info{layout, params.slots, options_.chain, options_.calibration, source.describe(), stats.backend};
+  const ScanInfo info{layout, params.slots, options_.chain, options_.calibration, source.describe(), stats.backend};
   std::size_t begun = 0;
   try {
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);
-
-    std::uint64_t sequence = 0, next_index = 0;
     const auto start = clock::now();
-    tbb::parallel_pipeline(
-        static_cast<std::size_t>(pool.size()),
-        tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order,
-                                      [&](tbb::flow_control& fc) -> Slot* {
-                                        if (stop_requested_.load()) {
-                                          fc.stop();
-                                          return nullptr;
-                                        }
-                                        Slot* slot = pool.acquire();
-                                        slot->batch.frames = 0;
-                                        if (!source.fill(slot->batch) || slot->batch.frames == 0) {
-                                          pool.release(slot);
-                                          fc.stop();
-                                          return nullptr;
-                                        }
-                                        slot->batch.sequence = sequence++;
-                                        slot->batch.first_index = next_index;
-                                        next_index += static_cast<std::uint64_t>(slot->batch.frames);
-                                        return slot;
-                                      }) &
-            tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel,
-                                           [&](Slot* slot) -> Slot* {
-                                             BatchProcessor* lane = nullptr;
-                                             free_lanes.pop(lane);  // lanes <= tokens: waits only briefly
-                                             try {
-                                               lane->process(slot->batch, slot->profiles);
-                                             } catch (...) {
-                                               free_lanes.push(lane);
-                                               pool.release(slot);
-                                               throw;
-                                             }
-                                             slot->profiles.sequence = slot->batch.sequence;
-                                             // A frame that never arrived (a camera's frame-id gap, an
-                                             // incomplete buffer) is an empty profile, never a row of
-                                             // whatever its pixels held.
-                                             for (int f = 0; f < slot->batch.frames; ++f)
-                                               if (slot->batch.meta[f].missing) slot->profiles.clear_frame(f);
-                                             slot->compute_ms = lane->last_compute_ms();
-                                             free_lanes.push(lane);
-                                             // Counted here, in parallel, not in the serial sink stage:
-                                             // a 300x2048 batch has 614,400 columns to look at.
-                                             slot->points = slot->profiles.points();
-                                             slot->overflow = slot->profiles.overflow();
-                                             return slot;
-                                           }) &
-            tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, [&](Slot* slot) {
-              struct Release {
-                BufferPool& pool;
-                Slot* slot;
-                ~Release() { pool.release(slot); }
-              } release{pool, slot};
-              for (ProfileSink* sink : sinks) sink->consume(slot->batch, slot->profiles);
-              stats.frames += static_cast<std::uint64_t>(slot->batch.frames);
-              stats.profiles += static_cast<std::uint64_t>(slot->profiles.frames);
-              stats.points += slot->points;
-              stats.overflow += slot->overflow;
-              stats.bytes += slot->batch.filled_bytes();
-              stats.compute_ms += slot->compute_ms;
-              ++stats.batches;
-              stats.seconds = std::chrono::duration<double>(clock::now() - start).count();
-              if (progress) progress(stats);
-            }));
+    tbb::parallel_pipeline(static_cast<std::size_t>(pool.size()),
+                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_)) &
+                               tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, ProcessFilter(free_lanes, pool)) &
+                               tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order,
+                                                             SinkFilter(sinks, pool, stats, start, progress)));
     pool.wait_all_returned();
     stats.seconds = std::chrono::duration<double>(clock::now() - start).count();
     for (ProfileSink* sink : sinks) sink->finish();

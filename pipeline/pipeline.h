@@ -1,12 +1,13 @@
 #pragma once
 // The flow: source -> processor lanes -> sinks, with oneTBB's
 // parallel_pipeline. Follow one frame:
-//   1. (serial, in order)  a slot is taken from the BufferPool and the source
-//      writes the next batch of frames straight into it;
-//   2. (parallel)          a free processor lane (CPU or CUDA stream) turns
-//      the batch into profiles;
-//   3. (serial, in order)  every sink consumes the profiles in acquisition
-//      order, and the slot goes back to the pool.
+//   1. acquire (serial, in order): a slot is taken from the BufferPool, the
+//      source writes the next frames straight into it, the pipeline numbers
+//      the batch (the only place batches are numbered);
+//   2. process (parallel): a free processor lane (CPU, or a CUDA stream)
+//      turns the batch into profiles;
+//   3. sink (serial, in order): every sink consumes the profiles in
+//      acquisition order, and the slot goes back to the pool.
 // The number of tokens equals the number of slots, so frames in flight are
 // bounded by the pool by construction.
 #include <atomic>
@@ -23,6 +24,7 @@
 
 namespace stripeline {
 
+// [processing] (and [calibration]) of a configuration.
 struct PipelineOptions {
   Backend backend = Backend::Auto;  // resolved by the pipeline
   int batch_frames = 300;           // frames per batch (the grabber's buffer)
@@ -30,6 +32,10 @@ struct PipelineOptions {
   int lanes = 0;                    // processors working at once (0 = buffers - 1, at least 1)
   ChainConfig chain;
   LinearCalibration calibration;
+
+  // Ranges of batch_frames, buffers and lanes (ConfigError naming the key);
+  // the chain is checked against the frame geometry when a run starts.
+  void validate() const;
 };
 
 struct PipelineStats {
@@ -53,6 +59,7 @@ using ProgressCallback = std::function<void(const PipelineStats&)>;
 
 class Pipeline {
  public:
+  // Throws ConfigError for out-of-range options.
   explicit Pipeline(PipelineOptions options);
   // Runs until the source is exhausted or stop() is called; then every sink
   // finishes. On an exception every sink aborts and it is rethrown.

@@ -1,12 +1,12 @@
 #pragma once
-// Where profiles go. Sinks see batches in acquisition order, one at a time
-// (the pipeline's last filter is serial and in order).
-#include <cstdint>
+// Where profiles go. Sinks see profiles in acquisition order, one span at a
+// time (the pipeline's last filter is serial and in order). A span is a view
+// (core/profile.h): it is valid during consume() only.
 #include <string>
 
-#include "core/batch.h"
 #include "core/calibration.h"
 #include "core/profile.h"
+#include "core/types.h"
 #include "stages/chain.h"
 
 namespace stripeline {
@@ -24,7 +24,7 @@ class ProfileSink {
  public:
   virtual ~ProfileSink() = default;
   virtual void begin(const ScanInfo& info) = 0;
-  virtual void consume(const Batch& batch, const ProfileBatch& profiles) = 0;
+  virtual void consume(const ProfileSpan& profiles) = 0;
   // The scan is complete: finish files (they appear under their final names now).
   virtual void finish() = 0;
   // The scan failed: drop temporaries, leave nothing half-written. Never throws.

@@ -1,8 +1,11 @@
 #include "stages/backend.h"
 
+#include <mutex>
+
 #include "core/errors.h"
 #if STRIPELINE_HAVE_CUDA
-#include "stages/cuda/cuda_runtime.h"
+#include "core/cuda/runtime.h"
+#include "kernels/cuda/stripe_kernels.h"
 #endif
 
 namespace stripeline {
@@ -23,9 +26,38 @@ Backend parse_backend(std::string_view text) {
   throw ConfigError("backend '" + std::string(text) + "' is not known (expected auto, cpu or cuda)");
 }
 
+void throw_no_cuda_backend() { throw ConfigError("backend 'cuda' requested but this build has no CUDA backend (configured without nvcc)"); }
+
 #if STRIPELINE_HAVE_CUDA
-bool cuda_available() { return cuda::device_status().available; }
-std::string cuda_status() { return cuda::device_status().description; }
+namespace {
+// The device (core/cuda) and, on top of it, whether this build carries a
+// kernel image the device can run: a GPU older than the architectures built
+// must say so at start, not at the first batch.
+struct BackendStatus {
+  bool available = false;
+  std::string description;
+};
+const BackendStatus& backend_status() {
+  static std::once_flag once;
+  static BackendStatus status;
+  std::call_once(once, [] {
+    const cuda::DeviceStatus& device = cuda::device_status();
+    status.description = device.description;
+    if (!device.available) return;
+    const cudaError_t e = kernels::cuda::probe_kernel_image();
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      status.description = device.description + " cannot run this build's kernels: cudaFuncGetAttributes: " + cudaGetErrorString(e);
+      return;
+    }
+    status.available = true;
+  });
+  return status;
+}
+}  // namespace
+
+bool cuda_available() { return backend_status().available; }
+std::string cuda_status() { return backend_status().description; }
 double cuda_startup_ms() { return cuda::device_status().startup_ms; }
 #else
 bool cuda_available() { return false; }

@@ -15,16 +15,21 @@ const char* to_string(Backend b);
 // "auto" | "cpu" | "cuda"; throws ConfigError otherwise.
 Backend parse_backend(std::string_view text);
 
-// True when this build has the CUDA backend and a usable GPU is present.
-// The first call initialises CUDA (once per process) and records how long it took.
+// True when this build has the CUDA backend, a GPU is present and this
+// build's kernels run on it. The first call initialises CUDA (once per
+// process) and records how long it took.
 bool cuda_available();
-// Why CUDA is not available ("built without CUDA", "no CUDA device: ..."), or the device's name.
+// Why CUDA is not available ("built without CUDA", "no CUDA device: ...", a
+// GPU older than the architectures built), or the device's name.
 std::string cuda_status();
 // Milliseconds the CUDA start-up (context creation) took, 0 if never done.
 double cuda_startup_ms();
 
 // Auto -> Cuda when available, else Cpu. Cuda without a GPU -> ConfigError (exit 2).
 Backend resolve_backend(Backend requested);
+
+// The one error for asking a build without CUDA for the CUDA backend (ConfigError).
+[[noreturn]] void throw_no_cuda_backend();
 
 // Host memory for batch buffers on this backend: pinned for CUDA, pageable for CPU.
 HostAllocator host_allocator_for(Backend b);

@@ -4,10 +4,7 @@
 
 #include "core/errors.h"
 #include "core/fixed_point.h"
-#include "stages/cpu/cpu_stages.h"
-#if STRIPELINE_HAVE_CUDA
-#include "stages/cuda/cuda_stages.h"
-#endif
+#include "stages/factory.h"
 
 namespace stripeline {
 
@@ -83,17 +80,7 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
 }
 
 std::unique_ptr<BatchProcessor> make_processor(Backend backend, const BatchLayout& layout, const ChainConfig& config) {
-  switch (backend) {
-    case Backend::Cpu: return cpu::make_cpu_processor(layout, config);
-    case Backend::Cuda:
-#if STRIPELINE_HAVE_CUDA
-      return cuda::make_cuda_processor(layout, config);
-#else
-      throw ConfigError("backend 'cuda' requested but this build has no CUDA backend");
-#endif
-    case Backend::Auto: break;
-  }
-  throw RuntimeFailure("make_processor: backend must be resolved (cpu or cuda) before use");
+  return backend_factory(backend).processor(layout, config);
 }
 
 }  // namespace stripeline

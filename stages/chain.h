@@ -39,21 +39,54 @@ kernels::ColumnParams validate_chain(const ChainConfig& config, const BatchLayou
 // Output slots per column for this config and frame height.
 int output_slots(const ChainConfig& config, int frame_height);
 
+// One processing lane. The backend-independent work happens here, once, in
+// the non-virtual submit()/wait(): layout checks, the frame header (count,
+// batch number, frame index, metadata) copied to the profiles, and frames
+// marked missing made empty profiles. Backends implement enqueue() (and
+// complete() when they run asynchronously).
 class BatchProcessor {
  public:
   virtual ~BatchProcessor() = default;
   virtual Backend backend() const = 0;
-  // Process the batch's filled frames into out (out.frames, meta, sequence
-  // are set). Synchronous: when it returns, out is complete. Not thread-safe:
-  // one thread per processor at a time.
-  virtual void process(const Batch& in, ProfileBatch& out) = 0;
-  // Milliseconds of compute of the last process(): kernel time on CUDA (copies
+  const BatchLayout& layout() const { return layout_; }
+  // Output slots per column.
+  int slots() const { return params_.slots; }
+
+  // Start turning the batch's filled frames into profiles. The CPU backend
+  // is done when this returns; CUDA has enqueued the copies and kernels on
+  // its stream. Neither in nor out may be touched, nor another batch
+  // submitted, until wait() returns. Throws RuntimeFailure when a batch does
+  // not match the layout the processor was set up for.
+  void submit(const Batch& in, ProfileBatch& out);
+  // Blocks until the submitted batch is complete (no-op when none is pending).
+  void wait();
+  // submit + wait. Not thread-safe: one thread per processor at a time.
+  void process(const Batch& in, ProfileBatch& out) {
+    submit(in, out);
+    wait();
+  }
+  // Milliseconds of compute of the last batch: kernel time on CUDA (copies
   // excluded), wall time of the whole chain on the CPU.
   virtual double last_compute_ms() const { return 0.0; }
+
+ protected:
+  // params.slots set (validate_chain).
+  BatchProcessor(const BatchLayout& layout, const kernels::ColumnParams& params) : layout_(layout), params_(params) {}
+  const kernels::ColumnParams& params() const { return params_; }
+  // The backend's part: the profile arrays of in.frames frames into out.
+  virtual void enqueue(const Batch& in, ProfileBatch& out) = 0;
+  // Blocks until what enqueue() started is done (asynchronous backends).
+  virtual void complete() {}
+
+ private:
+  BatchLayout layout_;
+  kernels::ColumnParams params_;
+  ProfileBatch* pending_ = nullptr;
 };
 
-// Set up a processor for batches of `layout` (layout.frames = capacity).
-// Backend must be resolved (Cpu or Cuda).
+// Validates config against layout (ConfigError naming the key), then sets up
+// a processor for batches of `layout` (layout.frames = capacity). Backend
+// must be resolved (Cpu or Cuda).
 std::unique_ptr<BatchProcessor> make_processor(Backend backend, const BatchLayout& layout, const ChainConfig& config);
 
 }  // namespace stripeline

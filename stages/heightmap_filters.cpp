@@ -6,9 +6,7 @@
 #include <string_view>
 
 #include "core/errors.h"
-#if STRIPELINE_HAVE_CUDA
-#include "stages/cuda/heightmap_filters_cuda.h"
-#endif
+#include "stages/factory.h"
 
 namespace stripeline {
 
@@ -128,15 +126,7 @@ std::unique_ptr<HeightMapFilter> make_heightmap_filter(Backend backend, int widt
   validate_filter_steps(steps);
   if (width < 1 || height < 1)
     throw InputError("height map " + std::to_string(width) + "x" + std::to_string(height) + " (expected at least 1x1)");
-  const auto fused = fuse_filter_steps(steps);
-  if (resolve_backend(backend) == Backend::Cuda) {
-#if STRIPELINE_HAVE_CUDA
-    return cuda::make_heightmap_filter(width, height, fused);
-#else
-    throw ConfigError("backend 'cuda' requested but this build has no CUDA backend");
-#endif
-  }
-  return cpu::make_heightmap_filter(width, height, fused);
+  return backend_factory(resolve_backend(backend)).heightmap_filter(width, height, fuse_filter_steps(steps));
 }
 
 }  // namespace stripeline

@@ -22,6 +22,7 @@
 #include "core/profile.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/sink.h"
+#include "gpu_test.h"
 #include "test_helpers.h"
 
 #include <spdlog/spdlog.h>
@@ -715,10 +716,10 @@ class MissingFrameSource final : public FrameSource {
 class CollectingSink final : public ProfileSink {
  public:
   void begin(const ScanInfo&) override {}
-  void consume(const Batch& batch, const ProfileBatch& p) override {
+  void consume(const ProfileSpan& p) override {
     for (int f = 0; f < p.frames; ++f) {
       Profile out;
-      out.missing = batch.meta[f].missing;
+      out.missing = p.meta[f].missing;
       for (int x = 0; x < p.width; ++x) {
         out.count.push_back(p.count[static_cast<std::size_t>(f) * p.width + x]);
         out.position.push_back(p.position[p.slot_index(f, 0, x)]);
@@ -779,7 +780,8 @@ void expect_missing_frame_empty(Backend backend) {
 
 TEST(PipelineMissingFrames, MissingFrameIsAnEmptyProfileEvenWithAVisibleStripe) { expect_missing_frame_empty(Backend::Cpu); }
 
-TEST(PipelineMissingFrames, MissingFrameIsAnEmptyProfileOnCudaToo) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_status();
+class PipelineMissingFramesCuda : public test::CudaTest {};
+
+TEST_F(PipelineMissingFramesCuda, MissingFrameIsAnEmptyProfileOnCudaToo) {
   expect_missing_frame_empty(Backend::Cuda);
 }

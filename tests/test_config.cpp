@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
-#include "pipeline/config.h"
+#include "app/config.h"
+#include "app/sources.h"
 #include "test_helpers.h"
 
 using namespace stripeline;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -21,13 +22,15 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "gpu_test.h"
 #include "stages/backend.h"
 #include "stages/chain.h"
 #include "stages/stages.h"
 #if STRIPELINE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "stages/cuda/cuda_runtime.h"
+#include "core/cuda/device_lane.h"
+#include "core/cuda/runtime.h"
 #include "stages/cuda/cuda_stages.h"
 #endif
 
@@ -266,10 +269,29 @@ const PixelFormat kFormats[] = {PixelFormat::Mono8, PixelFormat::Mono16};
 }  // namespace
 
 // ===========================================================================
+// Every GPU test derives from CudaTest: it skips, with the reason, where no
+// usable GPU is present (never passes silently).
+using test::CudaTest;
+class CudaRuntime : public CudaTest {};
+class CudaBlur : public CudaTest {};
+class CudaThreshold : public CudaTest {};
+class CudaFused : public CudaTest {};
+class CudaProcessor : public CudaTest {};
+class CudaBench : public CudaTest {};
+// Parameterised by method (kMethods).
+class CudaExtract : public CudaTest, public ::testing::WithParamInterface<int> {};
+class CudaFusedMethod : public CudaTest, public ::testing::WithParamInterface<int> {};
+std::string method_name(const ::testing::TestParamInfo<int>& info) {
+  std::string n = kMethods[info.param].name;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
+// ===========================================================================
 // Runtime helpers
 
-TEST(CudaRuntime, DeviceStatusDescribesTheDevice) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaRuntime, DeviceStatusDescribesTheDevice) {
 #if STRIPELINE_HAVE_CUDA
   const cuda::DeviceStatus& s = cuda::device_status();
   EXPECT_TRUE(s.available);
@@ -285,8 +307,7 @@ TEST(CudaRuntime, DeviceStatusDescribesTheDevice) {
 #endif
 }
 
-TEST(CudaRuntime, PinnedHostBuffers) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaRuntime, PinnedHostBuffers) {
 #if STRIPELINE_HAVE_CUDA
   HostBuffer b = cuda::allocate_pinned(1 << 20);
   ASSERT_TRUE(b);
@@ -304,8 +325,7 @@ TEST(CudaRuntime, PinnedHostBuffers) {
 #endif
 }
 
-TEST(CudaRuntime, HandlesAreMoveOnlyAndReleaseOnce) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaRuntime, HandlesAreMoveOnlyAndReleaseOnce) {
 #if STRIPELINE_HAVE_CUDA
   cuda::DeviceBuffer a = cuda::DeviceBuffer::allocate(1000, "test");
   ASSERT_TRUE(a);
@@ -337,8 +357,7 @@ TEST(CudaRuntime, HandlesAreMoveOnlyAndReleaseOnce) {
 #endif
 }
 
-TEST(CudaRuntime, CheckThrowsCudaErrorNamingTheCallAndClearsIt) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaRuntime, CheckThrowsCudaErrorNamingTheCallAndClearsIt) {
 #if STRIPELINE_HAVE_CUDA
   try {
     STRIPELINE_CUDA_CHECK(cudaSetDevice(12345));
@@ -357,8 +376,7 @@ TEST(CudaRuntime, CheckThrowsCudaErrorNamingTheCallAndClearsIt) {
 // ===========================================================================
 // Stages on their own
 
-TEST(CudaBlur, MatchesCpuOnOddSizesEveryBlurSize) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaBlur, MatchesCpuOnOddSizesEveryBlurSize) {
   std::uint64_t seed = 1;
   for (PixelFormat format : kFormats)
     for (int width : {1, 13, 33, 176, 1936})
@@ -378,8 +396,7 @@ TEST(CudaBlur, MatchesCpuOnOddSizesEveryBlurSize) {
         }
 }
 
-TEST(CudaBlur, TallFramesAndManyFrames) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaBlur, TallFramesAndManyFrames) {
   for (PixelFormat format : kFormats) {
     for (auto [width, height, frames, capacity] : {std::array{176, 1024, 2, 3}, std::array{2048, 52, 300, 300}, std::array{31, 4096, 1, 1}}) {
       Batch in = make_batch(width, height, frames, capacity, format, host_allocator_for(Backend::Cuda));
@@ -402,8 +419,7 @@ TEST(CudaBlur, TallFramesAndManyFrames) {
   }
 }
 
-TEST(CudaThreshold, MatchesCpuOutOfPlaceAndInPlace) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaThreshold, MatchesCpuOutOfPlaceAndInPlace) {
   std::uint64_t seed = 10;
   for (PixelFormat format : kFormats)
     for (int width : {1, 13, 176, 2048})
@@ -424,31 +440,30 @@ TEST(CudaThreshold, MatchesCpuOutOfPlaceAndInPlace) {
         }
 }
 
-TEST(CudaExtract, MatchesCpuForEveryMethod) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
-  std::uint64_t seed = 100;
+TEST_P(CudaExtract, MatchesCpu) {
+  const int m = GetParam();
+  std::uint64_t seed = 100 + 1000 * static_cast<std::uint64_t>(m);
   for (PixelFormat format : kFormats)
     for (int width : {1, 33, 176, 2048})
       for (int height : {1, 3, 52, 256})
-        for (int m = 0; m < kMethodCount; ++m)
-          for (bool stripes : {true, false}) {
-            const ChainConfig config = make_config(kMethods[m], 0, false, format, height, static_cast<int>(seed % 4));
-            Batch in = make_batch(width, height, 2, 3, format);
-            fill(in, stripes, seed++);
-            const kernels::ColumnParams params = validate_chain(config, in.layout);
-            ProfileBatch expected = make_profiles(in, params.slots);
-            ProfileBatch got = make_profiles(in, params.slots);
-            make_extract_stage(Backend::Cpu, in.layout, params)->run(in, expected);
-            make_extract_stage(Backend::Cuda, in.layout, params)->run(in, got);
-            ASSERT_TRUE(same_profiles(expected, got)) << describe(in, kMethods[m], config, stripes);
-          }
+        for (bool stripes : {true, false}) {
+          const ChainConfig config = make_config(kMethods[m], 0, false, format, height, static_cast<int>(seed % 4));
+          Batch in = make_batch(width, height, 2, 3, format);
+          fill(in, stripes, seed++);
+          const kernels::ColumnParams params = validate_chain(config, in.layout);
+          ProfileBatch expected = make_profiles(in, params.slots);
+          ProfileBatch got = make_profiles(in, params.slots);
+          make_extract_stage(Backend::Cpu, in.layout, params)->run(in, expected);
+          make_extract_stage(Backend::Cuda, in.layout, params)->run(in, got);
+          ASSERT_TRUE(same_profiles(expected, got)) << describe(in, kMethods[m], config, stripes);
+        }
 }
+INSTANTIATE_TEST_SUITE_P(EveryMethod, CudaExtract, ::testing::Range(0, kMethodCount), method_name);
 
 // ===========================================================================
 // The processor: fused kernel and per-stage path
 
-TEST(CudaFused, MatchesCpuOnEveryGeometry) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaFused, MatchesCpuOnEveryGeometry) {
   int i = 0;
   for (PixelFormat format : kFormats)
     for (int width : kWidths)
@@ -468,24 +483,23 @@ TEST(CudaFused, MatchesCpuOnEveryGeometry) {
       }
 }
 
-TEST(CudaFused, MatchesCpuForEveryMethodBlurSizeAndThresholdSetting) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
-  std::uint64_t seed = 5000;
+TEST_P(CudaFusedMethod, MatchesCpuForEveryBlurSizeAndThresholdSetting) {
+  const int m = GetParam();
+  std::uint64_t seed = 5000 + 1000 * static_cast<std::uint64_t>(m);
   for (PixelFormat format : kFormats)
     for (auto [width, height] : {std::array{176, 52}, std::array{33, 7}, std::array{200, 64}})
-      for (int m = 0; m < kMethodCount; ++m)
-        for (int blur : kBlurSizes)
-          for (bool threshold_stage : {true, false}) {
-            const ChainConfig config = make_config(kMethods[m], blur, threshold_stage, format, height, static_cast<int>(seed % 4));
-            Batch in = make_batch(width, height, 17, 20, format);
-            const bool stripes = seed % 3 != 0;
-            fill(in, stripes, seed++);
-            ASSERT_NO_FATAL_FAILURE(check_chain(in, config, describe(in, kMethods[m], config, stripes), true));
-          }
+      for (int blur : kBlurSizes)
+        for (bool threshold_stage : {true, false}) {
+          const ChainConfig config = make_config(kMethods[m], blur, threshold_stage, format, height, static_cast<int>(seed % 4));
+          Batch in = make_batch(width, height, 17, 20, format);
+          const bool stripes = seed % 3 != 0;
+          fill(in, stripes, seed++);
+          ASSERT_NO_FATAL_FAILURE(check_chain(in, config, describe(in, kMethods[m], config, stripes), true));
+        }
 }
+INSTANTIATE_TEST_SUITE_P(EveryMethod, CudaFusedMethod, ::testing::Range(0, kMethodCount), method_name);
 
-TEST(CudaFused, ProductionShapeAndPartialBatches) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaFused, ProductionShapeAndPartialBatches) {
   const HostAllocator pinned = host_allocator_for(Backend::Cuda);
   for (PixelFormat format : kFormats)
     for (int frames : {1, 3, 17, 300}) {
@@ -498,8 +512,7 @@ TEST(CudaFused, ProductionShapeAndPartialBatches) {
     }
 }
 
-TEST(CudaFused, TallFramesFallBackToPerStageKernels) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaFused, TallFramesFallBackToPerStageKernels) {
 #if STRIPELINE_HAVE_CUDA
   // 16-bit frames of 1024 rows blurred need ~290 KB of shared memory per block,
   // the others more: beyond what any GPU offers a block.
@@ -523,8 +536,7 @@ TEST(CudaFused, TallFramesFallBackToPerStageKernels) {
 #endif
 }
 
-TEST(CudaFused, RandomFramesSaturateCounts) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaFused, RandomFramesSaturateCounts) {
   // 'all' on bright random frames finds more than 255 points per column: count saturates at 255.
   for (PixelFormat format : kFormats) {
     Batch in = make_batch(77, 600, 2, 2, format);
@@ -542,8 +554,7 @@ TEST(CudaFused, RandomFramesSaturateCounts) {
 // ===========================================================================
 // The CudaProcessor interface
 
-TEST(CudaProcessor, SubmitWaitComputeOnlyAndReuse) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaProcessor, SubmitWaitComputeOnlyAndReuse) {
 #if STRIPELINE_HAVE_CUDA
   const HostAllocator pinned = host_allocator_for(Backend::Cuda);
   const ChainConfig config = make_config(kMethods[0], 5, true, PixelFormat::Mono8, 52);
@@ -588,8 +599,7 @@ TEST(CudaProcessor, SubmitWaitComputeOnlyAndReuse) {
 #endif
 }
 
-TEST(CudaProcessor, AbsurdAllocationThrowsCudaError) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaProcessor, AbsurdAllocationThrowsCudaError) {
   // Accepted by validate_chain (every dimension at its maximum) but 16 TiB of
   // pixels: cudaMalloc must fail and say so, not crash.
   const BatchLayout huge{kMaxWidth, kMaxFrameHeight, kMaxBatchFrames, PixelFormat::Mono8};
@@ -611,8 +621,7 @@ TEST(CudaProcessor, AbsurdAllocationThrowsCudaError) {
 // ===========================================================================
 // Timing of the production shape (informative: printed, not asserted)
 
-TEST(CudaBench, ProductionShapeKernelTime) {
-  if (!stripeline::cuda_available()) GTEST_SKIP() << "no CUDA device: " << stripeline::cuda_status();
+TEST_F(CudaBench, ProductionShapeKernelTime) {
 #if STRIPELINE_HAVE_CUDA
   const HostAllocator pinned = host_allocator_for(Backend::Cuda);
   for (PixelFormat format : kFormats) {

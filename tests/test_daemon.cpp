@@ -27,11 +27,13 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "app/config.h"
+#include "app/outputs.h"
 #include "daemon/metrics.h"
 #include "daemon/scan_writer.h"
 #include "io/image_reader.h"
 #include "io/ply_writer.h"
-#include "pipeline/wire_format.h"
+#include "streaming/wire_format.h"
 #include "child_process.h"
 #include "test_helpers.h"
 
@@ -60,6 +62,15 @@ std::string daemon_config(const TempDir& dir, std::uint64_t scan_rows, const std
 }
 
 void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+// A subscriber to `topic` (a prefix; "" = all) on the daemon's endpoint.
+zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint, const std::string& topic) {
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::linger, 0);
+  sub.connect(endpoint);
+  sub.set(zmq::sockopt::subscribe, topic);
+  return sub;
+}
 
 // Receive until `stop(msgs)` or the deadline.
 bool receive_until(zmq::socket_t& sock, std::vector<wire::Decoded>& msgs, const std::function<bool(const std::vector<wire::Decoded>&)>& stop,
@@ -114,10 +125,7 @@ TEST(Daemon, StartPublishMetricsSigtermFinishesFilesAndSeriesEnd) {
   ASSERT_TRUE(d.wait_for("daemon: ready", 30s)) << d.output();
 
   zmq::context_t ctx(1);
-  zmq::socket_t sub(ctx, zmq::socket_type::sub);
-  sub.set(zmq::sockopt::linger, 0);
-  sub.connect(*endpoint);
-  sub.set(zmq::sockopt::subscribe, "");
+  zmq::socket_t sub = subscriber(ctx, *endpoint, "");
   // One whole scan = one whole series: series-start .. series-end, 300 rows.
   std::vector<wire::Decoded> msgs;
   std::size_t start = 0;
@@ -241,6 +249,81 @@ TEST(Daemon, SighupWithABadConfigKeepsTheOldOneAndAGoodOneIsApplied) {
   EXPECT_EQ(*code, 0) << d.output();
 }
 
+// processing.backend also says where height-map filters run: a daemon told
+// "cpu" must not run its scans' or its stream's filters on a GPU (it did:
+// both were built with "auto").
+TEST(Daemon, CpuBackendRunsTheHeightMapFiltersOfScansAndStreamOnTheCpu) {
+  TempDir dir;
+  std::ostringstream c;
+  c << "[synthetic]\nwidth = 128\nframe_height = 32\nframes = 0\n"
+    << "[processing]\nbackend = \"cpu\"\nbatch_frames = 20\n"
+    << "[output]\ndir = \"" << (dir / "scans").string()
+    << "\"\nply = \"\"\nheightmap = \"hm.png\"\npreview = \"\"\nsummary = \"scan.json\"\nheightmap_filters = [\"median 3\"]\n"
+    << "[publisher]\nenabled = true\nendpoint = \"tcp://127.0.0.1:*\"\nheightmap_rows = 20\ncontrol_timeout_ms = 5000\n"
+    << "[daemon]\nscan_rows = 60\nrate = 2000.0\n[http]\nenabled = false\n";
+  write_text(dir / "d.toml", c.str());
+  Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()});
+  const auto endpoint = d.wait_for(R"(publisher: bound (tcp://127\.0\.0\.1:[0-9]+))", 30s);
+  ASSERT_TRUE(endpoint) << d.output();
+  zmq::context_t ctx(1);
+  zmq::socket_t sub = subscriber(ctx, *endpoint, "series-start");
+  std::vector<wire::Decoded> msgs;
+  ASSERT_TRUE(receive_until(sub, msgs, [](const auto& m) { return !m.empty(); }, 30s)) << d.output();
+  EXPECT_EQ(msgs.front().header["heightmap_filters"]["backend"], "cpu") << msgs.front().header.dump();
+  ASSERT_TRUE(d.wait_for("scan [0-9]+: 60 rows, ended \\(rows\\)", 30s)) << d.output();
+  d.signal(SIGTERM);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+  int summaries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "scans")) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    const auto j = nlohmann::json::parse(in);
+    ASSERT_TRUE(j.contains("heightmap_filters")) << j.dump();
+    EXPECT_EQ(j["heightmap_filters"]["backend"], "cpu") << e.path();
+    EXPECT_EQ(j["heightmap_filters"]["steps"][0], "median 3");
+    ++summaries;
+  }
+  EXPECT_GE(summaries, 1);
+}
+
+TEST(Outputs, HeightMapFiltersRunOnTheProcessingBackendInEverySink) {
+  TempDir dir;
+  const Config c = parse_config("[processing]\nbackend = \"cpu\"\n[output]\nheightmap_filters = [\"median 3\", \"to8 10:3000\"]\n"
+                                "[publisher]\nenabled = true\nendpoint = \"tcp://127.0.0.1:*\"\n",
+                                "t.toml");
+  OutputConfig out = c.output;
+  out.dir = dir.path();
+  OutputOptions options;
+  options.filter_backend = c.pipeline.backend;
+  options.publisher = &c.publisher;
+  const OutputSinks sinks = make_output_sinks(out, options);
+  ASSERT_NE(sinks.heightmap, nullptr);
+  ASSERT_NE(sinks.publisher, nullptr);
+  EXPECT_EQ(sinks.heightmap->filter_backend(), Backend::Cpu);
+  EXPECT_EQ(sinks.publisher->config().filter_backend, Backend::Cpu);
+  EXPECT_EQ(sinks.publisher->config().heightmap_filters, out.heightmap_filters) << "the stream filters like the files";
+  EXPECT_EQ(sinks.publisher->config().height_bits, out.height_bits);
+  EXPECT_EQ(sinks.files.size(), 3u) << "ply, height map, preview";
+  // The daemon's scans take the same backend.
+  daemon::ScanWriter w(c.daemon, out, c.pipeline.backend, nullptr, "run", 1);
+  ScanInfo info;
+  info.layout = BatchLayout{4, 8, 2, PixelFormat::Mono8};
+  w.begin(info);
+  ProfileBatch p(4, 2, 1, &allocate_host);
+  p.frames = 2;
+  std::fill_n(p.count, 8, std::uint8_t{0});
+  w.consume(p.span());
+  ASSERT_TRUE(w.filter_backend().has_value());
+  EXPECT_EQ(*w.filter_backend(), Backend::Cpu);
+  w.abort();
+  // "auto" resolves once, to what this machine has.
+  options.filter_backend = Backend::Auto;
+  options.publisher = nullptr;
+  EXPECT_EQ(make_output_sinks(out, options).heightmap->filter_backend(), resolve_backend(Backend::Auto));
+}
+
 TEST(Daemon, MalformedConfigOrInsecureKeyExitsTwoWithOneLine) {
   TempDir dir;
   write_text(dir / "bad.toml", "[daemon]\nscan_rows = -3\n");
@@ -275,7 +358,7 @@ TEST(Daemon, ScanWriterEndsScansAtRowsAndAtPausesAndFinishesEveryFile) {
   oc.preview = "";
   oc.summary = "s.json";
   std::vector<daemon::ScanResult> done;
-  daemon::ScanWriter w(dc, oc, nullptr, "run", 1, {}, [&](const daemon::ScanResult& r) { done.push_back(r); });
+  daemon::ScanWriter w(dc, oc, Backend::Cpu, nullptr, "run", 1, {}, [&](const daemon::ScanResult& r) { done.push_back(r); });
   Batch b = test::make_batch<std::uint8_t>(6, 8, 10);
   ProfileBatch p(6, 10, 1, &allocate_host);
   p.frames = 10;
@@ -292,10 +375,12 @@ TEST(Daemon, ScanWriterEndsScansAtRowsAndAtPausesAndFinishesEveryFile) {
   ScanInfo info;
   info.layout = b.layout;
   w.begin(info);
-  w.consume(b, p);  // frames 0-3 (pause), 4-9 so far
+  p.meta = b.meta;
+  w.consume(p.span());  // frames 0-3 (pause), 4-9 so far
   b.first_index = p.first_index = 10;
   for (int f = 0; f < 10; ++f) b.meta[f].timestamp_ns = 11'000'000 + f * 100'000, b.meta[f].frame_id = 10 + f;
-  w.consume(b, p);  // 4-10 (rows = 7), 11-17 (7), 18-19 open
+  p.meta = b.meta;
+  w.consume(p.span());  // 4-10 (rows = 7), 11-17 (7), 18-19 open
   w.set_end_reason("stopped");
   w.finish();
   ASSERT_EQ(done.size(), 4u);

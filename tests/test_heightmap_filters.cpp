@@ -14,6 +14,7 @@
 #include "io/image_writer.h"
 #include "stages/backend.h"
 #include "stages/heightmap_filters.h"
+#include "gpu_test.h"
 #include "test_helpers.h"
 
 namespace stripeline {
@@ -226,8 +227,9 @@ TEST(HeightMapFilters, ParseKeepsOrderAndRejectsBadSteps) {
 }
 
 // ---- CUDA against the CPU ------------------------------------------------------------
-TEST(HeightMapFiltersCuda, MorphologyMatchesCpuExactly) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_status();
+class HeightMapFiltersCuda : public test::CudaTest {};
+
+TEST_F(HeightMapFiltersCuda, MorphologyMatchesCpuExactly) {
   unsigned seed = 500;
   for (const auto& d : kSizes) {
     const Map in = random_map(d.w, d.h, seed++);
@@ -241,8 +243,7 @@ TEST(HeightMapFiltersCuda, MorphologyMatchesCpuExactly) {
   }
 }
 
-TEST(HeightMapFiltersCuda, MedianAndTo8MatchCpuExactly) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_status();
+TEST_F(HeightMapFiltersCuda, MedianAndTo8MatchCpuExactly) {
   unsigned seed = 900;
   for (const auto& d : kSizes)
     for (int range : {60000, 5}) {
@@ -257,8 +258,7 @@ TEST(HeightMapFiltersCuda, MedianAndTo8MatchCpuExactly) {
     }
 }
 
-TEST(HeightMapFiltersCuda, ChainsMatchCpuExactlyOnLargeMap) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_status();
+TEST_F(HeightMapFiltersCuda, ChainsMatchCpuExactlyOnLargeMap) {
   const int w = 700, h = 700;
   const Map in = random_map(w, h, 4242);
   const std::vector<std::vector<FilterStep>> chains = {

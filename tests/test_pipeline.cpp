@@ -27,10 +27,10 @@ class RecordingSink final : public ProfileSink {
     width = info.layout.width;
     begun = true;
   }
-  void consume(const Batch& batch, const ProfileBatch& p) override {
+  void consume(const ProfileSpan& p) override {
     EXPECT_EQ(p.first_index, next_index) << "batches out of order";
     for (int f = 0; f < p.frames; ++f) {
-      EXPECT_EQ(batch.meta[f].frame_id, p.first_index + static_cast<std::uint64_t>(f));
+      EXPECT_EQ(p.meta[f].frame_id, p.first_index + static_cast<std::uint64_t>(f));
       std::vector<std::int32_t> row(p.width);
       for (int x = 0; x < p.width; ++x) row[x] = p.peaks(f, x) ? p.position[p.slot_index(f, 0, x)] : kNoPeak;
       rows.push_back(std::move(row));
@@ -128,7 +128,7 @@ TEST(Pipeline, FramesInFlightNeverExceedThePool) {
    public:
     explicit DrainSink(std::atomic<int>& n) : n_(n) {}
     void begin(const ScanInfo&) override {}
-    void consume(const Batch&, const ProfileBatch&) override { --n_; }
+    void consume(const ProfileSpan&) override { --n_; }
     void finish() override {}
 
    private:

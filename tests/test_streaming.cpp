@@ -18,12 +18,13 @@
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
 #include "io/ply_writer.h"
-#include "pipeline/config.h"
+#include "app/config.h"
+#include "app/sources.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/file_sinks.h"
-#include "pipeline/publisher.h"
+#include "streaming/publisher.h"
 #include "stages/heightmap_filters.h"
-#include "pipeline/wire_format.h"
+#include "streaming/wire_format.h"
 #include "test_helpers.h"
 
 using namespace stripeline;
@@ -61,7 +62,7 @@ PublisherConfig loopback(int rows_per_message = 4) {
 class Positions final : public ProfileSink {
  public:
   void begin(const ScanInfo&) override {}
-  void consume(const Batch&, const ProfileBatch& p) override {
+  void consume(const ProfileSpan& p) override {
     for (int f = 0; f < p.frames; ++f)
       for (int x = 0; x < p.width; ++x) rows.push_back(p.peaks(f, x) ? p.position[p.slot_index(f, 0, x)] : kNoPeak);
   }
@@ -158,13 +159,13 @@ TEST(WireFormat, RowsRoundTripWithNaNForNoDetectionAndCalibration) {
   cal.z_offset = 2.0;
   wire::RowBlock rows;
   rows.clear(5, 2);
-  rows.append(b, p, 1, 2, cal, 41);
+  rows.append(p.span(), 1, 2, ProfileMapping(cal, kDefaultHeightCodeBits), 41);
   auto header = wire::base_header(wire::Topic::Profile, "abc", 7);
   header["calibration"] = wire::calibration_json(cal);
-  const auto enc = wire::encode_rows(wire::Topic::Profile, header, rows);
-  ASSERT_EQ(enc.parts.size(), 5u);
-  EXPECT_EQ(enc.parts[0], "profile");
-  const auto d = wire::decode(enc.parts);
+  const auto enc = wire::encode_rows(wire::Topic::Profile, header, rows).strings();
+  ASSERT_EQ(enc.size(), 5u);
+  EXPECT_EQ(enc[0], "profile");
+  const auto d = wire::decode(enc);
   EXPECT_EQ(d.seq, 7u);
   EXPECT_EQ(d.series, "abc");
   EXPECT_EQ(d.header["htype"], "stripeline-profile-1.0");
@@ -198,7 +199,10 @@ TEST(WireFormat, RowsRoundTripWithNaNForNoDetectionAndCalibration) {
 TEST(WireFormat, MalformedMessagesAreRejected) {
   wire::RowBlock rows;
   rows.clear(4, 1);
-  auto good = wire::encode_rows(wire::Topic::Profile, wire::base_header(wire::Topic::Profile, "s", 0), rows);
+  struct Parts {
+    std::vector<std::string> parts;
+  };
+  const Parts good{wire::encode_rows(wire::Topic::Profile, wire::base_header(wire::Topic::Profile, "s", 0), rows).strings()};
   EXPECT_NO_THROW(wire::decode(good.parts));
   auto short_msg = good;
   short_msg.parts.pop_back();
@@ -211,8 +215,8 @@ TEST(WireFormat, MalformedMessagesAreRejected) {
   h["htype"] = "stripeline-profile-2.0";
   v2.parts[1] = h.dump();
   EXPECT_THROW(wire::decode(v2.parts), InputError);
-  EXPECT_THROW(wire::decode({"nonsense", "{}"}), InputError);
-  EXPECT_THROW(wire::decode({"profile"}), InputError);
+  EXPECT_THROW(wire::decode(std::vector<std::string>{"nonsense", "{}"}), InputError);
+  EXPECT_THROW(wire::decode(std::vector<std::string>{"profile"}), InputError);
 }
 
 TEST(WireFormat, GapTrackerReportsEveryGapExactly) {

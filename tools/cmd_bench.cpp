@@ -112,24 +112,25 @@ class PrefilledSource final : public FrameSource {
 class TimingSink final : public ProfileSink {
  public:
   explicit TimingSink(std::uint64_t warmup) : warmup_(warmup) {}
-  void begin(const ScanInfo&) override {}
-  void consume(const Batch& b, const ProfileBatch& p) override {
+  void begin(const ScanInfo& info) override {
+    frame_bytes_ = info.layout.frame_pixels() * bytes_per_pixel(info.layout.format);
+  }
+  void consume(const ProfileSpan& p) override {
     ++batches_;
-    points_ += p.points();
     if (batches_ == warmup_) start_ = clock::now();
     if (batches_ > warmup_) {
       timed_batches_++;
-      timed_frames_ += static_cast<std::uint64_t>(b.frames);
-      timed_bytes_ += b.filled_bytes();
+      timed_frames_ += static_cast<std::uint64_t>(p.frames);
+      timed_bytes_ += static_cast<std::uint64_t>(p.frames) * frame_bytes_;
     }
     end_ = clock::now();
   }
   void finish() override {}
   double seconds() const { return std::chrono::duration<double>(end_ - start_).count(); }
-  std::uint64_t timed_batches_ = 0, timed_frames_ = 0, timed_bytes_ = 0, points_ = 0;
+  std::uint64_t timed_batches_ = 0, timed_frames_ = 0, timed_bytes_ = 0;
 
  private:
-  std::uint64_t warmup_, batches_ = 0;
+  std::uint64_t warmup_, batches_ = 0, frame_bytes_ = 0;
   clock::time_point start_, end_;
 };
 
@@ -174,7 +175,7 @@ class LatencySink final : public ProfileSink {
   LatencySink(const std::vector<clock::time_point>& arrivals, std::vector<double>& latencies_us)
       : arrivals_(arrivals), latencies_(latencies_us) {}
   void begin(const ScanInfo&) override {}
-  void consume(const Batch&, const ProfileBatch& p) override {
+  void consume(const ProfileSpan& p) override {
     const auto now = clock::now();
     for (int f = 0; f < p.frames; ++f)
       latencies_[p.first_index + f] = std::chrono::duration<double, std::micro>(now - arrivals_[p.first_index + f]).count();

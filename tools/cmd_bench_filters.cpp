@@ -21,7 +21,7 @@
 #include "stages/heightmap_filters.h"
 #include "tools/commands.h"
 #if STRIPELINE_HAVE_CUDA
-#include "stages/cuda/cuda_runtime.h"
+#include "core/cuda/runtime.h"
 #include "stages/cuda/heightmap_filters_cuda.h"
 #endif
 

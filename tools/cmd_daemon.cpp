@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "app/config.h"
 #include "daemon/daemon.h"
-#include "pipeline/config.h"
-#include "pipeline/publisher.h"
+#include "streaming/curve.h"
 #include "tools/commands.h"
 
 namespace stripeline::tools {
@@ -35,10 +35,7 @@ Subcommand add_daemon(CLI::App& app) {
             }
             if (f->check) {
               Config c = load_config(f->config);
-              if (c.publish && c.publisher.curve.enabled) {
-                read_curve_key(c.publisher.curve.server_secret_key, true);
-                for (const auto& k : c.publisher.curve.client_keys) read_curve_key(k, false);
-              }
+              if (c.publish) c.publisher.curve.check_key_files();
               std::printf("%s: ok\n", f->config.c_str());
               return 0;
             }

@@ -7,14 +7,11 @@
 #include <memory>
 #include <optional>
 
-#include "acquisition/camera_source.h"
-#include "acquisition/file_source.h"
-#include "acquisition/synthetic_scanner.h"
+#include "app/config.h"
+#include "app/outputs.h"
+#include "app/sources.h"
 #include "core/errors.h"
-#include "pipeline/config.h"
-#include "pipeline/file_sinks.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/publisher.h"
 #include "tools/commands.h"
 #include "tools/report.h"
 
@@ -59,48 +56,23 @@ class StopOnSignal {
   void (*old_term_)(int) = nullptr;
 };
 
-void create_output_dir(const std::filesystem::path& dir) {
-  if (dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir))
-    throw InputError(dir.string() + ": cannot create the output directory (" + (ec ? ec.message() : "not a directory") + ")");
-}
-
 int process(const std::string& command, const Config& config, bool quiet, double wait_subscriber = 0.0) {
   auto source = make_source(config);
   const auto& out = config.output;
-  const bool any_file = !out.ply.empty() || !out.heightmap.empty() || !out.preview.empty() || !out.summary.empty();
-  if (any_file) create_output_dir(out.dir);
-
-  std::vector<std::unique_ptr<ProfileSink>> owned;
-  std::vector<std::filesystem::path> outputs;
-  if (!out.ply.empty()) {
-    outputs.push_back(out.resolve(out.ply));
-    owned.push_back(std::make_unique<PlySink>(outputs.back(), out.ply_encoding));
-  }
-  if (!out.heightmap.empty() || !out.preview.empty()) {
-    const auto hm = out.heightmap.empty() ? std::filesystem::path() : out.resolve(out.heightmap);
-    const auto pv = out.preview.empty() ? std::filesystem::path() : out.resolve(out.preview);
-    if (!hm.empty()) outputs.push_back(hm);
-    if (!pv.empty()) outputs.push_back(pv);
-    auto sink = std::make_unique<HeightMapSink>(hm, pv, out.height_bits, source->total_frames().value_or(0));
-    if (!out.heightmap_filters.empty()) sink->set_filters(out.heightmap_filters, resolve_backend(config.pipeline.backend));
-    owned.push_back(std::move(sink));
-  }
+  OutputOptions options;
+  options.filter_backend = config.pipeline.backend;
+  options.expected_rows = source->total_frames().value_or(0);
+  options.publisher = config.publish ? &config.publisher : nullptr;
+  OutputSinks sinks = make_output_sinks(out, options);
+  std::vector<std::filesystem::path> outputs = sinks.files;
   // Streaming (--publish or [publisher] enabled): docs/wire-format.md.
-  Publisher* publisher = nullptr;
-  if (config.publish) {
-    auto p = std::make_unique<Publisher>(config.publisher);
-    publisher = p.get();
-    owned.push_back(std::move(p));
+  Publisher* publisher = sinks.publisher;
+  if (publisher) {
     if (!quiet) std::fprintf(stderr, "publishing on %s\n", publisher->endpoint().c_str());
     if (wait_subscriber > 0 && !publisher->wait_for_subscribers(1, std::chrono::milliseconds(static_cast<long>(wait_subscriber * 1000))))
       std::fprintf(stderr, "stripeline: warning: no subscriber after %.1f s; publishing anyway (rows will count as dropped: no_subscriber)\n",
                    wait_subscriber);
   }
-  std::vector<ProfileSink*> sinks;
-  for (auto& s : owned) sinks.push_back(s.get());
 
   const bool live = config.source == SourceKind::Camera;
   StopOnSignal stop_on_signal(live ? source.get() : nullptr);
@@ -113,7 +85,7 @@ int process(const std::string& command, const Config& config, bool quiet, double
   report.command = command;
   report.source = source->describe();
   report.width = source->frame_layout().width;
-  report.stats = pipeline.run(*source, sinks, [&bar](const PipelineStats& s) { bar.update(s); });
+  report.stats = pipeline.run(*source, sinks.all(), [&bar](const PipelineStats& s) { bar.update(s); });
   bar.done();
   report.acquisition = source->acquisition_counters();
   if (source->end_reason() == SourceEnd::DeviceLost) {
@@ -236,10 +208,9 @@ Subcommand add_replay(CLI::App& app) {
             if (!f->publish.empty()) {
               c.publish = true;
               c.publisher.endpoint = f->publish;
-              c.publisher.height_bits = c.output.height_bits;
-              c.publisher.heightmap_filters = c.output.heightmap_filters;
               c.publisher.validate();
             }
+            if (f->height_bits >= 0) c.output.validate();
             return process("replay", c, f->quiet, f->wait_subscriber);
           }};
 }

@@ -115,15 +115,6 @@ class AravisCamera final : public CameraSource {
   void trigger_loop();
   void declare_lost(const std::string& why);
   ArrivedFrame to_frame(ArvBuffer* b);
-  // Back to the driver with its id and timestamps cleared: Aravis writes them
-  // only when a frame's leader packet arrives, so a frame whose leader was
-  // lost would otherwise carry the id of this buffer's previous frame.
-  void give_back(ArvBuffer* b) {
-    arv_buffer_set_frame_id(b, 0);
-    arv_buffer_set_timestamp(b, 0);
-    arv_buffer_set_system_timestamp(b, 0);
-    arv_stream_push_buffer(stream_.get(), b);
-  }
   static void on_control_lost(ArvDevice*, gpointer self);
 
   CameraConfig config_;
@@ -139,7 +130,7 @@ class AravisCamera final : public CameraSource {
   bool acquiring_ = false;
 
   BatchAssembler assembler_;
-  ArvBuffer* held_ = nullptr;  // popped, did not fit the last batch: goes first into the next
+  aravis::BufferLease held_;  // popped, did not fit the last batch: goes first into the next (before stream_ is destroyed)
   std::uint64_t rows_delivered_ = 0;
   std::uint64_t batches_full_ = 0, batches_flushed_ = 0;
   SourceEnd end_ = SourceEnd::Exhausted;
@@ -435,7 +426,7 @@ void AravisCamera::start_stream() {
   // scheduled (a frame is ~75 packets arriving back to back).
   if (ARV_IS_GV_STREAM(stream_.get()) && config_.socket_buffer > 0)
     g_object_set(stream_.get(), "socket-buffer", ARV_GV_STREAM_SOCKET_BUFFER_FIXED, "socket-buffer-size", config_.socket_buffer, nullptr);
-  for (int i = 0; i < config_.stream_buffers; ++i) give_back(arv_buffer_new_allocate(payload_));
+  for (int i = 0; i < config_.stream_buffers; ++i) arv_stream_push_buffer(stream_.get(), arv_buffer_new_allocate(payload_));
   last_alive_ns_.store(now_ns());
   arv_camera_start_acquisition(cam, err.out());
   if (err) throw DeviceUnavailable(fmt::format("camera {}: cannot start acquisition: {}", settings_.id, err.message()));
@@ -530,10 +521,7 @@ void AravisCamera::stop_threads() {
 
 AravisCamera::~AravisCamera() {
   stop_threads();
-  if (held_) {
-    g_object_unref(held_);
-    held_ = nullptr;
-  }
+  held_.reset();
   // A camera silent for longer than a probe period is probably gone (a
   // SIGTERM can come before the monitor declares it): do not spend Aravis'
   // retries telling it to stop.
@@ -614,8 +602,7 @@ bool AravisCamera::fill(Batch& batch) {
       end_ = SourceEnd::DeviceLost;
       break;
     }
-    ArvBuffer* b = held_;
-    held_ = nullptr;
+    aravis::BufferLease b = std::move(held_);
     if (!b) {
       auto wait = std::chrono::duration_cast<std::chrono::microseconds>(poll);
       if (flush_at) {
@@ -626,23 +613,21 @@ bool AravisCamera::fill(Batch& batch) {
         }
         wait = std::min(wait, left);
       }
-      b = arv_stream_timeout_pop_buffer(stream_.get(), static_cast<guint64>(std::max<std::int64_t>(wait.count(), 1)));
+      b = aravis::BufferLease(
+          stream_.get(), arv_stream_timeout_pop_buffer(stream_.get(), static_cast<guint64>(std::max<std::int64_t>(wait.count(), 1))));
       if (!b) continue;
       last_alive_ns_.store(now_ns());
       // A failed buffer without a frame id cannot be placed; the id gap the
-      // next frame shows counts it.
-      if (arv_buffer_get_status(b) != ARV_BUFFER_STATUS_SUCCESS && arv_buffer_get_frame_id(b) == 0) {
-        give_back(b);
-        continue;
-      }
+      // next frame shows counts it. (The lease gives it back.)
+      if (arv_buffer_get_status(b.get()) != ARV_BUFFER_STATUS_SUCCESS && arv_buffer_get_frame_id(b.get()) == 0) continue;
     }
-    const ArrivedFrame f = to_frame(b);
+    const ArrivedFrame f = to_frame(b.get());
     if (assembler_.add(batch, f, capacity) == BatchAssembler::Result::BatchFull) {
-      held_ = b;  // it goes first into the next batch
+      held_ = std::move(b);  // it goes first into the next batch
       full = true;
       break;
     }
-    give_back(b);
+    b.reset();  // back to the driver now: the assembler copied the frame
     // (A frame dropped as late adds no row: the flush clock starts at the first row.)
     if (!flush_at && batch.frames > 0 && config_.flush_timeout > 0)
       flush_at = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(config_.flush_timeout));

@@ -39,6 +39,42 @@ class GObjectRef {
   T* p_ = nullptr;
 };
 
+// A buffer popped from a stream: ours until it goes back to the driver,
+// which the lease does when it ends (or at reset()). It goes back with its
+// frame id and timestamps cleared: Aravis writes them only when a frame's
+// leader packet arrives, so a frame whose leader was lost would otherwise
+// carry the id of this buffer's previous frame. The stream must outlive it.
+class BufferLease {
+ public:
+  BufferLease() = default;
+  BufferLease(ArvStream* stream, ArvBuffer* buffer) : stream_(stream), buffer_(buffer) {}
+  BufferLease(const BufferLease&) = delete;
+  BufferLease& operator=(const BufferLease&) = delete;
+  BufferLease(BufferLease&& o) noexcept : stream_(o.stream_), buffer_(std::exchange(o.buffer_, nullptr)) {}
+  BufferLease& operator=(BufferLease&& o) noexcept {
+    if (this != &o) {
+      reset();
+      stream_ = o.stream_;
+      buffer_ = std::exchange(o.buffer_, nullptr);
+    }
+    return *this;
+  }
+  ~BufferLease() { reset(); }
+  void reset() {
+    if (!buffer_) return;
+    arv_buffer_set_frame_id(buffer_, 0);
+    arv_buffer_set_timestamp(buffer_, 0);
+    arv_buffer_set_system_timestamp(buffer_, 0);
+    arv_stream_push_buffer(stream_, std::exchange(buffer_, nullptr));
+  }
+  ArvBuffer* get() const { return buffer_; }
+  explicit operator bool() const { return buffer_ != nullptr; }
+
+ private:
+  ArvStream* stream_ = nullptr;
+  ArvBuffer* buffer_ = nullptr;
+};
+
 // A GError out-parameter that frees itself.
 class GErrorSlot {
  public:

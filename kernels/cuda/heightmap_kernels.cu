@@ -3,7 +3,7 @@
 
 #include "kernels/cuda/heightmap_kernels.h"
 #include "kernels/heightmap_ops.h"
-#include "stages/cuda/cuda_runtime.h"
+#include "core/cuda/check.h"
 
 namespace stripeline::kernels::cuda {
 

@@ -6,7 +6,7 @@
 
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/stripe_kernels.h"
-#include "stages/cuda/cuda_runtime.h"
+#include "core/cuda/check.h"
 
 namespace stripeline::kernels::cuda {
 

@@ -64,22 +64,26 @@ void blur_tile(const T* frame, int width, int height, std::ptrdiff_t stride, int
 // into the profile batch.
 template <class Pixel>
 void extract_tile(const Pixel& pixel, int height, int x0, int x1, int f, const kernels::ColumnParams& p, ProfileBatch& out) {
+  std::int32_t* position = out.position;
+  std::uint16_t* intensity = out.intensity;
+  std::uint16_t* stripe_width = out.stripe_width;
+  std::uint8_t* count = out.count;
   for (int x = x0; x < x1; ++x) {
     for (int s = 0; s < out.slots; ++s) {
       const std::size_t i = out.slot_index(f, s, x);
-      out.position[i] = kNoPeak;
-      out.intensity[i] = 0;
-      out.stripe_width[i] = 0;
+      position[i] = kNoPeak;
+      intensity[i] = 0;
+      stripe_width[i] = 0;
     }
     auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
-    auto emit = [&out, f, x](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width) {
+    auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width) {
       const std::size_t i = out.slot_index(f, slot, x);
-      out.position[i] = pos;
-      out.intensity[i] = static_cast<std::uint16_t>(value);
-      out.stripe_width[i] = static_cast<std::uint16_t>(width);
+      position[i] = pos;
+      intensity[i] = static_cast<std::uint16_t>(value);
+      stripe_width[i] = static_cast<std::uint16_t>(width);
     };
     const int found = kernels::extract_column(column, height, p, emit);
-    out.count[static_cast<std::size_t>(f) * out.width + x] = static_cast<std::uint8_t>(found > 255 ? 255 : found);
+    count[static_cast<std::size_t>(f) * out.width + x] = static_cast<std::uint8_t>(found > 255 ? 255 : found);
   }
 }
 

@@ -1,7 +1,7 @@
 // CPU backend: stages and the fused chain, parallel over (frame, column tile)
-// with oneTBB. Per-thread scratch is sized at set-up; run() allocates nothing
+// with oneTBB; its factory() table (stages/factory.h) hands them out. Per-thread scratch is sized at set-up; run() allocates nothing
 // once every worker thread has touched its scratch.
-#include "stages/cpu/cpu_stages.h"
+#include "stages/factory.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
@@ -39,18 +39,6 @@ class TileGrid {
   std::size_t tiles_;
 };
 
-template <class F>
-void with_pixel_type(PixelFormat format, F&& f) {
-  if (format == PixelFormat::Mono8)
-    f(std::uint8_t{});
-  else
-    f(std::uint16_t{});
-}
-
-void check_same_layout(const BatchLayout& expected, const BatchLayout& got, const char* what) {
-  if (!(expected == got)) throw RuntimeFailure(std::string(what) + ": batch layout differs from the one the stage was set up for");
-}
-
 tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l) {
   Scratch exemplar;
   exemplar.mid.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
@@ -59,15 +47,15 @@ tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l) {
   return tbb::enumerable_thread_specific<Scratch>(exemplar);
 }
 
-class CpuBlur final : public BlurStage {
+class CpuBlur final : public PixelStage {
  public:
-  CpuBlur(const BatchLayout& l, const kernels::GaussianTaps& taps) : layout_(l), taps_(taps), grid_(l), scratch_(make_scratch(l)) {}
-  void run(const Batch& in, Batch& out) override {
-    check_same_layout(layout_, in.layout, "blur");
-    check_same_layout(layout_, out.layout, "blur");
-    with_pixel_type(layout_.format, [&](auto zero) {
+  CpuBlur(const BatchLayout& l, const kernels::GaussianTaps& taps) : PixelStage("blur", l), taps_(taps), grid_(l), scratch_(make_scratch(l)) {}
+
+ private:
+  void do_run(const Batch& in, Batch& out) override {
+    with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
-      const int w = layout_.width, h = layout_.frame_height;
+      const int w = layout().width, h = layout().frame_height;
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grid_.count(in.frames)), [&](const auto& r) {
         Scratch& s = scratch_.local();
         T* tile = reinterpret_cast<T*>(s.tile.data());
@@ -80,64 +68,53 @@ class CpuBlur final : public BlurStage {
         }
       });
     });
-    out.copy_header_from(in);
   }
 
- private:
-  BatchLayout layout_;
   kernels::GaussianTaps taps_;
   TileGrid grid_;
   tbb::enumerable_thread_specific<Scratch> scratch_;
 };
 
-class CpuThreshold final : public ThresholdStage {
+class CpuThreshold final : public PixelStage {
  public:
-  CpuThreshold(const BatchLayout& l, std::uint32_t t) : layout_(l), threshold_(t) {}
-  void run(const Batch& in, Batch& out) override {
-    check_same_layout(layout_, in.layout, "threshold");
-    check_same_layout(layout_, out.layout, "threshold");
-    with_pixel_type(layout_.format, [&](auto zero) {
+  CpuThreshold(const BatchLayout& l, std::uint32_t t) : PixelStage("threshold", l), threshold_(t) {}
+
+ private:
+  void do_run(const Batch& in, Batch& out) override {
+    with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
       const T* src = reinterpret_cast<const T*>(in.pixels.data());
       T* dst = reinterpret_cast<T*>(out.pixels.data());
-      const std::size_t n = static_cast<std::size_t>(in.frames) * layout_.frame_pixels();
+      const std::size_t n = static_cast<std::size_t>(in.frames) * layout().frame_pixels();
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1 << 16), [&](const auto& r) {
         for (std::size_t i = r.begin(); i != r.end(); ++i) dst[i] = static_cast<T>(kernels::apply_threshold(src[i], threshold_));
       });
     });
-    out.copy_header_from(in);
   }
 
- private:
-  BatchLayout layout_;
   std::uint32_t threshold_;
 };
 
 class CpuExtract final : public ExtractStage {
  public:
-  CpuExtract(const BatchLayout& l, const kernels::ColumnParams& p) : layout_(l), params_(p), grid_(l) {}
-  void run(const Batch& in, ProfileBatch& out) override {
-    check_same_layout(layout_, in.layout, "extract");
-    if (out.width != layout_.width || out.capacity < in.frames || out.slots != params_.slots)
-      throw RuntimeFailure("extract: profile batch does not match the stage's layout");
-    with_pixel_type(layout_.format, [&](auto zero) {
+  CpuExtract(const BatchLayout& l, const kernels::ColumnParams& p) : ExtractStage(l, p), grid_(l) {}
+
+ private:
+  void do_run(const Batch& in, ProfileBatch& out) override {
+    with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
-      const int w = layout_.width, h = layout_.frame_height;
+      const int w = layout().width, h = layout().frame_height;
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grid_.count(in.frames)), [&](const auto& r) {
         for (std::size_t i = r.begin(); i != r.end(); ++i) {
           const int f = grid_.frame(i);
           const T* frame = reinterpret_cast<const T*>(in.frame_data(f));
           auto pixel = [frame, w](int x, int y) -> std::uint32_t { return frame[y * w + x]; };
-          extract_tile(pixel, h, grid_.x0(i), grid_.x1(i), f, params_, out);
+          extract_tile(pixel, h, grid_.x0(i), grid_.x1(i), f, params(), out);
         }
       });
     });
-    copy_batch_header(in, out);
   }
 
- private:
-  BatchLayout layout_;
-  kernels::ColumnParams params_;
   TileGrid grid_;
 };
 
@@ -146,8 +123,7 @@ class CpuExtract final : public ExtractStage {
 class CpuProcessor final : public BatchProcessor {
  public:
   CpuProcessor(const BatchLayout& l, const ChainConfig& c)
-      : layout_(l),
-        params_(validate_chain(c, l)),
+      : BatchProcessor(l, validate_chain(c, l)),
         taps_(kernels::make_gaussian_taps(c.blur_size, c.blur_sigma)),
         threshold_stage_(c.threshold_stage),
         grid_(l),
@@ -157,15 +133,14 @@ class CpuProcessor final : public BatchProcessor {
 
   double last_compute_ms() const override { return last_ms_; }
 
-  void process(const Batch& in, ProfileBatch& out) override {
+
+ private:
+  void enqueue(const Batch& in, ProfileBatch& out) override {
     const auto start = std::chrono::steady_clock::now();
-    check_same_layout(layout_, in.layout, "process");
-    if (out.width != layout_.width || out.capacity < in.frames || out.slots != params_.slots)
-      throw RuntimeFailure("process: profile batch does not match the processor's layout");
-    with_pixel_type(layout_.format, [&](auto zero) {
+    with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
-      const int w = layout_.width, h = layout_.frame_height;
-      const std::uint32_t t = threshold_stage_ ? params_.threshold : 0u;
+      const int w = layout().width, h = layout().frame_height;
+      const std::uint32_t t = threshold_stage_ ? params().threshold : 0u;
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grid_.count(in.frames)), [&](const auto& r) {
         Scratch& s = scratch_.local();
         T* tile = reinterpret_cast<T*>(s.tile.data());
@@ -175,18 +150,14 @@ class CpuProcessor final : public BatchProcessor {
           auto pixel = [tile, tw, x0, t](int x, int y) -> std::uint32_t {
             return kernels::apply_threshold(tile[y * tw + (x - x0)], t);
           };
-          extract_tile(pixel, h, x0, x1, f, params_, out);
+          extract_tile(pixel, h, x0, x1, f, params(), out);
         }
       });
     });
-    copy_batch_header(in, out);
     last_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
 
- private:
   double last_ms_ = 0.0;
-  BatchLayout layout_;
-  kernels::ColumnParams params_;
   kernels::GaussianTaps taps_;
   bool threshold_stage_;
   TileGrid grid_;
@@ -195,17 +166,15 @@ class CpuProcessor final : public BatchProcessor {
 
 }  // namespace
 
-std::unique_ptr<BlurStage> make_blur_stage(const BatchLayout& l, const kernels::GaussianTaps& taps) {
-  return std::make_unique<CpuBlur>(l, taps);
-}
-std::unique_ptr<ThresholdStage> make_threshold_stage(const BatchLayout& l, std::uint32_t t) {
-  return std::make_unique<CpuThreshold>(l, t);
-}
-std::unique_ptr<ExtractStage> make_extract_stage(const BatchLayout& l, const kernels::ColumnParams& p) {
-  return std::make_unique<CpuExtract>(l, p);
-}
-std::unique_ptr<BatchProcessor> make_cpu_processor(const BatchLayout& l, const ChainConfig& c) {
-  return std::make_unique<CpuProcessor>(l, c);
+const BackendFactory& factory() {
+  static const BackendFactory f{
+      [](const BatchLayout& l, const kernels::GaussianTaps& taps) -> std::unique_ptr<PixelStage> { return std::make_unique<CpuBlur>(l, taps); },
+      [](const BatchLayout& l, std::uint32_t t) -> std::unique_ptr<PixelStage> { return std::make_unique<CpuThreshold>(l, t); },
+      [](const BatchLayout& l, const kernels::ColumnParams& p) -> std::unique_ptr<ExtractStage> { return std::make_unique<CpuExtract>(l, p); },
+      [](const BatchLayout& l, const ChainConfig& c) -> std::unique_ptr<BatchProcessor> { return std::make_unique<CpuProcessor>(l, c); },
+      &make_heightmap_filter,
+  };
+  return f;
 }
 
 }  // namespace stripeline::cpu

@@ -7,7 +7,7 @@
 
 #include "core/errors.h"
 #include "stages/backend.h"
-#include "stages/cuda/cuda_runtime.h"
+#include "core/cuda/runtime.h"
 #include "stages/device_info.h"
 
 namespace stripeline {

@@ -1,5 +1,5 @@
-// CUDA backend of the height-map filters. Set-up allocates the stream, the
-// events and every device buffer (input, two ping-pong maps, 8-bit output,
+// CUDA backend of the height-map filters. Set-up allocates the lane (stream
+// and events) and every device buffer (input, two ping-pong maps, 8-bit output,
 // van Herk scratch for the longest length in the chain); run() only enqueues
 // copies and kernels (kernels/cuda/heightmap_kernels.h) and waits on its event.
 #include <algorithm>
@@ -7,7 +7,7 @@
 
 #include "core/errors.h"
 #include "kernels/cuda/heightmap_kernels.h"
-#include "stages/cuda/cuda_runtime.h"
+#include "core/cuda/device_lane.h"
 #include "stages/cuda/heightmap_filters_cuda.h"
 
 namespace stripeline::cuda {
@@ -26,10 +26,6 @@ class CudaHeightMapFilterImpl final : public CudaHeightMapFilter {
     for (const auto& s : steps_)
       if (s.op == FilterOp::Dilate || s.op == FilterOp::Erode)
         scratch = std::max(scratch, kc::heightmap_morph_scratch(width, height, s.size, s.axis == FilterAxis::Vertical));
-    stream_ = Stream::create();
-    start_ = Event::create_timing();
-    stop_ = Event::create_timing();
-    done_ = Event::create_sync();
     in_ = DeviceBuffer::allocate(px * 2, "height map input");
     a_ = DeviceBuffer::allocate(px * 2, "height map ping");
     b_ = DeviceBuffer::allocate(px * 2, "height map pong");
@@ -47,42 +43,42 @@ class CudaHeightMapFilterImpl final : public CudaHeightMapFilter {
 
   void run(const std::uint16_t* in, void* out) override {
     const std::size_t px = static_cast<std::size_t>(width_) * height_;
-    STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(in_.get(), in, px * 2, cudaMemcpyHostToDevice, stream_));
+    STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(in_.get(), in, px * 2, cudaMemcpyHostToDevice, lane_.stream()));
     const void* result = enqueue_chain();
-    STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out, result, px * (output_8bit() ? 1 : 2), cudaMemcpyDeviceToHost, stream_));
-    STRIPELINE_CUDA_CHECK(cudaEventRecord(done_, stream_));
-    STRIPELINE_CUDA_CHECK(cudaEventSynchronize(done_));
+    STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out, result, px * (output_8bit() ? 1 : 2), cudaMemcpyDeviceToHost, lane_.stream()));
+    lane_.finish();
   }
 
   double compute_only_ms() override {
-    STRIPELINE_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    lane_.record_start();
     enqueue_chain();
-    STRIPELINE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    STRIPELINE_CUDA_CHECK(cudaEventSynchronize(stop_));
-    return elapsed_ms(start_, stop_);
+    lane_.record_stop();
+    lane_.wait_stop();
+    return lane_.elapsed();
   }
 
  private:
   // Enqueues every step; returns the device pointer holding the result.
   const void* enqueue_chain() {
+    const cudaStream_t stream = lane_.stream();
     const std::uint16_t* src = in_.as<const std::uint16_t>();
     const void* result = src;
     for (const auto& s : steps_) {
       std::uint16_t* dst = src == a_.as<const std::uint16_t>() ? b_.as<std::uint16_t>() : a_.as<std::uint16_t>();
       switch (s.op) {
         case FilterOp::Median:
-          kc::launch_heightmap_median(src, width_, height_, s.size, dst, nullptr, 0, 0, stream_);
+          kc::launch_heightmap_median(src, width_, height_, s.size, dst, nullptr, 0, 0, stream);
           break;
         case FilterOp::MedianTo8:
-          kc::launch_heightmap_median(src, width_, height_, s.size, nullptr, out8_.as<std::uint8_t>(), s.lo, s.hi, stream_);
+          kc::launch_heightmap_median(src, width_, height_, s.size, nullptr, out8_.as<std::uint8_t>(), s.lo, s.hi, stream);
           return out8_.get();
         case FilterOp::To8:
-          kc::launch_heightmap_to8(src, width_, height_, s.lo, s.hi, out8_.as<std::uint8_t>(), stream_);
+          kc::launch_heightmap_to8(src, width_, height_, s.lo, s.hi, out8_.as<std::uint8_t>(), stream);
           return out8_.get();
         case FilterOp::Dilate:
         case FilterOp::Erode:
           kc::launch_heightmap_morph(src, width_, height_, s.size, s.axis == FilterAxis::Vertical, s.op == FilterOp::Erode,
-                                     g_.as<std::uint16_t>(), h_.as<std::uint16_t>(), dst, stream_);
+                                     g_.as<std::uint16_t>(), h_.as<std::uint16_t>(), dst, stream);
           break;
       }
       src = dst;
@@ -93,9 +89,8 @@ class CudaHeightMapFilterImpl final : public CudaHeightMapFilter {
 
   int width_, height_;
   std::vector<FilterStep> steps_;
-  Stream stream_;
-  Event start_, stop_, done_;
   DeviceBuffer in_, a_, b_, out8_, g_, h_;
+  DeviceLane lane_;  // declared last: destroyed first, waiting for the stream before the buffers go
 };
 
 }  // namespace

@@ -31,7 +31,7 @@
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/publisher.h"
+#include "streaming/publisher.h"
 #include "../child_process.h"
 #include "../test_helpers.h"
 
@@ -167,12 +167,18 @@ CameraConfig loopback_camera(const std::string& serial, int width, int height, d
 std::uint64_t raw_id(std::uint64_t unwrapped) { return unwrapped <= 65535 ? unwrapped : (unwrapped - 1) % 65535 + 1; }
 
 // Everything a sink saw, with every valid frame checked against Aravis' ramp.
+// Sinks see profiles, not pixels: the pixels are checked as the source fills
+// them, through watch(), which wraps the camera source for the pipeline.
 class RampCheckingSink final : public ProfileSink {
  public:
+  FrameSource& watch(FrameSource& inner) {
+    watched_ = std::make_unique<Watch>(inner, *this);
+    return *watched_;
+  }
   void begin(const ScanInfo& info) override { layout = info.layout; }
-  void consume(const Batch& b, const ProfileBatch& p) override {
-    for (int f = 0; f < b.frames; ++f) {
-      const FrameMeta& m = b.meta[f];
+  void consume(const ProfileSpan& p) override {
+    for (int f = 0; f < p.frames; ++f) {
+      const FrameMeta& m = p.meta[f];
       if (have_last && m.frame_id != last_id + 1) ++id_discontinuities;
       have_last = true;
       last_id = m.frame_id;
@@ -185,6 +191,20 @@ class RampCheckingSink final : public ProfileSink {
         continue;
       }
       valid_points += points;
+    }
+  }
+  void finish() override {}
+
+  BatchLayout layout;
+  std::uint64_t rows = 0, missing_rows = 0, bad_pixels = 0, id_discontinuities = 0, missing_points = 0, valid_points = 0;
+  bool have_last = false;
+  std::uint64_t last_id = 0;
+
+ private:
+  void check_pixels(const Batch& b) {
+    for (int f = 0; f < b.frames; ++f) {
+      const FrameMeta& m = b.meta[f];
+      if (m.missing) continue;
       const std::uint64_t n = raw_id(m.frame_id);
       for (int y = 0; y < b.layout.frame_height; ++y)
         for (int x = 0; x < b.layout.width; ++x) {
@@ -199,12 +219,23 @@ class RampCheckingSink final : public ProfileSink {
         }
     }
   }
-  void finish() override {}
-
-  BatchLayout layout;
-  std::uint64_t rows = 0, missing_rows = 0, bad_pixels = 0, id_discontinuities = 0, missing_points = 0, valid_points = 0;
-  bool have_last = false;
-  std::uint64_t last_id = 0;
+  struct Watch final : FrameSource {
+    Watch(FrameSource& in, RampCheckingSink& o) : inner(in), owner(o) {}
+    BatchLayout frame_layout() const override { return inner.frame_layout(); }
+    bool fill(Batch& b) override {
+      const bool more = inner.fill(b);
+      owner.check_pixels(b);
+      return more;
+    }
+    std::optional<std::uint64_t> total_frames() const override { return inner.total_frames(); }
+    SourceEnd end_reason() const override { return inner.end_reason(); }
+    void request_stop() noexcept override { inner.request_stop(); }
+    std::optional<AcquisitionCounters> acquisition_counters() const override { return inner.acquisition_counters(); }
+    std::string describe() const override { return inner.describe(); }
+    FrameSource& inner;
+    RampCheckingSink& owner;
+  };
+  std::unique_ptr<Watch> watched_;
 };
 
 PipelineOptions cpu_pipeline(int batch_frames) {
@@ -302,7 +333,7 @@ TEST(CameraAcquisition, KFramesEndToEndIntoProfilesEveryValidFrameMatchesTheRamp
   EXPECT_NEAR(source->settings().frame_rate, 200, 1);
   RampCheckingSink sink;
   Pipeline pipeline(cpu_pipeline(64));
-  const PipelineStats stats = pipeline.run(*source, {&sink});
+  const PipelineStats stats = pipeline.run(sink.watch(*source), {&sink});
   const AcquisitionCounters a = *source->acquisition_counters();
 
   EXPECT_EQ(source->end_reason(), SourceEnd::Exhausted);
@@ -341,7 +372,7 @@ TEST(CameraAcquisition, RoiAndMono16AreConfiguredAndReadBackAndFramesMatchTheRam
   EXPECT_EQ(source->frame_layout(), (BatchLayout{640, 48, 0, PixelFormat::Mono16}));
   RampCheckingSink sink;
   Pipeline pipeline(cpu_pipeline(16));
-  pipeline.run(*source, {&sink});
+  pipeline.run(sink.watch(*source), {&sink});
   EXPECT_EQ(sink.rows, 60u);
   EXPECT_EQ(sink.layout.format, PixelFormat::Mono16);
   EXPECT_EQ(sink.bad_pixels, 0u);
@@ -400,7 +431,7 @@ TEST(CameraAcquisition, InjectedPacketLossIsCountedBySizeAndMarkedNeverHidden) {
   Child subscriber({test::binary_path(), "subscribe", pub.endpoint(), "--timeout", "60"});
   ASSERT_TRUE(pub.wait_for_subscribers(1, 10s)) << subscriber.output();
   Pipeline pipeline(cpu_pipeline(50));
-  pipeline.run(*source, {&sink, &pub});
+  pipeline.run(sink.watch(*source), {&sink, &pub});
   const AcquisitionCounters a = *source->acquisition_counters();
   ASSERT_EQ(subscriber.wait_exit(30s), std::optional<int>(0)) << subscriber.output();
   const auto received = subscriber.wait_for(R"(received (\d+) rows \((\d+) marked missing)", 1s);
@@ -449,11 +480,11 @@ TEST(CameraAcquisition, SyntheticStripeThroughGigEVisionMatchesItsTruth) {
     std::uint64_t scored = 0, detected = 0, rows = 0, valid_rows = 0;
     void begin(const ScanInfo&) override {}
     void finish() override {}
-    void consume(const Batch& b, const ProfileBatch& p) override {
-      for (int f = 0; f < b.frames; ++f, ++rows) {
-        if (b.meta[f].missing) continue;
+    void consume(const ProfileSpan& p) override {
+      for (int f = 0; f < p.frames; ++f, ++rows) {
+        if (p.meta[f].missing) continue;
         ++valid_rows;
-        const std::uint64_t n = raw_id(b.meta[f].frame_id);
+        const std::uint64_t n = raw_id(p.meta[f].frame_id);
         for (int x = 2; x < p.width - 2; ++x) {
           // Score columns away from occlusion edges, steps and reflections (the blur mixes neighbours).
           bool clean = true;
@@ -498,7 +529,7 @@ TEST(CameraAcquisition, SoftwareTriggerDeliversFramesAndAnIdleExternalTriggerIsN
     EXPECT_EQ(source->settings().trigger.rfind("software", 0), 0u) << source->settings().trigger;
     RampCheckingSink sink;
     Pipeline pipeline(cpu_pipeline(8));
-    pipeline.run(*source, {&sink});
+    pipeline.run(sink.watch(*source), {&sink});
     EXPECT_EQ(sink.rows, 20u);
     EXPECT_EQ(sink.bad_pixels, 0u);
   }
@@ -647,7 +678,7 @@ TEST(CameraAcquisition, SlowLossyCameraDeliversEveryRow) {
   auto source = open_camera(c, 16);
   RampCheckingSink sink;
   Pipeline pipeline(cpu_pipeline(16));
-  pipeline.run(*source, {&sink});
+  pipeline.run(sink.watch(*source), {&sink});
   const AcquisitionCounters a = *source->acquisition_counters();
   EXPECT_EQ(source->end_reason(), SourceEnd::Exhausted);
   EXPECT_EQ(sink.rows, K) << "the acquisition ended early";

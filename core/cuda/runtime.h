@@ -1,52 +1,18 @@
 #pragma once
-// The CUDA runtime as stripeline uses it: one checking helper, one RAII
-// template for every handle (device buffers, streams, events), the once-per-
-// process device start-up, and the pinned host allocator.
-//
-// Errors: every CUDA call goes through STRIPELINE_CUDA_CHECK, every kernel
-// launch is followed by STRIPELINE_CUDA_CHECK_LAUNCH. Both throw CudaError (a
-// RuntimeFailure) naming the call or the launch, the CUDA message, the file and
-// the line. Destructors never throw: they log through spdlog::error.
-//
-// Includable from host-only translation units and from .cu files alike (no
-// spdlog here: nvcc never has to parse it).
+// The CUDA runtime as stripeline uses it, below everything else on the CUDA
+// side: one RAII template for every handle (device buffers, streams, events),
+// the once-per-process device start-up, and the pinned host allocator. Every
+// call is checked (core/cuda/check.h); destructors only log.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <string>
 #include <utility>
 
-#include "core/errors.h"
+#include "core/cuda/check.h"
 #include "core/host_buffer.h"
 
-// Checks a cudaError_t-returning call; throws CudaError naming it.
-#define STRIPELINE_CUDA_CHECK(call) ::stripeline::cuda::check((call), #call, __FILE__, __LINE__)
-// After every <<<>>>: picks up launch errors (bad configuration, no kernel image, ...).
-// `what` is evaluated only on failure, so a descriptive message costs nothing
-// (no allocation) on the steady-state path.
-#define STRIPELINE_CUDA_CHECK_LAUNCH(what)                                                         \
-  do {                                                                                             \
-    const cudaError_t stripeline_launch_error_ = cudaGetLastError();                              \
-    if (stripeline_launch_error_ != cudaSuccess)                                                   \
-      ::stripeline::cuda::throw_error(stripeline_launch_error_, std::string(what).c_str(), __FILE__, __LINE__); \
-  } while (0)
-
 namespace stripeline::cuda {
-
-// Throws CudaError for `code`. Also clears the thread's last (non-sticky)
-// error, so that it does not resurface at the next launch check.
-[[noreturn]] void throw_error(cudaError_t code, const char* call, const char* file, int line);
-
-inline void check(cudaError_t code, const char* call, const char* file, int line) {
-  if (code != cudaSuccess) throw_error(code, call, file, line);
-}
-inline void check(cudaError_t code, const std::string& call, const char* file, int line) {
-  if (code != cudaSuccess) throw_error(code, call.c_str(), file, line);
-}
-
-// For destructors and other no-throw paths: logs (spdlog::error) when code is an error.
-void log_error(cudaError_t code, const char* call, const char* file, int line) noexcept;
-#define STRIPELINE_CUDA_LOG(call) ::stripeline::cuda::log_error((call), #call, __FILE__, __LINE__)
 
 // ---------------------------------------------------------------------------
 // One RAII template for every CUDA handle (DALI's UniqueHandle): move-only,
@@ -139,6 +105,7 @@ class Event : public UniqueHandle<cudaEvent_t, Event> {
   static void destroy_handle(cudaEvent_t e) noexcept;
 
  private:
+  static Event create(unsigned flags);
   using UniqueHandle::UniqueHandle;
 };
 
@@ -148,6 +115,8 @@ float elapsed_ms(cudaEvent_t start, cudaEvent_t stop);
 // ---------------------------------------------------------------------------
 // Device start-up, once per process (thread-safe). Never throws: a missing
 // driver or device gives available = false and the reason in description.
+// This knows the driver and the device only; whether this build's kernels
+// run on it is the stage layer's question (stages/backend.h).
 struct DeviceStatus {
   bool available = false;
   std::string description;  // "NVIDIA H100 80GB HBM3 (compute 9.0, 79.1 GiB, 132 SMs)" or why CUDA is unusable

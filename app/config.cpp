@@ -1,4 +1,4 @@
-#include "pipeline/config.h"
+#include "app/config.h"
 
 #include <toml++/toml.h>
 
@@ -8,14 +8,8 @@
 #include <sstream>
 
 #include "core/errors.h"
-#include "stages/heightmap_filters.h"
 
 namespace stripeline {
-
-std::filesystem::path OutputConfig::resolve(const std::string& name) const {
-  std::filesystem::path p(name);
-  return p.is_absolute() ? p : dir / p;
-}
 
 Config default_config() { return Config{}; }
 
@@ -106,14 +100,18 @@ io::ImageFileFormat parse_file_format(const std::string& f, const Section& s) {
   s.fail("format", "'" + f + "' is not known (expected auto, tiff, png, pgm or raw)");
 }
 
+// Runs a section's own validation and names the file and the section in
+// its message: "<file>: <section>.<key>: ..." (validators that already name
+// their section, e.g. "camera.width", keep it).
 template <class F>
-void rethrow_with_origin(const std::string& origin, const std::string& section, F&& f) {
+void validated(const std::string& origin, const std::string& section, F&& f) {
   try {
     f();
   } catch (const ConfigError& e) {
     const std::string msg = e.what();
-    if (msg.rfind(origin, 0) == 0) throw;
-    throw ConfigError(origin + ": " + section + "." + msg);
+    if (msg.rfind(origin + ":", 0) == 0) throw;
+    const bool named = msg.rfind(section + ".", 0) == 0 || msg.rfind("security.", 0) == 0 || msg.rfind("publisher.", 0) == 0;
+    throw ConfigError(origin + ": " + (named ? msg : section + "." + msg));
   }
 }
 
@@ -166,7 +164,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     c.file.format = parse_file_format(format, s);
     if (c.file.format == io::ImageFileFormat::Raw || raw_width > 0)
       c.file.raw = io::RawGeometry{raw_width, raw_height, parse_depth(raw_depth, s, "raw_depth")};
-    if (c.file.rate < 0) s.fail("rate", "must be >= 0 (frames per second, 0 = as fast as possible)");
+    validated(origin, "source", [&] { c.file.validate(); });
     if (c.source == SourceKind::File && path.empty()) s.fail("path", "is required when kind = \"file\"");
   }
   {  // [synthetic]
@@ -191,7 +189,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("encoder_step", y.encoder_step);
     s.finish();
     y.format = parse_depth(depth, s, "depth");
-    rethrow_with_origin(origin, "", [&] { y.validate(); });
+    validated(origin, "synthetic", [&] { y.validate(); });
   }
   {  // [camera]
     Section s(root["camera"].as_table(), "camera", origin);
@@ -230,11 +228,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
       k.trigger = TriggerMode::Software;
     else
       s.fail("trigger", "'" + trigger + "' is not known (expected free-run, external or software)");
-    try {
-      k.validate();
-    } catch (const ConfigError& e) {
-      throw ConfigError(origin + ": " + e.what());
-    }
+    validated(origin, "camera", [&] { k.validate(); });
   }
   {  // [processing]
     Section s(root["processing"].as_table(), "processing", origin);
@@ -258,14 +252,12 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("max_peaks", p.chain.max_peaks);
     s.read("max_points", p.chain.max_points);
     s.finish();
-    rethrow_with_origin(origin, "processing", [&] {
+    validated(origin, "processing", [&] {
       p.backend = parse_backend(backend);
       p.chain.column.method = parse_method(method);
       p.chain.column.selection = parse_selection(selection);
+      p.validate();
     });
-    if (p.batch_frames < 1 || p.batch_frames > kMaxBatchFrames) s.fail("batch_frames", "must be 1.." + std::to_string(kMaxBatchFrames));
-    if (p.buffers < 1 || p.buffers > 64) s.fail("buffers", "must be 1..64");
-    if (p.lanes < 0 || p.lanes > 64) s.fail("lanes", "must be 0 (automatic)..64");
   }
   {  // [output]
     Section s(root["output"].as_table(), "output", origin);
@@ -287,14 +279,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
       o.ply_encoding = io::PlyEncoding::Ascii;
     else
       s.fail("ply_format", "'" + ply_format + "' is not known (expected binary or ascii)");
-    if (o.height_bits < 0 || o.height_bits > 8) s.fail("height_bits", "must be 0..8 (fractional bits of the 16-bit height code)");
-    if (!o.heightmap_filters.empty()) {
-      try {
-        parse_filter_step_list(o.heightmap_filters);
-      } catch (const InputError& e) {
-        s.fail("heightmap_filters", e.what());
-      }
-    }
+    validated(origin, "output", [&] { o.validate(); });
   }
   {  // [calibration]
     Section s(root["calibration"].as_table(), "calibration", origin);
@@ -332,13 +317,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.finish();
     k.server_secret_key = secret;
   }
-  c.publisher.height_bits = c.output.height_bits;
-  c.publisher.heightmap_filters = c.output.heightmap_filters;
-  try {
-    c.publisher.validate();
-  } catch (const ConfigError& e) {
-    throw ConfigError(origin + ": " + e.what());
-  }
+  validated(origin, "publisher", [&] { c.publisher.validate(); });
   {  // [daemon]
     Section s(root["daemon"].as_table(), "daemon", origin);
     auto& d = c.daemon;
@@ -350,14 +329,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("stall_timeout", d.stall_timeout);
     s.read("log_level", d.log_level);
     s.finish();
-    if (d.scan_rows < 1 || d.scan_rows > 10'000'000) s.fail("scan_rows", "must be 1..10000000 rows");
-    if (!(d.pause >= 0)) s.fail("pause", "must be >= 0 seconds (0 = off)");
-    if (!(d.idle_close >= 0)) s.fail("idle_close", "must be >= 0 seconds (0 = off)");
-    if (!(d.rate >= 0)) s.fail("rate", "must be >= 0 frames per second (0 = as fast as the source delivers)");
-    if (!(d.stop_timeout > 0 && d.stop_timeout <= 3600)) s.fail("stop_timeout", "must be > 0 and <= 3600 seconds");
-    if (!(d.stall_timeout > 0)) s.fail("stall_timeout", "must be > 0 seconds");
-    static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
-    if (!levels.count(d.log_level)) s.fail("log_level", "'" + d.log_level + "' is not known (expected trace, debug, info, warn or error)");
+    validated(origin, "daemon", [&] { d.validate(); });
   }
   {  // [http]
     Section s(root["http"].as_table(), "http", origin);
@@ -366,19 +338,9 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("address", h.address);
     s.read("port", h.port);
     s.finish();
-    if (h.port < 0 || h.port > 65535) s.fail("port", std::to_string(h.port) + " is out of range (expected 0 (ephemeral)..65535)");
-    if (h.address.empty()) s.fail("address", "must not be empty (expected e.g. 127.0.0.1)");
+    validated(origin, "http", [&] { h.validate(); });
   }
   return c;
-}
-
-std::unique_ptr<FrameSource> make_source(const Config& c) {
-  switch (c.source) {
-    case SourceKind::Synthetic: return std::make_unique<SyntheticScanner>(c.synthetic);
-    case SourceKind::File: return std::make_unique<FileSource>(c.file);
-    case SourceKind::Camera: return open_camera(c.camera, c.pipeline.batch_frames);
-  }
-  throw ConfigError("source.kind: unknown");
 }
 
 Config load_config(const std::filesystem::path& path) {

@@ -1,4 +1,4 @@
-#include "stages/cuda/cuda_runtime.h"
+#include "core/cuda/runtime.h"
 
 #include <cuda_runtime.h>
 #include <spdlog/spdlog.h>
@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <mutex>
 
-#include "kernels/cuda/stripe_kernels.h"
 
 namespace stripeline::cuda {
 
@@ -47,26 +46,15 @@ Stream Stream::create() {
 
 void Stream::destroy_handle(cudaStream_t s) noexcept { STRIPELINE_CUDA_LOG(cudaStreamDestroy(s)); }
 
-Event Event::create_timing() {
+Event Event::create(unsigned flags) {
   require_device();
   cudaEvent_t e = nullptr;
-  STRIPELINE_CUDA_CHECK(cudaEventCreate(&e));
+  STRIPELINE_CUDA_CHECK(cudaEventCreateWithFlags(&e, flags));
   return Event(e);
 }
-
-Event Event::create_sync() {
-  require_device();
-  cudaEvent_t e = nullptr;
-  STRIPELINE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync));
-  return Event(e);
-}
-
-Event Event::create_spin() {
-  require_device();
-  cudaEvent_t e = nullptr;
-  STRIPELINE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  return Event(e);
-}
+Event Event::create_timing() { return create(cudaEventDefault); }
+Event Event::create_sync() { return create(cudaEventDisableTiming | cudaEventBlockingSync); }
+Event Event::create_spin() { return create(cudaEventDisableTiming); }
 
 void Event::destroy_handle(cudaEvent_t e) noexcept { STRIPELINE_CUDA_LOG(cudaEventDestroy(e)); }
 
@@ -110,14 +98,6 @@ DeviceStatus start_device() {
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     s.description = error_text("cudaGetDeviceProperties", e);
-    return s;
-  }
-  // A GPU older than the architectures this build carries has no kernel image: say so now.
-  e = kernels::cuda::probe_kernel_image();
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    s.description = std::string(prop.name) + " (compute " + std::to_string(prop.major) + "." + std::to_string(prop.minor) +
-                    ") cannot run this build's kernels: " + error_text("cudaFuncGetAttributes", e);
     return s;
   }
   char memory[32];

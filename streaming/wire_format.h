@@ -8,17 +8,18 @@
 //   part 2… raw little-endian arrays described by header["parts"]
 //           (name, dtype, shape): for profile/heightmap z (<f4, NaN = none),
 //           intensity (<u2) and width (<u2), each [rows, slots, width].
-// Pure functions: no sockets here, so the format is tested on its own.
+// No sockets here (streaming/sender.h sends), so the format is tested on its own.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <zmq.hpp>
 
-#include "core/batch.h"
 #include "core/calibration.h"
 #include "core/profile.h"
+#include "core/profile_mapping.h"
 
 namespace stripeline::wire {
 
@@ -36,7 +37,8 @@ std::string new_uuid();
 // Wall-clock time in nanoseconds since the Unix epoch.
 std::int64_t unix_time_ns();
 
-// Consecutive height rows (one profile message, or one heightmap message).
+// Consecutive height rows held in memory: a decoded message, or the rows a
+// heightmap message accumulates across batches before it is sent.
 struct RowBlock {
   std::uint64_t series_row = 0;  // row offset of rows[0] within the series (0-based)
   std::uint64_t index = 0;       // global acquisition index of rows[0] (the pipeline's frame index)
@@ -53,33 +55,39 @@ struct RowBlock {
   bool keep_primary = false;
 
   void clear(int width, int slots);
-  // Append frames [first, first + count) of a processed batch. z goes through
-  // the calibration (z = cal.z(row)) when it is enabled.
-  void append(const Batch& batch, const ProfileBatch& p, int first, int count, const LinearCalibration& cal,
-              std::uint64_t series_row_of_first);
+  // Append profiles [first, first + count) of a span, z through the mapping.
+  void append(const ProfileSpan& p, int first, int count, const ProfileMapping& mapping, std::uint64_t series_row_of_first);
   std::size_t payload_bytes() const { return z.size() * 4 + intensity.size() * 2 + stripe_width.size() * 2; }
 };
 
 nlohmann::json calibration_json(const LinearCalibration& c);
 LinearCalibration calibration_from_json(const nlohmann::json& j);
 
-// One encoded message: parts[0] topic, parts[1] header, parts[2..] arrays.
-struct Encoded {
-  std::vector<std::string> parts;
+// One encoded message, ready to send: parts[0] topic, parts[1] header, parts[2..] arrays.
+struct Message {
+  std::vector<zmq::message_t> parts;
   std::size_t bytes() const;
+  // The parts as strings (tests, tools).
+  std::vector<std::string> strings() const;
 };
 
 // Common header fields: htype, series, seq, time_ns.
 nlohmann::json base_header(Topic t, const std::string& series, std::uint64_t seq);
 // A header-only message (series-start, series-end, stats).
-Encoded encode_control(Topic t, const nlohmann::json& header);
-// A profile or heightmap message. `header` holds the base fields and the
-// series-wide context (calibration, height_bits); the row fields and the
-// part descriptions are added here.
-Encoded encode_rows(Topic t, nlohmann::json header, const RowBlock& rows);
+Message encode_control(Topic t, const nlohmann::json& header);
+// Profiles [first, first + count) of a span as a profile or heightmap
+// message, encoded straight into the message's buffers (the one copy after
+// the device-to-host copy). `header` holds the base fields and the
+// series-wide context (calibration, height_bits); the row fields and the part
+// descriptions are added here.
+Message encode_rows(Topic t, nlohmann::json header, const ProfileSpan& p, int first, int count, const ProfileMapping& mapping,
+                    std::uint64_t series_row_of_first);
+// The same from rows held in memory.
+Message encode_rows(Topic t, nlohmann::json header, const RowBlock& rows);
 
-// A decoded message. Throws InputError naming the problem for anything that
-// does not follow the format (wrong part count or size, unknown major version).
+// A decoded message. decode() throws InputError naming the problem for
+// anything that does not follow the format (wrong part count or size,
+// unknown major version).
 struct Decoded {
   Topic topic = Topic::Stats;
   nlohmann::json header;
@@ -89,6 +97,7 @@ struct Decoded {
   LinearCalibration calibration; // profile and heightmap
 };
 Decoded decode(const std::vector<std::string>& parts);
+Decoded decode(const std::vector<zmq::message_t>& parts);
 
 // Follows the seq numbers of a stream and reports every gap. A new series
 // (another UUID) restarts the count.

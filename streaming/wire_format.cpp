@@ -1,9 +1,11 @@
-#include "pipeline/wire_format.h"
+#include "streaming/wire_format.h"
 
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <string_view>
 
 #include "core/errors.h"
 #include "core/fixed_point.h"
@@ -17,18 +19,56 @@ namespace {
 constexpr const char* kTopicNames[] = {"series-start", "profile", "heightmap", "series-end", "stats"};
 
 template <class T>
-std::string bytes_of(const std::vector<T>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+zmq::message_t message_of(const std::vector<T>& v) {
+  return zmq::message_t(v.data(), v.size() * sizeof(T));
 }
 
 template <class T>
-void vector_from(const std::string& part, std::size_t expected, std::vector<T>& out, const char* name) {
+void vector_from(std::string_view part, std::size_t expected, std::vector<T>& out, const char* name) {
   if (part.size() != expected * sizeof(T))
     throw InputError(std::string("wire: array '") + name + "' has " + std::to_string(part.size()) + " bytes (expected " +
                      std::to_string(expected * sizeof(T)) + ")");
   out.resize(expected);
   if (expected) std::memcpy(out.data(), part.data(), part.size());
 }
+
+// The row fields of a profile/heightmap header: `meta(i)` gives row i's
+// frame id, timestamp, encoder and missing flag.
+template <class Meta>
+void add_row_fields(nlohmann::json& h, std::uint64_t series_row, std::uint64_t index, int rows, int width, int slots, const Meta& meta) {
+  h["series_row"] = series_row;
+  h["index"] = index;
+  h["rows"] = rows;
+  h["width"] = width;
+  h["slots"] = slots;
+  nlohmann::json ids = nlohmann::json::array(), ts = nlohmann::json::array(), enc = nlohmann::json::array(),
+                 missing = nlohmann::json::array();
+  for (int i = 0; i < rows; ++i) {
+    const auto [id, t, e, m] = meta(i);
+    ids.push_back(id);
+    ts.push_back(t);
+    enc.push_back(e ? nlohmann::json(*e) : nlohmann::json(nullptr));
+    if (m) missing.push_back(i);
+  }
+  h["frame"] = rows > 0 ? ids.front() : nlohmann::json(0);
+  h["frame_ids"] = std::move(ids);
+  h["timestamps_ns"] = std::move(ts);
+  h["encoder"] = std::move(enc);
+  h["missing_rows"] = std::move(missing);
+  const nlohmann::json shape = {rows, slots, width};
+  h["parts"] = nlohmann::json::array({{{"name", "z"}, {"dtype", "<f4"}, {"shape", shape}},
+                                      {{"name", "intensity"}, {"dtype", "<u2"}, {"shape", shape}},
+                                      {{"name", "width"}, {"dtype", "<u2"}, {"shape", shape}}});
+}
+
+struct RowMeta {
+  std::uint64_t frame_id;
+  std::int64_t timestamp_ns;
+  std::optional<std::int64_t> encoder;
+  bool missing;
+};
+
+zmq::message_t text_message(const std::string& s) { return zmq::message_t(s.data(), s.size()); }
 }  // namespace
 
 const char* topic_name(Topic t) { return kTopicNames[static_cast<int>(t)]; }
@@ -74,43 +114,32 @@ void RowBlock::clear(int w, int s) {
   primary.clear();
 }
 
-void RowBlock::append(const Batch& batch, const ProfileBatch& p, int first, int count, const LinearCalibration& cal,
-                      std::uint64_t series_row_of_first) {
+void RowBlock::append(const ProfileSpan& p, int first, int count, const ProfileMapping& mapping, std::uint64_t series_row_of_first) {
   if (rows == 0) {
     series_row = series_row_of_first;
-    index = p.first_index + static_cast<std::uint64_t>(first);
+    index = p.index(first);
     width = p.width;
     slots = p.slots;
   }
   const std::size_t per_row = static_cast<std::size_t>(p.slots) * p.width;
   for (int f = first; f < first + count; ++f) {
-    const FrameMeta& m = batch.meta[f];
+    const FrameMeta& m = p.meta[f];
     frame_ids.push_back(m.frame_id);
     timestamps_ns.push_back(m.timestamp_ns);
     encoder.push_back(m.has_encoder ? std::optional<std::int64_t>(m.encoder) : std::nullopt);
     missing.push_back(m.missing ? 1 : 0);
-    const std::size_t base = p.slot_index(f, 0, 0);
     z.resize(z.size() + per_row);
-    float* zo = z.data() + z.size() - per_row;
-    for (int s = 0; s < p.slots; ++s)
-      for (int x = 0; x < p.width; ++x) {
-        const std::size_t i = base + static_cast<std::size_t>(s) * p.width + x;
-        const bool filled = s < p.peaks(f, x);
-        const float row = filled ? position_to_row(p.position[i]) : std::numeric_limits<float>::quiet_NaN();
-        zo[static_cast<std::size_t>(s) * p.width + x] = cal.enabled && filled ? static_cast<float>(cal.z(row)) : row;
-      }
+    mapping.z_row(p, f, z.data() + z.size() - per_row);
     if (keep_primary)
-      for (int x = 0; x < p.width; ++x) primary.push_back(p.peaks(f, x) > 0 ? p.position[base + x] : kNoPeak);
-    intensity.insert(intensity.end(), p.intensity + base, p.intensity + base + per_row);
-    stripe_width.insert(stripe_width.end(), p.stripe_width + base, p.stripe_width + base + per_row);
+      for (int x = 0; x < p.width; ++x) primary.push_back(p.primary(f, x));
     // Slots beyond the peaks found carry whatever the processor left: zero them.
     for (int s = 0; s < p.slots; ++s)
-      for (int x = 0; x < p.width; ++x)
-        if (s >= p.peaks(f, x)) {
-          const std::size_t o = intensity.size() - per_row + static_cast<std::size_t>(s) * p.width + x;
-          intensity[o] = 0;
-          stripe_width[o] = 0;
-        }
+      for (int x = 0; x < p.width; ++x) {
+        const bool filled = s < p.peaks(f, x);
+        const std::size_t i = p.slot_index(f, s, x);
+        intensity.push_back(filled ? p.intensity[i] : std::uint16_t{0});
+        stripe_width.push_back(filled ? p.stripe_width[i] : std::uint16_t{0});
+      }
     ++rows;
   }
 }
@@ -135,58 +164,100 @@ LinearCalibration calibration_from_json(const nlohmann::json& j) {
   return c;
 }
 
-std::size_t Encoded::bytes() const {
+std::size_t Message::bytes() const {
   std::size_t n = 0;
   for (const auto& p : parts) n += p.size();
   return n;
+}
+
+std::vector<std::string> Message::strings() const {
+  std::vector<std::string> out;
+  out.reserve(parts.size());
+  for (const auto& p : parts) out.push_back(p.to_string());
+  return out;
 }
 
 nlohmann::json base_header(Topic t, const std::string& series, std::uint64_t seq) {
   return {{"htype", htype(t)}, {"series", series}, {"seq", seq}, {"time_ns", unix_time_ns()}};
 }
 
-Encoded encode_control(Topic t, const nlohmann::json& header) {
-  Encoded e;
-  e.parts.emplace_back(topic_name(t));
-  e.parts.push_back(header.dump());
-  return e;
+Message encode_control(Topic t, const nlohmann::json& header) {
+  Message m;
+  m.parts.push_back(text_message(topic_name(t)));
+  m.parts.push_back(text_message(header.dump()));
+  return m;
 }
 
-Encoded encode_rows(Topic t, nlohmann::json h, const RowBlock& r) {
-  h["series_row"] = r.series_row;
-  h["index"] = r.index;
-  h["frame"] = r.frame_ids.empty() ? 0 : r.frame_ids.front();
-  h["rows"] = r.rows;
-  h["width"] = r.width;
-  h["slots"] = r.slots;
-  h["frame_ids"] = r.frame_ids;
-  h["timestamps_ns"] = r.timestamps_ns;
-  nlohmann::json enc = nlohmann::json::array();
-  for (const auto& e : r.encoder) enc.push_back(e ? nlohmann::json(*e) : nlohmann::json(nullptr));
-  h["encoder"] = std::move(enc);
-  nlohmann::json missing = nlohmann::json::array();
-  for (int i = 0; i < r.rows; ++i)
-    if (r.missing[i]) missing.push_back(i);
-  h["missing_rows"] = std::move(missing);
-  const nlohmann::json shape = {r.rows, r.slots, r.width};
-  h["parts"] = nlohmann::json::array({{{"name", "z"}, {"dtype", "<f4"}, {"shape", shape}},
-                                      {{"name", "intensity"}, {"dtype", "<u2"}, {"shape", shape}},
-                                      {{"name", "width"}, {"dtype", "<u2"}, {"shape", shape}}});
-  Encoded e;
-  e.parts.reserve(5);
-  e.parts.emplace_back(topic_name(t));
-  e.parts.push_back(h.dump());
-  e.parts.push_back(bytes_of(r.z));
-  e.parts.push_back(bytes_of(r.intensity));
-  e.parts.push_back(bytes_of(r.stripe_width));
-  return e;
+Message encode_rows(Topic t, nlohmann::json h, const ProfileSpan& p, int first, int count, const ProfileMapping& mapping,
+                    std::uint64_t series_row_of_first) {
+  add_row_fields(h, series_row_of_first, p.index(first), count, p.width, p.slots, [&](int i) {
+    const FrameMeta& m = p.meta[first + i];
+    return RowMeta{m.frame_id, m.timestamp_ns, m.has_encoder ? std::optional<std::int64_t>(m.encoder) : std::nullopt, m.missing};
+  });
+  const std::size_t per_row = static_cast<std::size_t>(p.slots) * p.width, n = per_row * static_cast<std::size_t>(count);
+  zmq::message_t z(n * sizeof(float)), intensity(n * sizeof(std::uint16_t)), width(n * sizeof(std::uint16_t));
+  float* zo = z.data<float>();
+  auto* io = intensity.data<std::uint16_t>();
+  auto* wo = width.data<std::uint16_t>();
+  for (int r = 0; r < count; ++r) {
+    const int f = first + r;
+    mapping.z_row(p, f, zo + r * per_row);
+    // Slots beyond the peaks found carry whatever the processor left: zeros go out.
+    for (int s = 0; s < p.slots; ++s) {
+      const std::size_t src = p.slot_index(f, s, 0), dst = r * per_row + static_cast<std::size_t>(s) * p.width;
+      for (int x = 0; x < p.width; ++x) {
+        const bool filled = s < p.peaks(f, x);
+        io[dst + x] = filled ? p.intensity[src + x] : std::uint16_t{0};
+        wo[dst + x] = filled ? p.stripe_width[src + x] : std::uint16_t{0};
+      }
+    }
+  }
+  Message m;
+  m.parts.reserve(5);
+  m.parts.push_back(text_message(topic_name(t)));
+  m.parts.push_back(text_message(h.dump()));
+  m.parts.push_back(std::move(z));
+  m.parts.push_back(std::move(intensity));
+  m.parts.push_back(std::move(width));
+  return m;
 }
+
+Message encode_rows(Topic t, nlohmann::json h, const RowBlock& r) {
+  add_row_fields(h, r.series_row, r.index, r.rows, r.width, r.slots,
+                 [&](int i) { return RowMeta{r.frame_ids[i], r.timestamps_ns[i], r.encoder[i], r.missing[i] != 0}; });
+  Message m;
+  m.parts.reserve(5);
+  m.parts.push_back(text_message(topic_name(t)));
+  m.parts.push_back(text_message(h.dump()));
+  m.parts.push_back(message_of(r.z));
+  m.parts.push_back(message_of(r.intensity));
+  m.parts.push_back(message_of(r.stripe_width));
+  return m;
+}
+
+namespace {
+Decoded decode_parts(const std::vector<std::string_view>& parts);
+}  // namespace
 
 Decoded decode(const std::vector<std::string>& parts) {
+  std::vector<std::string_view> views(parts.begin(), parts.end());
+  return decode_parts(views);
+}
+
+Decoded decode(const std::vector<zmq::message_t>& parts) {
+  std::vector<std::string_view> views;
+  views.reserve(parts.size());
+  for (const auto& p : parts) views.emplace_back(static_cast<const char*>(p.data()), p.size());
+  return decode_parts(views);
+}
+
+namespace {
+Decoded decode_parts(const std::vector<std::string_view>& parts) {
   if (parts.size() < 2) throw InputError("wire: a message has " + std::to_string(parts.size()) + " parts (expected at least 2: topic, header)");
   Decoded d;
-  const auto topic = parse_topic(parts[0]);
-  if (!topic) throw InputError("wire: unknown topic '" + parts[0].substr(0, 40) + "'");
+  const std::string topic_text(parts[0].substr(0, 40));
+  const auto topic = parse_topic(std::string(parts[0]));
+  if (!topic) throw InputError("wire: unknown topic '" + topic_text + "'");
   d.topic = *topic;
   try {
     d.header = nlohmann::json::parse(parts[1]);
@@ -196,7 +267,7 @@ Decoded decode(const std::vector<std::string>& parts) {
   if (!d.header.is_object()) throw InputError("wire: the header is not a JSON object");
   const std::string ht = d.header.value("htype", "");
   const std::string prefix = std::string("stripeline-") + topic_name(d.topic) + "-";
-  if (ht.rfind(prefix, 0) != 0) throw InputError("wire: htype '" + ht + "' does not match topic '" + parts[0] + "'");
+  if (ht.rfind(prefix, 0) != 0) throw InputError("wire: htype '" + ht + "' does not match topic '" + topic_text + "'");
   const std::string version = ht.substr(prefix.size());
   if (version.substr(0, version.find('.')) != std::to_string(kFormatMajor))
     throw InputError("wire: htype '" + ht + "' has an unsupported major version (expected " + std::to_string(kFormatMajor) + ".x)");
@@ -223,7 +294,7 @@ Decoded decode(const std::vector<std::string>& parts) {
       const int i = m.get<int>();
       if (i >= 0 && i < r.rows) r.missing[i] = 1;
     }
-    if (parts.size() != 5) throw InputError("wire: a " + parts[0] + " message has " + std::to_string(parts.size()) + " parts (expected 5)");
+    if (parts.size() != 5) throw InputError("wire: a " + topic_text + " message has " + std::to_string(parts.size()) + " parts (expected 5)");
     const std::size_t n = static_cast<std::size_t>(r.rows) * r.slots * r.width;
     vector_from(parts[2], n, r.z, "z");
     vector_from(parts[3], n, r.intensity, "intensity");
@@ -235,6 +306,7 @@ Decoded decode(const std::vector<std::string>& parts) {
   }
   return d;
 }
+}  // namespace
 
 std::optional<Gap> GapTracker::observe(const std::string& series, std::uint64_t seq) {
   ++messages_;

@@ -1,6 +1,8 @@
 #pragma once
 // Publisher: a ProfileSink that streams height rows over ZeroMQ in the
-// stripeline wire format (pipeline/wire_format.h, docs/wire-format.md).
+// stripeline wire format (streaming/wire_format.h, docs/wire-format.md).
+// Its parts: the socket and the drops (streaming/sender.h), CURVE
+// (streaming/curve.h), the series state machine (streaming/series.h).
 //
 // It never blocks the pipeline. The socket is an XPUB with XPUB_NODROP, so
 // a subscriber at its high-water mark makes a send fail with EAGAIN instead
@@ -19,21 +21,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "pipeline/sink.h"
+#include "stages/backend.h"
+#include "streaming/curve.h"
+#include "streaming/sender.h"
 
 namespace stripeline {
 
-struct CurveConfig {
-  bool enabled = false;
-  std::filesystem::path server_secret_key;               // Z85 secret (zcert or bare); must not be readable by group/others
-  std::vector<std::filesystem::path> client_keys;        // allowed client public keys (Z85; zcert or bare)
-};
-
+// [publisher] (and [security]) of a configuration.
 struct PublisherConfig {
   std::string endpoint = "tcp://127.0.0.1:5556";  // tcp://127.0.0.1:* binds an ephemeral port (see endpoint())
   int send_hwm = 500;                // messages queued per subscriber before sends fail (and are counted as drops)
@@ -46,18 +45,17 @@ struct PublisherConfig {
   // Height-map filters (stages/heightmap_filters.h, "median 3", ...) applied to
   // each heightmap message's primary z before it is sent: the same steps as
   // [output] heightmap_filters, a final to8 ignored. Filtered z values lie on
-  // the height code's grid (1/2^height_bits px). Set by the tools from the output section.
+  // the height code's grid (1/2^height_bits px). Set with the output section's
+  // filters by the composition root (app/outputs.h), which also sets the backend
+  // they run on (processing.backend).
   std::vector<std::string> heightmap_filters;
+  Backend filter_backend = Backend::Auto;
   CurveConfig curve;
 
-  // Throws ConfigError naming the key ("publisher.<key>").
+  // Throws ConfigError naming the key ("publisher.<key>", "security.<key>").
   void validate() const;
-  bool operator==(const PublisherConfig& o) const;
+  bool operator==(const PublisherConfig&) const = default;
 };
-
-enum class DropReason : int { Hwm = 0, NoSubscriber = 1, Error = 2 };
-inline constexpr int kDropReasons = 3;
-const char* to_string(DropReason r);
 
 struct PublisherCounters {
   std::uint64_t series = 0;
@@ -71,17 +69,6 @@ struct PublisherCounters {
   std::uint64_t rows_dropped_total() const { return rows_dropped[0] + rows_dropped[1] + rows_dropped[2]; }
   std::uint64_t messages_dropped_total() const { return messages_dropped[0] + messages_dropped[1] + messages_dropped[2]; }
 };
-
-// Reads a Z85 key (40 characters) from a file: either a bare key on a line,
-// or a ZeroMQ certificate (public-key = "..." / secret-key = "..."). A secret
-// key file readable by group or others is refused. Throws ConfigError.
-std::string read_curve_key(const std::filesystem::path& path, bool secret);
-// Writes a new key pair as ZeroMQ certificates: <base>.pub (public key) and
-// <base>.secret (both keys, mode 0600). Returns {public, secret} in Z85.
-// Throws RuntimeFailure.
-std::pair<std::string, std::string> write_curve_keypair(const std::filesystem::path& base);
-// True when libzmq was built with CURVE.
-bool curve_available();
 
 class Publisher final : public ProfileSink {
  public:
@@ -98,7 +85,7 @@ class Publisher final : public ProfileSink {
   const PublisherConfig& config() const;
 
   void begin(const ScanInfo& info) override;                 // new series: series-start
-  void consume(const Batch& batch, const ProfileBatch& profiles) override;
+  void consume(const ProfileSpan& profiles) override;
   void finish() override;                                    // heightmap rest, stats, series-end
   void abort() noexcept override;                            // series-end with reason "aborted"
 

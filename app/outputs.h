@@ -1,0 +1,68 @@
+#pragma once
+// The outputs of a run, a replay, a subscription or a daemon scan, wired in
+// one place: PLY point cloud, 16-bit height map (+ 8-bit preview), and the
+// ZeroMQ publisher. Every command and the daemon build their sinks here.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/fixed_point.h"
+#include "io/ply_writer.h"
+#include "pipeline/file_sinks.h"
+#include "pipeline/sink.h"
+#include "stages/backend.h"
+#include "streaming/publisher.h"
+
+namespace stripeline {
+
+// [output] of a configuration.
+struct OutputConfig {
+  std::filesystem::path dir = "out";
+  std::string ply = "scan.ply";            // "" = no PLY
+  io::PlyEncoding ply_encoding = io::PlyEncoding::BinaryLittleEndian;
+  std::string heightmap = "heightmap.png"; // 16-bit PNG or TIFF; "" = none
+  std::string preview = "preview.png";     // 8-bit PNG; "" = none
+  std::string summary = "summary.json";    // "" = none
+  int height_bits = kDefaultHeightCodeBits;
+  // Filters applied to the assembled height map before it is written, in
+  // order ("median 3", "erode-h 32", ...; docs/heightmap-filters.md). A final
+  // "to8 MIN:MAX" makes the preview from that range instead of the automatic one.
+  std::vector<std::string> heightmap_filters;
+
+  // Throws ConfigError naming the key (height_bits, heightmap_filters).
+  void validate() const;
+  bool any_file() const { return !ply.empty() || !heightmap.empty() || !preview.empty() || !summary.empty(); }
+  // Path of an output file: absolute names stay, relative ones go under dir.
+  std::filesystem::path resolve(const std::string& name) const;
+};
+
+struct OutputOptions {
+  std::string prefix;                      // prepended to every file name (the daemon's per-scan names)
+  Backend filter_backend = Backend::Auto;  // processing.backend: where height-map filters run
+  std::uint64_t expected_rows = 0;         // height-map rows to reserve for (0 = unknown)
+  const PublisherConfig* publisher = nullptr;  // also stream (the publisher gets the output's height code and filters)
+};
+
+struct OutputSinks {
+  std::vector<std::unique_ptr<ProfileSink>> owned;
+  std::vector<std::filesystem::path> files;  // the files the sinks will write (PLY, height map, preview), in that order
+  PlySink* ply = nullptr;
+  HeightMapSink* heightmap = nullptr;
+  Publisher* publisher = nullptr;
+  std::vector<ProfileSink*> all() const;
+};
+
+// Creates the output directory when a file goes there (InputError when it
+// cannot), then the sinks the output config asks for.
+OutputSinks make_output_sinks(const OutputConfig& output, const OutputOptions& options);
+
+// The publisher's settings for a run: its own section, with the output's
+// height code and height-map filters, the filters on `filter_backend`.
+PublisherConfig publisher_for_outputs(PublisherConfig publisher, const OutputConfig& output, Backend filter_backend);
+
+// Creates `dir` (and its parents). InputError naming it when that fails.
+void create_output_dir(const std::filesystem::path& dir);
+
+}  // namespace stripeline

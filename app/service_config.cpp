@@ -1,0 +1,29 @@
+#include "app/service_config.h"
+
+#include <set>
+
+#include "core/errors.h"
+
+namespace stripeline {
+
+namespace {
+[[noreturn]] void fail(const std::string& key, const std::string& what) { throw ConfigError(key + ": " + what); }
+}  // namespace
+
+void DaemonConfig::validate() const {
+  if (scan_rows < 1 || scan_rows > 10'000'000) fail("scan_rows", "must be 1..10000000 rows");
+  if (!(pause >= 0)) fail("pause", "must be >= 0 seconds (0 = off)");
+  if (!(idle_close >= 0)) fail("idle_close", "must be >= 0 seconds (0 = off)");
+  if (!(rate >= 0)) fail("rate", "must be >= 0 frames per second (0 = as fast as the source delivers)");
+  if (!(stop_timeout > 0 && stop_timeout <= 3600)) fail("stop_timeout", "must be > 0 and <= 3600 seconds");
+  if (!(stall_timeout > 0)) fail("stall_timeout", "must be > 0 seconds");
+  static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
+  if (!levels.count(log_level)) fail("log_level", "'" + log_level + "' is not known (expected trace, debug, info, warn or error)");
+}
+
+void HttpConfig::validate() const {
+  if (port < 0 || port > 65535) fail("port", std::to_string(port) + " is out of range (expected 0 (ephemeral)..65535)");
+  if (address.empty()) fail("address", "must not be empty (expected e.g. 127.0.0.1)");
+}
+
+}  // namespace stripeline

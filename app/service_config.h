@@ -1,0 +1,35 @@
+#pragma once
+// [daemon] and [http] of a configuration: the settings of the long-running
+// service (daemon/, docs/daemon.md). Defined here, below the daemon, because
+// the configuration file is one and the composition root reads all of it.
+#include <cstdint>
+#include <string>
+
+namespace stripeline {
+
+// [daemon]
+struct DaemonConfig {
+  std::uint64_t scan_rows = 10000;   // a scan ends after this many rows (1..10000000)
+  double pause = 0.5;                // ... or at a gap of this many seconds between frame timestamps (0 = off)
+  double idle_close = 2.0;           // ... or when no frame arrived for this many seconds, wall clock (0 = off)
+  double rate = 0.0;                 // pace the source at this many frames per second (0 = as fast as it delivers)
+  double stop_timeout = 10.0;        // SIGTERM: seconds allowed to drain and finish files before exiting 1
+  double stall_timeout = 10.0;       // a batch in flight longer than this is a stall: /healthz 503, no WATCHDOG=1
+  std::string log_level = "info";    // trace, debug, info, warn, error
+
+  // Throws ConfigError naming the key.
+  void validate() const;
+};
+
+// [http]: /healthz and /metrics (Prometheus).
+struct HttpConfig {
+  bool enabled = true;
+  std::string address = "127.0.0.1";  // listen address (loopback by default)
+  int port = 9560;                    // 0 = an ephemeral port (logged at start)
+
+  // Throws ConfigError naming the key.
+  void validate() const;
+  bool operator==(const HttpConfig&) const = default;
+};
+
+}  // namespace stripeline

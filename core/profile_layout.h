@@ -1,0 +1,48 @@
+#pragma once
+// Where each array of a batch of profiles lives inside one allocation. The
+// host ProfileBatch and the CUDA backend's device profiles use the same
+// layout, so one D2H copy per array lands every value where the host expects
+// it. Structure-of-arrays, frame-major then slot then column (a GPU writes it
+// coalesced, a host reads one profile as contiguous rows):
+//   position [frame][slot][column]  int32
+//   intensity[frame][slot][column]  uint16
+//   width    [frame][slot][column]  uint16
+//   count    [frame][column]        uint8
+// Each array starts on a 256-byte boundary.
+#include <cstddef>
+
+namespace stripeline {
+
+struct ProfileLayout {
+  int width = 0;
+  int capacity = 0;  // frames
+  int slots = 1;
+  std::size_t position_offset = 0;
+  std::size_t intensity_offset = 0;
+  std::size_t width_offset = 0;
+  std::size_t count_offset = 0;
+  std::size_t bytes = 0;  // the whole allocation
+
+  static constexpr std::size_t kAlign = 256;
+  static constexpr std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+  static ProfileLayout make(int width, int capacity, int slots) {
+    ProfileLayout l;
+    l.width = width;
+    l.capacity = capacity;
+    l.slots = slots;
+    const std::size_t n = static_cast<std::size_t>(width) * capacity * slots;  // per-slot values
+    const std::size_t c = static_cast<std::size_t>(width) * capacity;          // per-column counts
+    l.position_offset = 0;
+    l.intensity_offset = l.position_offset + align_up(n * 4);
+    l.width_offset = l.intensity_offset + align_up(n * 2);
+    l.count_offset = l.width_offset + align_up(n * 2);
+    l.bytes = l.count_offset + align_up(c);
+    return l;
+  }
+  // Elements of one per-slot array for `frames` frames, and of the count array.
+  std::size_t slot_values(int frames) const { return static_cast<std::size_t>(frames) * slots * width; }
+  std::size_t count_values(int frames) const { return static_cast<std::size_t>(frames) * width; }
+};
+
+}  // namespace stripeline

@@ -1,0 +1,62 @@
+#pragma once
+// From a profile to what a user sees: points (x, y, z) and 16-bit height
+// codes. Every output goes through here (the PLY and height-map sinks, the
+// publisher's rows, the subscriber's rebuilt scans), so this is the one place
+// a calibration is applied and the one place the height code is chosen.
+//
+// Without calibration: x = column, y = global frame index, z = row within the
+// frame in pixels from the top row's centre (core/fixed_point.h). With the
+// linear calibration (core/calibration.h), each axis is scaled and offset; y
+// may come from the encoder count.
+#include <cstdint>
+
+#include "core/calibration.h"
+#include "core/fixed_point.h"
+#include "core/profile.h"
+
+namespace stripeline {
+
+// Throws ConfigError unless 0 <= bits <= 8 (fractional bits of the 16-bit height code).
+void validate_height_bits(int bits);
+// Throws ConfigError when frames of `frame_height` rows do not fit the code with `bits`.
+void validate_height_code(int bits, int frame_height);
+
+class ProfileMapping {
+ public:
+  ProfileMapping() = default;
+  // Throws ConfigError for bad height_bits.
+  ProfileMapping(const LinearCalibration& calibration, int height_bits);
+
+  const LinearCalibration& calibration() const { return calibration_; }
+  int height_bits() const { return bits_; }
+  const char* unit() const { return calibration_.unit(); }
+
+  double x(int column) const { return calibration_.x(column); }
+  // Scan axis of profile f: the global frame index, or the encoder count
+  // when the calibration takes y from the encoder and the frame has one.
+  double y(std::uint64_t index, const FrameMeta& meta) const {
+    const bool encoder = calibration_.enabled && calibration_.y_from_encoder && meta.has_encoder;
+    return calibration_.y(encoder ? static_cast<double>(meta.encoder) : static_cast<double>(index));
+  }
+  double y(const ProfileSpan& s, int f) const { return y(s.index(f), s.meta[f]); }
+  // z of a detected position (not kNoPeak).
+  double z(std::int32_t position) const { return calibration_.z(static_cast<double>(position_to_row(position))); }
+  // The inverse of z() on the fixed-point grid: the position a received z
+  // came from (exact for the values z() produces).
+  std::int32_t position_from_z(double z) const;
+
+  std::uint16_t height_code(std::int32_t position) const { return encode_height(position, bits_); }
+  // z of a height code; NaN for 0 (no detection). Decoded filtered height maps.
+  float z_of_code(std::uint16_t code) const;
+
+  // Row f of a span as z values [slot][column] (NaN where a slot is empty): slots*width floats.
+  void z_row(const ProfileSpan& s, int f, float* out) const;
+  // Row f's primary peaks (slot 0) as height codes: width values.
+  void code_row(const ProfileSpan& s, int f, std::uint16_t* out) const;
+
+ private:
+  LinearCalibration calibration_;
+  int bits_ = kDefaultHeightCodeBits;
+};
+
+}  // namespace stripeline

@@ -1,0 +1,138 @@
+#include "daemon/daemon_metrics.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <string>
+
+namespace stripeline::daemon {
+
+namespace {
+// The increase since the last snapshot (counters never go backwards).
+double delta(std::uint64_t now, std::uint64_t before) { return static_cast<double>(now - before); }
+}  // namespace
+
+DaemonMetrics::DaemonMetrics(Registry& m) {
+  frames_ = &m.counter("stripeline_frames_acquired_total", "Frames delivered by the source.");
+  missing_ = &m.counter("stripeline_frames_missing_total", "Frames the source reported as never arrived (their profiles are empty).");
+  profiles_ = &m.counter("stripeline_profiles_emitted_total", "Profiles (height rows) produced by the pipeline, one per frame.");
+  points_ = &m.counter("stripeline_points_total", "Detected points in the profiles.");
+  overflow_ = &m.counter("stripeline_points_overflow_total", "Points found beyond the output slots (counted, not written).");
+  batches_ = &m.counter("stripeline_batches_total", "Batches processed.");
+  bytes_ = &m.counter("stripeline_pixel_bytes_total", "Pixel bytes processed.");
+  compute_ = &m.counter("stripeline_compute_seconds_total", "Processor (CPU or GPU) time summed over batches.");
+  published_ = &m.counter("stripeline_profiles_published_total", "Profile rows sent to subscribers.");
+  hm_rows_ = &m.counter("stripeline_heightmap_rows_published_total", "Rows sent in heightmap messages.");
+  msgs_ = &m.counter("stripeline_messages_published_total", "Messages sent (all topics).");
+  for (int r = 0; r < kDropReasons; ++r) {
+    const std::string label = fmt::format("reason=\"{}\"", to_string(static_cast<DropReason>(r)));
+    dropped_[r] = &m.counter("stripeline_profiles_dropped_total", "Profile rows not sent, by reason (hwm, no_subscriber, error).", label);
+    msg_dropped_[r] = &m.counter("stripeline_messages_dropped_total", "Messages not sent, by reason.", label);
+  }
+  pub_bytes_ = &m.counter("stripeline_published_bytes_total", "Bytes sent (all parts of all messages).");
+  series_ = &m.counter("stripeline_series_total", "Wire series started (one per scan).");
+  scans_done_ = &m.counter("stripeline_scans_completed_total", "Scans whose files were completed.");
+  reload_ok_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"applied\"");
+  reload_bad_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"rejected\"");
+  queue_ = &m.gauge("stripeline_queue_depth_batches", "Batches acquired but not yet through every sink.");
+  subscribers_ = &m.gauge("stripeline_subscribers", "Subscriptions matching the profile topic.");
+  healthy_ = &m.gauge("stripeline_healthy", "1 when no batch is stalled in flight.");
+  up_ = &m.gauge("stripeline_up", "1 while the daemon runs.");
+  start_time_ = &m.gauge("stripeline_start_time_seconds", "Daemon start, seconds since the Unix epoch.");
+  latency_ = &m.summary("stripeline_batch_latency_seconds", "Time from a batch leaving the source to its last sink (recent 1024 batches).");
+  compute_per_batch_ = &m.summary("stripeline_batch_compute_seconds", "Processor (CPU or GPU) time per batch (recent 1024 batches).");
+  const char* causes[] = {"gap", "incomplete", "timeout", "failed"};
+  for (std::size_t i = 0; i < lost_.size(); ++i)
+    lost_[i] = &m.counter("stripeline_frames_lost_total",
+                          "Camera frames lost, counted by size, by cause (every one in the stream is a missing row).",
+                          fmt::format("cause=\"{}\"", causes[i]));
+  underruns_ = &m.counter("stripeline_camera_underruns_total",
+                          "The camera driver's underrun count: data that found no free buffer (Aravis 0.8 counts packets, not frames; the "
+                          "frames are in the gap count).");
+  late_ = &m.counter("stripeline_camera_frames_late_total", "Frames completed after a newer one (already counted as gap): dropped.");
+  flushed_ = &m.counter("stripeline_batches_flushed_total", "Partial batches handed on by camera.flush_timeout.");
+  camera_losses_ = &m.counter("stripeline_camera_losses_total", "Times the camera stopped answering.");
+  camera_reconnects_ = &m.counter("stripeline_camera_reconnects_total", "Times a lost camera was opened again (each starts a new series).");
+  camera_connected_ = &m.gauge("stripeline_camera_connected", "1 while the camera streams, 0 while lost or not found (no camera source: 0).");
+  camera_detect_ = &m.gauge("stripeline_camera_loss_detection_seconds",
+                            "Last loss: seconds from the camera's last sign of life to the loss being declared.");
+  up_->set(1);
+  start_time_->set(static_cast<double>(std::time(nullptr)));
+}
+
+void DaemonMetrics::new_pipeline() {
+  std::lock_guard lock(mu_);
+  last_frames_ = 0;
+  last_missing_ = 0;
+  last_acq_ = AcquisitionCounters{};
+  last_stats_ = PipelineStats{};
+}
+
+void DaemonMetrics::publisher_replaced() {
+  std::lock_guard lock(mu_);
+  last_pub_ = PublisherCounters{};
+}
+
+void DaemonMetrics::on_batch(const PipelineStats& s, std::optional<double> latency_seconds) {
+  std::lock_guard lock(mu_);
+  if (latency_seconds) latency_->observe(*latency_seconds);
+  const double compute_ms = s.compute_ms - last_stats_.compute_ms;
+  compute_per_batch_->observe(compute_ms / 1000.0);
+  compute_->add(compute_ms / 1000.0);
+  profiles_->add(delta(s.profiles, last_stats_.profiles));
+  points_->add(delta(s.points, last_stats_.points));
+  overflow_->add(delta(s.overflow, last_stats_.overflow));
+  bytes_->add(delta(s.bytes, last_stats_.bytes));
+  batches_->add(delta(s.batches, last_stats_.batches));
+  last_stats_ = s;
+}
+
+void DaemonMetrics::collect(const DaemonSnapshot& now) {
+  std::lock_guard lock(mu_);
+  if (now.has_source) {
+    frames_->add(delta(now.frames, last_frames_));
+    missing_->add(delta(now.missing, last_missing_));
+    last_frames_ = now.frames;
+    last_missing_ = now.missing;
+    queue_->set(static_cast<double>(now.in_flight));
+    if (const auto& a = now.acquisition) {
+      const std::array<std::uint64_t, 4> lost = {a->lost_gap, a->lost_incomplete, a->lost_timeout, a->lost_failed},
+                                         before = {last_acq_.lost_gap, last_acq_.lost_incomplete, last_acq_.lost_timeout, last_acq_.lost_failed};
+      for (std::size_t i = 0; i < lost_.size(); ++i) lost_[i]->add(delta(lost[i], before[i]));
+      underruns_->add(delta(a->underruns, last_acq_.underruns));
+      late_->add(delta(a->arrived_late, last_acq_.arrived_late));
+      flushed_->add(delta(a->batches_flushed, last_acq_.batches_flushed));
+      last_acq_ = *a;
+    }
+  } else {
+    queue_->set(0);
+  }
+  if (const auto& c = now.publisher) {
+    published_->add(delta(c->rows_published, last_pub_.rows_published));
+    hm_rows_->add(delta(c->heightmap_rows_published, last_pub_.heightmap_rows_published));
+    msgs_->add(delta(c->messages_sent, last_pub_.messages_sent));
+    pub_bytes_->add(delta(c->bytes_sent, last_pub_.bytes_sent));
+    series_->add(delta(c->series, last_pub_.series));
+    for (int r = 0; r < kDropReasons; ++r) {
+      dropped_[r]->add(delta(c->rows_dropped[r], last_pub_.rows_dropped[r]));
+      msg_dropped_[r]->add(delta(c->messages_dropped[r], last_pub_.messages_dropped[r]));
+    }
+    last_pub_ = *c;
+  }
+  subscribers_->set(now.subscribers);
+  healthy_->set(now.healthy ? 1 : 0);
+  camera_connected_->set(now.camera_connected ? 1 : 0);
+}
+
+void DaemonMetrics::camera_lost(double detection_seconds) {
+  camera_losses_->add(1);
+  if (detection_seconds > 0) camera_detect_->set(detection_seconds);
+}
+
+DaemonMetrics::Totals DaemonMetrics::totals() const {
+  Totals t{frames_->value(), profiles_->value(), published_->value(), scans_done_->value(), {}};
+  for (int r = 0; r < kDropReasons; ++r) t.dropped[r] = dropped_[r]->value();
+  return t;
+}
+
+}  // namespace stripeline::daemon

@@ -1,0 +1,155 @@
+#include "streaming/subscriber.h"
+
+#include <algorithm>
+#include <cmath>
+#include <zmq_addon.hpp>
+
+#include "core/errors.h"
+#include "streaming/curve.h"
+
+namespace stripeline {
+
+Subscriber::Subscriber(const SubscriberOptions& o) {
+  socket_.set(zmq::sockopt::rcvhwm, o.rcv_hwm);
+  socket_.set(zmq::sockopt::linger, 0);
+  if (!o.server_key.empty() || !o.client_key.empty()) {
+    if (o.server_key.empty() || o.client_key.empty()) throw InputError("--server-key and --client-key go together (CURVE)");
+    if (!curve_available()) throw InputError("this libzmq was built without CURVE");
+    const std::string server = read_curve_key(o.server_key, false);
+    const std::string secret = read_curve_key(o.client_key, true);
+    char pub[41];
+    if (zmq_curve_public(pub, secret.c_str()) != 0) throw InputError(o.client_key + ": not a valid CURVE secret key");
+    socket_.set(zmq::sockopt::curve_serverkey, server);
+    socket_.set(zmq::sockopt::curve_publickey, std::string(pub));
+    socket_.set(zmq::sockopt::curve_secretkey, secret);
+  }
+  try {
+    socket_.connect(o.endpoint);
+  } catch (const zmq::error_t& e) {
+    throw InputError(o.endpoint + ": cannot connect (" + e.what() + ")");
+  }
+  socket_.set(zmq::sockopt::subscribe, "");
+}
+
+std::optional<wire::Decoded> Subscriber::receive(std::chrono::milliseconds wait) {
+  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, wait) <= 0) return std::nullopt;
+  std::vector<zmq::message_t> parts;
+  if (!zmq::recv_multipart(socket_, std::back_inserter(parts), zmq::recv_flags::dontwait)) return std::nullopt;
+  for (const auto& p : parts) bytes_ += p.size();
+  try {
+    return wire::decode(parts);
+  } catch (const InputError& e) {
+    ++malformed_;
+    last_malformed_ = e.what();
+    return std::nullopt;
+  }
+}
+
+void SeriesRebuilder::start(const wire::Decoded& d) {
+  info_.layout.width = d.header.value("width", 0);
+  info_.layout.frame_height = d.header.value("frame_height", 0);
+  info_.source = d.header.value("source", std::string("stream"));
+  try {
+    info_.chain.column.method = parse_method(d.header.value("method", std::string("cog")));
+  } catch (const ConfigError&) {
+  }
+}
+
+void SeriesRebuilder::begin(const wire::RowBlock& b, const ProfileMapping& mapping) {
+  info_.layout.width = b.width;
+  info_.layout.frames = 1;
+  info_.profile_slots = b.slots;
+  info_.calibration = mapping.calibration();
+  if (info_.source.empty()) info_.source = "stream";
+  std::size_t begun = 0;
+  try {
+    for (; begun < sinks_.size(); ++begun) sinks_[begun]->begin(info_);
+  } catch (...) {
+    for (std::size_t i = 0; i < begun; ++i) sinks_[i]->abort();
+    throw;
+  }
+  begun_ = true;
+  next_row_ = b.series_row;  // a late joiner starts where it joined
+}
+
+void SeriesRebuilder::feed_empty(std::uint64_t rows, std::uint64_t index) {
+  constexpr std::uint64_t kChunk = 1024;
+  while (rows > 0) {
+    const int n = static_cast<int>(std::min(rows, kChunk));
+    const std::size_t per_row = static_cast<std::size_t>(info_.profile_slots) * info_.layout.width;
+    position_.assign(per_row * n, kNoPeak);
+    intensity_.assign(per_row * n, 0);
+    width_.assign(per_row * n, 0);
+    count_.assign(static_cast<std::size_t>(info_.layout.width) * n, 0);
+    meta_.assign(n, FrameMeta{});
+    ProfileSpan s;
+    s.first_index = index;
+    s.frames = n;
+    s.width = info_.layout.width;
+    s.slots = info_.profile_slots;
+    s.meta = meta_.data();
+    s.position = position_.data();
+    s.intensity = intensity_.data();
+    s.stripe_width = width_.data();
+    s.count = count_.data();
+    for (ProfileSink* sink : sinks_) sink->consume(s);
+    rows -= static_cast<std::uint64_t>(n);
+    index += static_cast<std::uint64_t>(n);
+    next_row_ += static_cast<std::uint64_t>(n);
+  }
+}
+
+void SeriesRebuilder::rows(const wire::RowBlock& b, const ProfileMapping& mapping) {
+  if (b.rows <= 0) return;
+  if (!begun_) begin(b, mapping);
+  if (b.width != info_.layout.width || b.slots != info_.profile_slots) return;  // not this series' geometry
+  if (b.series_row < next_row_) return;                                          // already have these rows
+  if (b.series_row > next_row_) feed_empty(b.series_row - next_row_, b.index - (b.series_row - next_row_));
+  const std::size_t per_row = static_cast<std::size_t>(b.slots) * b.width, n = per_row * b.rows;
+  position_.resize(n);
+  count_.assign(static_cast<std::size_t>(b.width) * b.rows, 0);
+  meta_.resize(b.rows);
+  for (int r = 0; r < b.rows; ++r) {
+    for (int s = 0; s < b.slots; ++s)
+      for (int x = 0; x < b.width; ++x) {
+        const std::size_t i = r * per_row + static_cast<std::size_t>(s) * b.width + x;
+        const bool filled = !std::isnan(b.z[i]);
+        position_[i] = filled ? mapping.position_from_z(b.z[i]) : kNoPeak;
+        // Slots fill from 0: the count is the first empty slot.
+        std::uint8_t& c = count_[static_cast<std::size_t>(r) * b.width + x];
+        if (filled && c == s) c = static_cast<std::uint8_t>(s + 1);
+      }
+    FrameMeta& m = meta_[r];
+    m.frame_id = b.frame_ids[r];
+    m.timestamp_ns = b.timestamps_ns[r];
+    m.has_encoder = b.encoder[r].has_value();
+    m.encoder = b.encoder[r].value_or(0);
+    m.missing = b.missing[r] != 0;
+  }
+  ProfileSpan s;
+  s.first_index = b.index;
+  s.frames = b.rows;
+  s.width = b.width;
+  s.slots = b.slots;
+  s.meta = meta_.data();
+  s.position = position_.data();
+  s.intensity = b.intensity.data();
+  s.stripe_width = b.stripe_width.data();
+  s.count = count_.data();
+  for (ProfileSink* sink : sinks_) sink->consume(s);
+  next_row_ = b.series_row + static_cast<std::uint64_t>(b.rows);
+}
+
+bool SeriesRebuilder::finish() {
+  if (!begun_) return false;
+  for (ProfileSink* sink : sinks_) sink->finish();
+  return true;
+}
+
+void SeriesRebuilder::abort() noexcept {
+  if (!begun_) return;
+  for (ProfileSink* sink : sinks_) sink->abort();
+}
+
+}  // namespace stripeline

@@ -1,0 +1,81 @@
+#pragma once
+// The receiving side of the stream: a SUB socket (a CURVE client when keys
+// are given) that hands out decoded messages, and the rebuilding of a series
+// into profiles, so that a subscriber writes its files with the very sinks a
+// replay writes with (app/outputs.h).
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "core/profile.h"
+#include "core/profile_mapping.h"
+#include "pipeline/sink.h"
+#include "streaming/wire_format.h"
+
+namespace stripeline {
+
+struct SubscriberOptions {
+  std::string endpoint;
+  int rcv_hwm = 1000;
+  std::string server_key;  // CURVE: the publisher's public key file
+  std::string client_key;  // CURVE: this client's secret key file (mode 0600)
+};
+
+class Subscriber {
+ public:
+  // Connects and subscribes to every topic. Throws InputError for a bad
+  // endpoint or key file.
+  explicit Subscriber(const SubscriberOptions& options);
+  // The next message, decoded; nullopt when none came within `wait`. A
+  // message that does not follow the format is skipped and counted, and its
+  // problem is in last_malformed().
+  std::optional<wire::Decoded> receive(std::chrono::milliseconds wait);
+  std::uint64_t bytes() const { return bytes_; }
+  std::uint64_t malformed() const { return malformed_; }
+  const std::string& last_malformed() const { return last_malformed_; }
+
+ private:
+  zmq::context_t ctx_{1};
+  zmq::socket_t socket_{ctx_, zmq::socket_type::sub};
+  std::uint64_t bytes_ = 0, malformed_ = 0;
+  std::string last_malformed_;
+};
+
+// Rebuilds profiles from the row messages of one series (the inverse of the
+// publisher's row encoding: z back to fixed-point positions through the
+// series' ProfileMapping) and feeds them to sinks in series order. Rows
+// never received (gaps) become empty profiles, so a height map keeps its
+// geometry. The sinks begin at the first rows and finish at finish().
+class SeriesRebuilder {
+ public:
+  explicit SeriesRebuilder(std::vector<ProfileSink*> sinks) : sinks_(std::move(sinks)) {}
+  // series-start: what the header says of the scan (frame height, source, method).
+  void start(const wire::Decoded& series_start);
+  // A profile message's rows (its calibration and height code in `mapping`).
+  void rows(const wire::RowBlock& block, const ProfileMapping& mapping);
+  // Finishes the sinks if any rows came; returns whether they did.
+  bool finish();
+  void abort() noexcept;
+  std::uint64_t rows_fed() const { return next_row_; }
+
+ private:
+  void begin(const wire::RowBlock& first, const ProfileMapping& mapping);
+  void feed_empty(std::uint64_t rows, std::uint64_t index);
+
+  std::vector<ProfileSink*> sinks_;
+  ScanInfo info_;
+  bool begun_ = false;
+  std::uint64_t next_row_ = 0;  // series row expected next
+  // One block's profiles (reused).
+  std::vector<std::int32_t> position_;
+  std::vector<std::uint16_t> intensity_, width_;
+  std::vector<std::uint8_t> count_;
+  std::vector<FrameMeta> meta_;
+};
+
+}  // namespace stripeline

@@ -1,0 +1,20 @@
+# The engine's test program must link none of the service layers' libraries:
+# the layer targets keep ZeroMQ, httplib, systemd and Aravis above it.
+#   cmake -DBINARY=path/to/unit_tests -P check_links.cmake
+find_program(READELF readelf REQUIRED)
+execute_process(COMMAND ${READELF} -d ${BINARY} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${BINARY} failed")
+endif()
+string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*" needed "${dynamic}")
+set(bad)
+foreach(line ${needed})
+  if(line MATCHES "libzmq|libsystemd|libaravis|httplib")
+    list(APPEND bad ${line})
+  endif()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "${BINARY} links a service library: ${bad}")
+endif()
+list(LENGTH needed n)
+message(STATUS "${BINARY}: ${n} shared libraries, none of ZeroMQ, httplib, systemd or Aravis")
