@@ -150,7 +150,8 @@ class GenTLCameraImpl final : public GenTLCamera {
   void open_device();
   void configure();
   void read_back();
-  void open_stream();
+  void open_data_stream();
+  void prepare_stream();
   void start(const Batch& first);
   void shutdown_stream() noexcept;
   PortNodeMap& module_map(const std::string& module);
@@ -213,6 +214,7 @@ class GenTLCameraImpl final : public GenTLCamera {
   std::uint64_t rows_delivered_ = 0, batches_full_ = 0, batches_flushed_ = 0;
   std::uint64_t buffers_ = 0, buffers_direct_ = 0, frames_copied_ = 0, error_events_ = 0;
   std::string last_error_event_;
+  const void* last_direct_base_ = nullptr;
 
   SourceEnd end_ = SourceEnd::Exhausted;
   std::atomic<bool> stop_{false}, lost_{false};
@@ -239,15 +241,17 @@ GenTLCameraImpl::GenTLCameraImpl(const CameraConfig& camera, const GenTLConfig& 
   gentl_.validate();
   open_device();
   try {
+    open_data_stream();
     configure();
     read_back();
-    open_stream();
+    prepare_stream();
   } catch (...) {
     shutdown_stream();
     throw;
   }
   layout_ = BatchLayout{settings_.width, settings_.height, 0, config_.storage_format()};
   assembler_ = BatchAssembler(layout_, config_.gap_fill_limit ? config_.gap_fill_limit : static_cast<std::uint64_t>(batch_frames_));
+  publish();
   spdlog::info("gentl: {}; {} frame(s) per buffer of {} bytes{}", settings_.describe(), frames_per_buffer_, payload_,
                chunks_on_ ? ", per-frame information chunk on" : "");
 }
@@ -436,7 +440,6 @@ void GenTLCameraImpl::configure() {
   }
   for (const auto& f : gentl_.grabber_features) {
     const auto [module, assignment] = split_module(f);
-    if (module == "Stream") continue;  // applied once the stream is open
     module_map(module).apply(assignment, "camera.gentl.grabber_features");
   }
 }
@@ -518,7 +521,9 @@ void GenTLCameraImpl::read_back() {
   frame_period_ns_ = settings_.frame_rate > 0 ? 1e9 / settings_.frame_rate : 0.0;
 }
 
-void GenTLCameraImpl::open_stream() {
+// The data stream is opened before configuring: its own features (buffer
+// layout on some grabbers) are part of the set-up.
+void GenTLCameraImpl::open_data_stream() {
   const auto& api = producer_->api();
   std::uint32_t n = 0;
   if (api.DevGetNumDataStreams) producer_->check(api.DevGetNumDataStreams(device_, &n), "DevGetNumDataStreams");
@@ -527,10 +532,10 @@ void GenTLCameraImpl::open_stream() {
     return api.DevGetDataStreamID(device_, 0, static_cast<char*>(b), s);
   });
   producer_->check(api.DevOpenDataStream(device_, ds.c_str(), &stream_), "DevOpenDataStream");
-  for (const auto& f : gentl_.grabber_features) {
-    const auto [module, assignment] = split_module(f);
-    if (module == "Stream") module_map(module).apply(assignment, "camera.gentl.grabber_features");
-  }
+}
+
+void GenTLCameraImpl::prepare_stream() {
+  const auto& api = producer_->api();
   // The buffer size: the stream's when it defines it (a grabber's
   // multi-frame buffer), else the camera's PayloadSize.
   bool8_t defines = 0;
@@ -861,6 +866,7 @@ bool GenTLCameraImpl::fill_direct(Batch& batch, int capacity) {
   owned_.emplace(freed, std::move(previous));
   queue(freed);
   ++buffers_direct_;
+  last_direct_base_ = d.base;
 
   const int n = std::min(d.frames, capacity);
   for (int k = 0; k < n; ++k) {
@@ -987,6 +993,7 @@ bool GenTLCameraImpl::fill(Batch& batch) {
 }
 
 void GenTLCameraImpl::publish() {
+  poll_error_events();  // an error the producer raised before the last buffer counts now
   AcquisitionCounters c = assembler_.counters();
   const AcquisitionCounters& d = direct_counters_;
   c.frames_complete += d.frames_complete;
@@ -1014,6 +1021,7 @@ void GenTLCameraImpl::publish() {
   stats_.payload_bytes = payload_;
   stats_.frames_per_buffer = frames_per_buffer_;
   stats_.direct = direct_;
+  stats_.last_direct_base = last_direct_base_;
 }
 
 }  // namespace

@@ -56,6 +56,9 @@ struct GenTLStats {
   std::uint64_t frames_copied = 0;   // frames copied into a batch (the BatchAssembler path)
   std::uint64_t error_events = 0;    // EVENT_ERROR notifications
   std::string last_error_event;
+  // BUFFER_INFO_BASE of the last grabber buffer handed on as a batch (direct
+  // path): the batch's pixels are this memory.
+  const void* last_direct_base = nullptr;
   std::size_t payload_bytes = 0;     // bytes of one grabber buffer
   int frames_per_buffer = 0;
   bool direct = false;               // the zero-copy path is in use

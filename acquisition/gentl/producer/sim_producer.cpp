@@ -139,6 +139,7 @@ struct Settings {
   std::int64_t frames_per_buffer = 1;
   std::int64_t scene_seed = 1, encoder_step = 4, cached_frames = 0;
   bool wait_for_buffers = false;
+  bool write_pixels = true;
 };
 
 struct Stream : Module {
@@ -443,6 +444,15 @@ void build_grabber_map(Device* d) {
                              "1: wait for a queued buffer instead of losing frames (an underrun), to measure a consumer");
   wait.kind = Feature::Kind::Boolean;
   m->add(std::move(wait));
+  Feature pixels = int_feature("SimWritePixels", sim, 0, 1, [&s] { return std::int64_t{s.write_pixels}; },
+                               while_idle(d, [&s](std::int64_t v) {
+                                 s.write_pixels = v != 0;
+                                 return GC_ERROR{GC_ERR_SUCCESS};
+                               }),
+                               "0: leave the pixels of each buffer as they are (a grabber's DMA costs the host nothing: this "
+                               "measures a consumer alone)");
+  pixels.kind = Feature::Kind::Boolean;
+  m->add(std::move(pixels));
   auto live = [&](const char* name, std::atomic<std::int64_t>* field, const char* tip) {
     m->add(int_feature(name, sim, 0, 1000000, [field] { return field->load(); }, [field](std::int64_t v) {
       if (v < 0 || v > 1000000) return fail(GC_ERR_INVALID_VALUE, "out of range");
@@ -565,7 +575,7 @@ void Stream::run() {
                                        : gentl::kFrameComplete,
                                    s.encoder_step != 0 ? gentl::kFrameHasEncoder : 0u};
     }
-    if (b && !lost) {
+    if (b && !lost && s.write_pixels) {
       tbb::parallel_for(std::uint64_t{0}, frames, [&](std::uint64_t i) {
         std::uint8_t* dst = b->base + i * fb;
         if (s.cached_frames > 0)
@@ -573,10 +583,13 @@ void Stream::run() {
         else
           scanner.render(frame + i, reinterpret_cast<std::byte*>(dst));
       });
+    }
+    if (b && !lost) {
       if (s.chunk_mode && frames == n) std::memcpy(b->base + n * fb, records.data(), n * sizeof(FrameInfoRecord));
     }
-    if (!software) std::this_thread::sleep_until(frame_time(frame + n - 1));
     lock.lock();
+    // The buffer is complete when its last frame is exposed (a stop wakes us).
+    if (!software) cv.wait_until(lock, frame_time(frame + n - 1), [&] { return stop; });
     if (stop) {
       if (b) {
         b->state = Buffer::State::Queued;
