@@ -967,6 +967,10 @@ bool GenTLCameraImpl::fill_assembled(Batch& batch, int capacity) {
 
 bool GenTLCameraImpl::fill(Batch& batch) {
   batch.frames = 0;
+  if (!stream_) {
+    end_ = SourceEnd::Stopped;  // detached
+    return false;
+  }
   int capacity = batch.layout.frames;
   if (config_.frames) {
     if (rows_delivered_ >= config_.frames) {
@@ -974,10 +978,6 @@ bool GenTLCameraImpl::fill(Batch& batch) {
       return false;
     }
     capacity = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(capacity), config_.frames - rows_delivered_));
-  }
-  if (!stream_) {
-    end_ = SourceEnd::Stopped;  // detached
-    return false;
   }
   if (!started_) start(batch);
   bool got = false;

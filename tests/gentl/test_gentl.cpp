@@ -319,8 +319,11 @@ TEST(GenTLConsumer, ZeroCopyCountsAndMarksInjectedLossesExactly) {
         ASSERT_TRUE(all_zero(b.frame_data(k), fb)) << "missing frame " << rows << " has pixels";
         continue;
       }
-      ASSERT_TRUE(m.has_encoder);
-      ASSERT_EQ(m.encoder, static_cast<std::int64_t>(rows) * 4);
+      // An incomplete buffer lost its chunk (it follows the pixels): ids and
+      // timestamps are derived, the encoder count is unknown.
+      const bool in_incomplete_buffer = (rows >= 900 && rows < 1050) || (rows >= 2100 && rows < 2250);
+      ASSERT_EQ(m.has_encoder, !in_incomplete_buffer) << "frame " << rows;
+      if (m.has_encoder) ASSERT_EQ(m.encoder, static_cast<std::int64_t>(rows) * 4);
       ASSERT_EQ(std::memcmp(b.frame_data(k), truth.frame(rows), fb), 0) << "frame " << rows;
     }
   }
@@ -359,7 +362,8 @@ TEST(GenTLConsumer, CopyPathCountsAndMarksLossesExactly) {
       const bool missing = (rows >= 600 && rows < 900) || (rows >= 1050 && rows < 1200);
       ASSERT_EQ(m.missing, missing) << "frame " << rows;
       if (!missing) {
-        ASSERT_EQ(m.encoder, static_cast<std::int64_t>(rows) * 4);
+        ASSERT_EQ(m.has_encoder, !(rows >= 900 && rows < 1050)) << "frame " << rows;  // buffer 3 lost its chunk
+        if (m.has_encoder) ASSERT_EQ(m.encoder, static_cast<std::int64_t>(rows) * 4);
         ASSERT_EQ(std::memcmp(b.frame_data(k), truth.frame(rows), truth.bytes()), 0) << "frame " << rows;
       } else {
         ASSERT_TRUE(all_zero(b.frame_data(k), truth.bytes()));
