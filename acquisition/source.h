@@ -4,6 +4,7 @@
 // intermediate copy for file replay, synthetic frames or cameras.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "core/batch.h"
@@ -29,6 +30,7 @@ struct AcquisitionCounters {
   std::uint64_t gap_not_inserted = 0; // part of lost_gap beyond gap_fill_limit: counted, but no rows inserted
   std::uint64_t arrived_late = 0;     // frames completed after a newer one: already counted in lost_gap, dropped
   std::uint64_t underruns = 0;        // the driver's underrun count (Aravis 0.8 counts packets that found no free buffer; the frames are in lost_gap)
+  std::uint64_t device_errors = 0;    // errors the driver reported (GenTL EVENT_ERROR); the frames they cost are in the lost_* fields
   std::uint64_t batches_full = 0;     // batches handed on full
   std::uint64_t batches_flushed = 0;  // batches handed on partial, after flush_timeout
   std::uint64_t lost_total() const { return lost_gap + lost_incomplete + lost_timeout + lost_failed; }
@@ -57,6 +59,24 @@ class FrameSource {
   virtual std::optional<AcquisitionCounters> acquisition_counters() const { return std::nullopt; }
   // One line for logs: "synthetic scanner 2048x52 Mono8, seed 1".
   virtual std::string describe() const = 0;
+
+  // Zero-copy acquisition (optional: frame grabbers that write whole batches
+  // into our memory, GenTL). direct_buffer_bytes(): how many bytes each
+  // batch's pixel buffer must hold for that (the device's payload: pixels,
+  // plus chunk data); 0 = this source copies frames into any batch.
+  virtual std::size_t direct_buffer_bytes() const { return 0; }
+  // Before the first fill() the pipeline may show the source every batch of
+  // its pool and the allocator their pixels came from (pinned memory with
+  // CUDA). A source that takes them lets its device write into them: fill()
+  // then returns a batch holding another `pixels` buffer of the same size
+  // and allocator, the one the device filled (slots exchange buffers; their
+  // number, sizes and kind never change). Before freeing those batches the
+  // pipeline calls detach_buffers(): the device stops writing to them.
+  virtual void attach_buffers(std::span<Batch* const> batches, HostAllocator allocator) {
+    (void)batches;
+    (void)allocator;
+  }
+  virtual void detach_buffers() noexcept {}
 };
 
 // What every fill() checks first: the batch holds frames of the source's
