@@ -12,15 +12,20 @@
 #include <limits>
 #include <numeric>
 #include <sstream>
-#include <cstdio>
-#include <cstdlib>
+
+#include <spdlog/spdlog.h>
 
 #include "acquisition/source.h"
+#include "calibration/fit_residuals.h"
 #include "core/errors.h"
 
 namespace stripeline {
 
 namespace {
+
+using fit_detail::CornerResidual;
+using fit_detail::PointCost;
+using fit_detail::PointResidual;
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -217,7 +222,7 @@ double line_angle_deg(const ImageLine& a, const ImageLine& b) {
 
 Trace trace_frame(const std::vector<double>& u, const std::vector<double>& v, const SensorRoi& roi, double edge_margin) {
   constexpr double kMaxGapColumns = 6.0, kMaxJumpPx = 6.0, kTolerancePx = 1.5, kMergeDeg = 4.0;
-  constexpr std::size_t kMinRun = 20, kMinPiece = 8;
+  constexpr std::size_t kMinRun = 20, kMinPiece = 16;  // shorter pieces are a rounded corner, not a segment
   Trace tr;
   std::size_t start = 0, longest = 0;
   std::size_t best_first = 0, best_last = 0;
@@ -276,108 +281,6 @@ Trace trace_frame(const std::vector<double>& u, const std::vector<double>& v, co
 // Raw image turn (sign of the cross product) as the target's turn (+1 peak,
 // -1 valley) under orientation o (+1: v grows with Z).
 int as_target_turn(double cross, int o) { return cross * o < 0 ? +1 : -1; }
-
-// ---------------------------------------------------------------------------
-// Ceres residuals.
-
-// A corner (or a whole frame's end point) seen at normalised image point q is
-// the target's vertex t placed by the pose: (dx, dz) in mm.
-struct CornerResidual {
-  double qx, qy, tx, tz, weight;
-  template <class T>
-  bool operator()(const T* pose, const T* h, T* r) const {
-    T X, Z;
-    if (!sol::apply_homography(h, T(qx), T(qy), X, Z)) return false;
-    const T c = cos(pose[2]), s = sin(pose[2]);
-    r[0] = T(weight) * (X - (pose[0] + c * tx - s * tz));
-    r[1] = T(weight) * (Z - (pose[1] + s * tx + c * tz));
-    return true;
-  }
-};
-
-// An image point on a target segment: its distance to the placed segment's
-// line, times `weight` (pixels along the column per mm of that distance), is
-// the px-equivalent residual.
-struct PointResidual {
-  double u, v, cu, cv, inv_scale;
-  double ax, az, dx, dz;  // segment start and unit direction, target mm
-  double weight;
-  template <class T>
-  bool operator()(const T* pose, const T* h, const T* d, T* r) const {
-    T X, Z;
-    if (!sol::image_to_plane(h, d, cu, cv, inv_scale, T(u), T(v), X, Z)) return false;
-    const T c = cos(pose[2]), s = sin(pose[2]);
-    const T wx = pose[0] + c * ax - s * az, wz = pose[1] + s * ax + c * az;
-    const T ex = c * dx - s * dz, ez = s * dx + c * dz;
-    r[0] = T(weight) * ((Z - wz) * ex - (X - wx) * ez);
-    return true;
-  }
-};
-
-// PointResidual with analytic derivatives (the same value, ~20x faster than
-// dual numbers; tests/test_calibration.cpp checks one against the other).
-// With x, y the normalised point, (xu, yu) = undistort(x, y), X = A/W,
-// Z = B/W, e the placed segment's direction and p the pose's translation:
-//   r = w ((Z - wz) ex - (X - wx) ez)
-//   dr/dX = -w ez, dr/dZ = w ex, dr/dpose = w (ez, -ex, -(ex (X - px) + ez (Z - pz)))
-//   dX/dh = (xu, yu, 1, 0, 0, 0, -X xu, -X yu, -X) / W (and Z likewise)
-//   dxu/dd = (x r2, x r2^2, x r2^3, 2 x y, r2 + 2 x^2), dyu/dd = (y r2, y r2^2, y r2^3, r2 + 2 y^2, 2 x y)
-class PointCost final : public ceres::SizedCostFunction<1, 3, 9, 5> {
- public:
-  explicit PointCost(const PointResidual& p) : p_(p) {}
-  bool Evaluate(double const* const* params, double* residual, double** jac) const override {
-    const double* pose = params[0];
-    const double* h = params[1];
-    const double* d = params[2];
-    const double x = (p_.u - p_.cu) * p_.inv_scale, y = (p_.v - p_.cv) * p_.inv_scale;
-    double xu, yu;
-    sol::undistort(d, x, y, xu, yu);
-    const double w = h[6] * xu + h[7] * yu + h[8];
-    if (!(w > 0)) return false;
-    const double X = (h[0] * xu + h[1] * yu + h[2]) / w, Z = (h[3] * xu + h[4] * yu + h[5]) / w;
-    const double c = std::cos(pose[2]), s = std::sin(pose[2]);
-    const double wx = pose[0] + c * p_.ax - s * p_.az, wz = pose[1] + s * p_.ax + c * p_.az;
-    const double ex = c * p_.dx - s * p_.dz, ez = s * p_.dx + c * p_.dz;
-    const double k = p_.weight;
-    residual[0] = k * ((Z - wz) * ex - (X - wx) * ez);
-    if (!jac) return true;
-    const double rX = -k * ez, rZ = k * ex;
-    if (jac[0]) {
-      jac[0][0] = k * ez;
-      jac[0][1] = -k * ex;
-      jac[0][2] = -k * (ex * (X - pose[0]) + ez * (Z - pose[1]));
-    }
-    if (jac[1]) {
-      const double a = rX / w, b = rZ / w;
-      jac[1][0] = a * xu;
-      jac[1][1] = a * yu;
-      jac[1][2] = a;
-      jac[1][3] = b * xu;
-      jac[1][4] = b * yu;
-      jac[1][5] = b;
-      const double m = -(rX * X + rZ * Z) / w;
-      jac[1][6] = m * xu;
-      jac[1][7] = m * yu;
-      jac[1][8] = m;
-    }
-    if (jac[2]) {
-      // dr/dxu and dr/dyu through the homography.
-      const double rxu = (rX * (h[0] - X * h[6]) + rZ * (h[3] - Z * h[6])) / w;
-      const double ryu = (rX * (h[1] - X * h[7]) + rZ * (h[4] - Z * h[7])) / w;
-      const double r2 = x * x + y * y;
-      const double t1 = r2, t2 = r2 * r2, t3 = r2 * r2 * r2;
-      jac[2][sol::kK1] = rxu * x * t1 + ryu * y * t1;
-      jac[2][sol::kK2] = rxu * x * t2 + ryu * y * t2;
-      jac[2][sol::kK3] = rxu * x * t3 + ryu * y * t3;
-      jac[2][sol::kP1] = rxu * 2.0 * x * y + ryu * (r2 + 2.0 * y * y);
-      jac[2][sol::kP2] = rxu * (r2 + 2.0 * x * x) + ryu * 2.0 * x * y;
-    }
-    return true;
-  }
-
- private:
-  PointResidual p_;
-};
 
 // ---------------------------------------------------------------------------
 // The fit's state.
@@ -520,6 +423,11 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
     f.frame = o.frame;
     f.obs = &o;
     f.trace = trace_frame(o.u, o.v, roi, opt.edge_margin_px);
+    if (spdlog::should_log(spdlog::level::debug)) {
+      std::string corners;
+      for (const auto& c : f.trace.corners) corners += " (" + num(c.u, 6) + ", " + num(c.v, 6) + (c.cross > 0 ? " +)" : " -)");
+      spdlog::debug("calibrate: frame {}: {} points, {} runs, whole {}, corners{}", o.frame, o.u.size(), f.trace.runs, f.trace.whole, corners);
+    }
     if (f.trace.corners.empty()) {
       reject(o.frame, "no-corners", "no corner in the stripe: a straight piece alone cannot place the target");
       continue;
@@ -621,25 +529,36 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
     set_pose(frames[ref].pose, Pose2{});
     reference = ref;
   };
+  // The lowest pose: of the frames showing the whole target (a partial view of
+  // a repetitive target may sit one period off along it), the one whose base
+  // line has every other's base-line midpoint on or above it. Found as a fixed
+  // point: heights along the candidate's own z axis (first the poses' mean).
   auto lowest_of = [&](const std::vector<std::size_t>& candidates) {
     double ux = 0, uz = 0;
     for (std::size_t i : candidates) {
       ux += -std::sin(frames[i].pose[2]);
       uz += std::cos(frames[i].pose[2]);
     }
-    const double n = std::hypot(ux, uz);
-    ux /= n;
-    uz /= n;
-    std::size_t best = candidates.front();
-    double lowest = std::numeric_limits<double>::infinity();
     const double mid = 0.5 * (target.profile.front().x + target.profile.back().x);
-    for (std::size_t i : candidates) {
-      const PlanePoint m = apply(pose_of(frames[i].pose), {mid, 0.0});
-      const double height = m.x * ux + m.z * uz;
-      if (height < lowest) {
-        lowest = height;
-        best = i;
+    std::size_t best = candidates.front();
+    std::vector<std::size_t> visited;
+    for (int iteration = 0; iteration < 20; ++iteration) {
+      const double n = std::hypot(ux, uz);
+      double lowest = std::numeric_limits<double>::infinity();
+      std::size_t next = best;
+      for (std::size_t i : candidates) {
+        const PlanePoint m = apply(pose_of(frames[i].pose), {mid, 0.0});
+        const double height = (m.x * ux + m.z * uz) / n;
+        if (height < lowest - 1e-12) {
+          lowest = height;
+          next = i;
+        }
       }
+      if (iteration > 0 && std::find(visited.begin(), visited.end(), next) != visited.end()) break;  // fixed point (or a cycle)
+      visited.push_back(next);
+      best = next;
+      ux = -std::sin(frames[best].pose[2]);
+      uz = std::cos(frames[best].pose[2]);
     }
     return best;
   };
@@ -765,7 +684,14 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
       if (frames[i].active) a.push_back(i);
     return a;
   };
-  if (!frames[reference].active) regauge(lowest_of(active_frames()));
+  auto active_whole_frames = [&] {
+    std::vector<std::size_t> a;
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      if (frames[i].active && frames[i].whole) a.push_back(i);
+    return a;
+  };
+  if (active_whole_frames().empty()) cannot_fit(opt, "no frame showing the whole target fits it");
+  if (!frames[reference].active) regauge(lowest_of(active_whole_frames()));
 
   // --- 5. the fit: points on segments, rounds until nothing changes ----------
   for (FitFrame& f : frames) {
@@ -831,7 +757,8 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
     if (static_cast<int>(act.size()) < opt.min_frames)
       cannot_fit(opt, "only " + std::to_string(act.size()) + " frames fit the target (expected at least " + std::to_string(opt.min_frames) +
                           "; " + std::to_string(fit.rejected.size()) + " rejected: see the report's frames_rejected)");
-    if (!frames[reference].active) regauge(lowest_of(act));
+    if (active_whole_frames().empty()) cannot_fit(opt, "no frame showing the whole target fits it");
+    if (!frames[reference].active) regauge(lowest_of(active_whole_frames()));
     for (std::size_t i : act) assign(frames[i]);
 
     ceres::Problem problem;
@@ -854,10 +781,8 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
     if (!distortion_free) so.max_num_iterations = 10;  // only a start for the distortion
     ceres::Solver::Summary summary;
     ceres::Solve(so, &problem, &summary);
-    if (std::getenv("STRIPELINE_FIT_DEBUG"))
-      std::fprintf(stderr, "round %d: %s; %.3f s (jacobians %.3f, linear %.3f, residuals %.3f) at %.3f s\n", round, summary.BriefReport().c_str(),
-                   summary.total_time_in_seconds, summary.jacobian_evaluation_time_in_seconds, summary.linear_solver_time_in_seconds,
-                   summary.residual_evaluation_time_in_seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+    spdlog::debug("calibrate: round {}: {} frames, {} residuals, distortion {}: {}; {:.3f} s", round, act.size(), summary.num_residuals,
+                  distortion_free ? "fitted" : "held", summary.BriefReport(), summary.total_time_in_seconds);
 
     // Residuals with the new model; the outlier threshold from them.
     std::vector<double> abs_r;
@@ -890,9 +815,12 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
       off_fraction[k] = (in + off) ? static_cast<double>(off) / static_cast<double>(in + off) : 1.0;
     }
     const double median_rms = median(frame_rms);
+    // Without the distortion the model is only a start: judge nothing yet.
+    const bool judge = distortion_free || !opt.fit_distortion;
     bool changed = false;
     for (std::size_t k = 0; k < act.size(); ++k) {
       FitFrame& f = frames[act[k]];
+      if (!judge) continue;
       if (off_fraction[k] > opt.frame_outlier_fraction) {
         reject(f.frame, "outliers",
                num(100.0 * off_fraction[k], 3) + " % of its points lie more than " + num(threshold_px) +
@@ -909,6 +837,7 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
       }
     }
     // Outliers for the next round.
+    if (!judge) threshold_px = std::numeric_limits<double>::infinity();
     std::vector<std::uint8_t> outliers;
     for (std::size_t fi : active_frames())
       for (std::size_t i = 0; i < frames[fi].status.size(); ++i)
@@ -923,8 +852,9 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
   auto act = active_frames();
   if (static_cast<int>(act.size()) < opt.min_frames)
     cannot_fit(opt, "only " + std::to_string(act.size()) + " frames fit the target (expected at least " + std::to_string(opt.min_frames) + ")");
+  if (active_whole_frames().empty()) cannot_fit(opt, "no frame showing the whole target fits it");
   {
-    const std::size_t low = lowest_of(act);
+    const std::size_t low = lowest_of(active_whole_frames());
     if (low != reference || !frames[reference].active) regauge(low);
     const double uc = sensor_known ? 0.5 * (opt.sensor_width - 1) : roi.x + 0.5 * (roi.width - 1);
     double v = roi.y + 0.5 * (roi.height - 1), X = 0, Z = 0;
