@@ -157,7 +157,7 @@ void TriangulationScannerConfig::validate() const {
   geometry.validate();
   if (roi.width < 1 || roi.height < 8 || roi.x < 0 || roi.y < 0 || roi.x + roi.width > geometry.sensor_width ||
       roi.y + roi.height > geometry.sensor_height || roi.height > kMaxFrameHeight)
-    out_of_range("roi", "[" + std::to_string(roi.x) + ", " + std::to_string(roi.y) + ", " + std::to_string(roi.width) + ", " +
+    out_of_range("roi", std::string("[") + std::to_string(roi.x) + ", " + std::to_string(roi.y) + ", " + std::to_string(roi.width) + ", " +
                             std::to_string(roi.height) + "]",
                  "a window of at least 1x8 pixels inside the " + std::to_string(geometry.sensor_width) + "x" +
                      std::to_string(geometry.sensor_height) + " sensor, at most " + std::to_string(kMaxFrameHeight) + " rows");

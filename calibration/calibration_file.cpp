@@ -116,11 +116,15 @@ class Table {
 
 std::string model_values_text(const SheetOfLightModel& m) {
   std::string s = m.kind == SheetOfLightModel::Kind::Linear ? "linear" : "sheet-of-light";
-  s += " " + m.unit;
-  for (double v : {m.cu, m.cv, m.scale}) s += " " + exact(v);
-  for (double v : m.distortion) s += " " + exact(v);
-  for (double v : m.homography) s += " " + exact(v);
-  for (double v : {m.y_step, m.y_offset, m.skew_about_x_deg, m.skew_about_z_deg}) s += " " + exact(v);
+  auto add = [&s](const std::string& word) {
+    s += ' ';
+    s += word;
+  };
+  add(m.unit);
+  for (double v : {m.cu, m.cv, m.scale}) add(exact(v));
+  for (double v : m.distortion) add(exact(v));
+  for (double v : m.homography) add(exact(v));
+  for (double v : {m.y_step, m.y_offset, m.skew_about_x_deg, m.skew_about_z_deg}) add(exact(v));
   s += m.y_from_encoder ? " encoder" : " frame";
   return s;
 }

@@ -324,12 +324,6 @@ void set_pose(double p[3], const Pose2& q) {
   p[2] = q.a;
 }
 
-// Height of a pose's base line (the target's x axis) at the target's middle.
-double base_height(const Pose2& p, const CalibrationTarget& t) {
-  const double mid = 0.5 * (t.profile.front().x + t.profile.back().x);
-  return apply(p, {mid, 0.0}).z;
-}
-
 [[noreturn]] void cannot_fit(const FitOptions& o, const std::string& why) {
   throw InputError(o.origin + ": the target cannot be fitted: " + why);
 }
@@ -510,7 +504,7 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
       std::vector<PlanePoint> p;
       std::vector<double> w;
       for (int j = 0; j < n_vertices; ++j) {
-        double X, Z;
+        double X = 0, Z = 0;  // W = 1 here: the start is affine
         sol::apply_homography(model.h, q[j].x, q[j].z, X, Z);
         p.push_back({X, Z});
         w.push_back(vertex_weight(j));
@@ -611,7 +605,7 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
         const auto& cs = f.trace.corners;
         std::vector<PlanePoint> cp;
         for (const auto& c : cs) {
-          double X, Z;
+          double X = kNaN, Z = kNaN;
           model.map(c.u, c.v, X, Z);
           cp.push_back({X, Z});
         }
@@ -641,7 +635,7 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
             const ImageCorner& c = cs[static_cast<std::size_t>(i)];
             const int j = i + k;
             auto plane_angle = [&](const ImageLine& l) {
-              double x0, z0, x1, z1;
+              double x0 = kNaN, z0 = kNaN, x1 = kNaN, z1 = kNaN;
               model.map(l.cu - 10 * l.du, l.cv - 10 * l.dv, x0, z0);
               model.map(l.cu + 10 * l.du, l.cv + 10 * l.dv, x1, z1);
               return std::atan2(z1 - z0, x1 - x0);
@@ -1003,11 +997,12 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
     fit.residual_rms_px = std::sqrt(ss_px / static_cast<double>(fit.points_used));
     fit.residual_rms_mm = std::sqrt(ss_mm / static_cast<double>(fit.points_used));
   }
-  for (const FitFrame& f : frames) {
+  for (const FitFrame& f : frames)
     for (std::uint8_t s : f.status)
-      if (s != kUsed) ++fit.points_excluded[f.active ? status_name(s) : "rejected_frame"];
-    if (!f.active && f.status.empty()) fit.points_excluded["rejected_frame"] += f.obs->u.size();
-  }
+      if (s != kUsed || !f.active) ++fit.points_excluded[f.active ? status_name(s) : "rejected_frame"];
+  for (const FrameObservation& o : observations.frames)  // frames rejected before they were traced or placed
+    if (std::none_of(frames.begin(), frames.end(), [&](const FitFrame& f) { return f.obs == &o; }))
+      fit.points_excluded["rejected_frame"] += o.u.size();
   std::sort(fit.rejected.begin(), fit.rejected.end(), [](const RejectedFrame& a, const RejectedFrame& b) { return a.frame < b.frame; });
 
   // Coverage: cells with at least 10 points; warn about uncovered bands.

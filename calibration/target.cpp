@@ -51,7 +51,7 @@ void validate_target(const CalibrationTarget& t) {
   for (std::size_t i = 0; i < t.profile.size(); ++i) {
     const auto& v = t.profile[i];
     if (!std::isfinite(v.x) || !std::isfinite(v.z) || std::abs(v.x) > 1e4 || std::abs(v.z) > 1e4)
-      fail(o, "target.profile[" + std::to_string(i) + "]", "[" + num(v.x) + ", " + num(v.z) + "] (expected finite millimetres, |value| <= 10000)");
+      fail(o, "target.profile[" + std::to_string(i) + "]", std::string("[") + num(v.x) + ", " + num(v.z) + "] (expected finite millimetres, |value| <= 10000)");
     if (i == 0) continue;
     const auto& p = t.profile[i - 1];
     if (!(v.x > p.x))

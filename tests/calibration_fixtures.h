@@ -31,7 +31,7 @@ inline TriangulationScannerConfig sensor_config(std::uint64_t frames, SensorRoi 
 }
 
 inline std::unique_ptr<TriangulationScanner> target_recording(const CalibrationTarget& target, std::uint64_t frames, double out_of_view,
-                                                              double corrupted, std::uint64_t seed = 1) {
+                                                              double corrupted, std::uint64_t seed = 1, double z_max_mm = 22.0) {
   TriangulationScannerConfig sc = sensor_config(frames);
   sc.seed = seed;
   TriangulationCamera camera(sc.geometry);
@@ -41,6 +41,7 @@ inline std::unique_ptr<TriangulationScanner> target_recording(const CalibrationT
   tc.seed = seed;
   tc.out_of_view_fraction = out_of_view;
   tc.corrupted_fraction = corrupted;
+  tc.z_max_mm = z_max_mm;
   return std::make_unique<TriangulationScanner>(sc, std::make_shared<TargetScene>(tc, camera, sc.roi));
 }
 

@@ -461,6 +461,21 @@ TEST(CalibrationFit, TheWrongTargetCannotBeFitted) {
   }
 }
 
+// Poses kept below 9 mm leave the upper part of the measuring range (and the
+// rows that see it) without target points: the fit says so.
+TEST(CalibrationFit, WarnsWhenPartOfTheMeasuringRangeIsUncovered) {
+  const CalibrationTarget saw = load_target(test::target_path("sawtooth.toml"));
+  auto rec = test::target_recording(saw, 16, 0.0, 0.0, 5, 9.0);
+  const CalibrationRun run = calibrate(*rec, saw, test::calibrate_options(rec->config()));
+  bool rows_warned = false;
+  for (const auto& w : run.fit.warnings) rows_warned = rows_warned || w.rfind("sensor rows 428..", 0) == 0;
+  EXPECT_TRUE(rows_warned) << run.report["warnings"].dump();
+  for (const auto& w : run.fit.warnings) std::printf("[ calibration ] warning: %s\n", w.c_str());
+  EXPECT_LT(run.fit.coverage.covered_fraction, 0.75);
+  EXPECT_LT(run.fit.coverage.z_max_mm, 14.5);
+  EXPECT_EQ(run.report["warnings"].size(), run.fit.warnings.size());
+}
+
 // ---------------------------------------------------------------------------
 // Acceptance on the synthetic triangulation sensor (the figures):
 // calibrate on a recording of the sawtooth with the default extraction, then
