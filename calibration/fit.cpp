@@ -12,6 +12,7 @@
 #include <limits>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -338,7 +339,7 @@ double median(std::vector<double> v) {
 void configure(ceres::Solver::Options& opt) {
   opt.linear_solver_type = ceres::DENSE_SCHUR;
   opt.max_num_iterations = 100;
-  opt.num_threads = 2;
+  opt.num_threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   opt.logging_type = ceres::SILENT;
   opt.minimizer_progress_to_stdout = false;
   opt.function_tolerance = 1e-9;
@@ -453,7 +454,9 @@ CalibrationFit fit_sheet_of_light(const ObservationSet& observations, const Cali
   if (static_cast<int>(whole.size()) < opt.min_whole_frames)
     cannot_fit(opt, "only " + std::to_string(whole.size()) + " of " + std::to_string(observations.frames.size()) +
                         " frames show the whole target with its " + std::to_string(target.corners()) + " corners (expected at least " +
-                        std::to_string(opt.min_whole_frames) + "; is it the right target file, and the whole target in view in some frames?)");
+                        std::to_string(opt.min_whole_frames) +
+                        "; is it the right target file, held with its first vertex toward column 0, and the whole target in view in "
+                        "some frames?)");
 
   // Normalised image points of a whole frame's vertices: its two ends, then its corners.
   auto vertex_points = [&](const FitFrame& f) {
