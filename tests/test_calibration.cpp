@@ -16,6 +16,7 @@
 #include "calibration/calibrate.h"
 #include "calibration/calibration_file.h"
 #include "calibration/fit_residuals.h"
+#include "calibration/stripe_trace.h"
 #include "calibration/target.h"
 #include "calibration_fixtures.h"
 #include "core/errors.h"
@@ -432,6 +433,40 @@ TEST(CalibrationFit, AnalyticResidualMatchesDualNumbers) {
     for (int b = 0; b < 3; ++b)
       for (int k = 0; k < sizes[b]; ++k) EXPECT_NEAR(ja[b][k], jb[b][k], 1e-9 * (1 + std::abs(ja[b][k]))) << "block " << b << " entry " << k;
   }
+}
+
+// A noisy sawtooth in image pixels: one corner per vertex, at the vertex,
+// with its turn; the ends are not corners.
+TEST(CalibrationFit, TraceFindsTheCornersOfAPolyline) {
+  const double vu[5][2] = {{300, 600}, {400, 550}, {500, 600}, {600, 550}, {700, 600}};
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.05);
+  std::vector<double> u, v;
+  for (int c = 300; c <= 700; ++c) {
+    const int k = std::min(3, (c - 300) / 100);
+    const double t = (c - vu[k][0]) / (vu[k + 1][0] - vu[k][0]);
+    u.push_back(c);
+    v.push_back(vu[k][1] + t * (vu[k + 1][1] - vu[k][1]) + noise(rng));
+  }
+  const SensorRoi roi{0, 428, 2048, 256};
+  const fit_detail::Trace tr = fit_detail::trace_frame(u, v, roi, 4.0);
+  EXPECT_EQ(tr.runs, 1);
+  EXPECT_TRUE(tr.whole);
+  ASSERT_EQ(tr.corners.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(tr.corners[static_cast<std::size_t>(i)].u, vu[i + 1][0], 0.05) << i;
+    EXPECT_NEAR(tr.corners[static_cast<std::size_t>(i)].v, vu[i + 1][1], 0.05) << i;
+    // A minimum of v (a peak on screen, rows growing downward) turns counter-clockwise in (u, v).
+    EXPECT_EQ(tr.corners[static_cast<std::size_t>(i)].cross > 0, i % 2 == 0) << i;
+  }
+  EXPECT_EQ(tr.u_first, 300);
+  EXPECT_EQ(tr.u_last, 700);
+  // A gap cuts the run; touching the ROI's side means not whole.
+  u.erase(u.begin() + 150, u.begin() + 160);
+  v.erase(v.begin() + 150, v.begin() + 160);
+  EXPECT_EQ(fit_detail::trace_frame(u, v, roi, 4.0).runs, 2);
+  for (auto& x : u) x -= 295;
+  EXPECT_FALSE(fit_detail::trace_frame(u, v, roi, 4.0).whole);
 }
 
 TEST(CalibrationFit, TheWrongTargetCannotBeFitted) {
