@@ -10,9 +10,12 @@ packages=(build-essential cmake ninja-build pkg-config git
           libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
           libtiff-dev libpng-dev
           nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev
-          libaravis-dev libusb-1.0-0-dev zlib1g-dev)
+          libaravis-dev libusb-1.0-0-dev zlib1g-dev
+          libceres-dev)
 # (aravis-0.8.pc names libusb-1.0 and zlib, which Debian 12's libaravis-dev
 # does not pull in: pkg-config fails without them.)
+# (libceres-dev: the sheet-of-light calibration's fit, calibration/; it brings
+# Eigen 3, which the calibration tests use too.)
 # The camera tests run Aravis' simulated GigE Vision camera inside a private
 # network namespace: aravis-tools, util-linux (unshare) and iproute2 (ip).
 if [[ "${1:-}" == "--tests" ]]; then

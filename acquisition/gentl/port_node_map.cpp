@@ -108,7 +108,7 @@ std::uint64_t parse_hex(const std::string& s, const std::string& url) {
   std::string t = s;
   if (t.rfind("0x", 0) == 0 || t.rfind("0X", 0) == 0) t = t.substr(2);
   if (t.empty() || !std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isxdigit(c); }))
-    throw std::invalid_argument("GenICam URL '" + url + "': '" + s + "' is not a hexadecimal number");
+    throw InputError("GenICam URL '" + url + "': '" + s + "' is not a hexadecimal number");
   return std::stoull(t, nullptr, 16);
 }
 
@@ -145,7 +145,7 @@ GenICamUrl parse_genicam_url(const std::string& url) {
     while (!rest.empty() && rest.front() == '/') rest.erase(0, 1);
     const auto a = rest.find(';'), b = a == std::string::npos ? a : rest.find(';', a + 1);
     if (a == std::string::npos || b == std::string::npos)
-      throw std::invalid_argument("GenICam URL '" + url + "': expected local:name;address;length");
+      throw InputError("GenICam URL '" + url + "': expected local:name;address;length");
     u.file_name = rest.substr(0, a);
     u.address = parse_hex(rest.substr(a + 1, b - a - 1), url);
     u.length = parse_hex(rest.substr(b + 1), url);
@@ -157,12 +157,12 @@ GenICamUrl parse_genicam_url(const std::string& url) {
     else if (path.rfind("//", 0) == 0)
       path = path.substr(path.find('/', 2) == std::string::npos ? path.size() : path.find('/', 2));  // file://host/path
     u.file_name = percent_decode(path);
-    if (u.file_name.empty()) throw std::invalid_argument("GenICam URL '" + url + "': no file path");
+    if (u.file_name.empty()) throw InputError("GenICam URL '" + url + "': no file path");
   } else if (lower.rfind("http:", 0) == 0 || lower.rfind("https:", 0) == 0) {
     u.scheme = GenICamUrl::Scheme::Http;
     u.file_name = body;
   } else {
-    throw std::invalid_argument("GenICam URL '" + url + "': unknown scheme (expected local:, file: or http:)");
+    throw InputError("GenICam URL '" + url + "': unknown scheme (expected local:, file: or http:)");
   }
   u.zipped = ends_with_zip(u.file_name);
   return u;
@@ -186,7 +186,7 @@ std::string read_port_xml(const Producer& producer, PORT_HANDLE port, const std:
   GenICamUrl u;
   try {
     u = parse_genicam_url(url);
-  } catch (const std::invalid_argument& e) {
+  } catch (const InputError& e) {
     throw DeviceUnavailable(what + ": " + e.what());
   }
   std::string file;

@@ -26,7 +26,7 @@ struct GenICamUrl {
   std::uint64_t address = 0, length = 0;
   bool zipped = false;
 };
-// Throws std::invalid_argument naming what is wrong.
+// Throws InputError naming what is wrong.
 GenICamUrl parse_genicam_url(const std::string& url);
 
 // The XML of `port` (first URL), unzipped. Throws DeviceUnavailable.

@@ -540,9 +540,9 @@ TEST(GenTLXml, UrlsParse) {
   EXPECT_EQ(u.scheme, gentl::GenICamUrl::Scheme::File);
   EXPECT_EQ(u.file_name, "/opt/vendor/My Cam.xml");
   EXPECT_EQ(gentl::parse_genicam_url("http://example.invalid/cam.zip").scheme, gentl::GenICamUrl::Scheme::Http);
-  EXPECT_THROW(gentl::parse_genicam_url("local:cam.xml;10"), std::invalid_argument);
-  EXPECT_THROW(gentl::parse_genicam_url("local:cam.xml;zz;10"), std::invalid_argument);
-  EXPECT_THROW(gentl::parse_genicam_url("ftp://x/cam.xml"), std::invalid_argument);
+  EXPECT_THROW(gentl::parse_genicam_url("local:cam.xml;10"), InputError);
+  EXPECT_THROW(gentl::parse_genicam_url("local:cam.xml;zz;10"), InputError);
+  EXPECT_THROW(gentl::parse_genicam_url("ftp://x/cam.xml"), InputError);
 }
 
 TEST(GenTLXml, ZipRoundTripAndDamage) {
