@@ -23,5 +23,6 @@ Subcommand add_filter(CLI::App& app);     // stripeline filter INPUT OUTPUT STEP
 Subcommand add_bench_filters(CLI::App& app);  // stripeline bench-filters [--json FILE] [--quick]
 Subcommand add_cameras(CLI::App& app);          // stripeline cameras [--json]
 Subcommand add_simulate_camera(CLI::App& app);  // stripeline simulate-camera [--interface 127.0.0.1] [-r PER_THOUSAND]
+Subcommand add_bench_replay(CLI::App& app);     // stripeline bench-replay [--json FILE] [--backend B] [--threads 1,2,4,8,16]
 
 }  // namespace stripeline::tools
