@@ -3,12 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <libdeflate.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
+#include "io/inflate.h"
 #include "io/reader_common.h"
 
 namespace stripeline::io::detail {
@@ -54,12 +54,8 @@ bool png_inflate_whole(const std::filesystem::path& path, std::size_t filtered_b
   }
   if (!seen_idat || !ended) return false;
   filtered.resize(filtered_bytes);
-  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(libdeflate_alloc_decompressor(),
-                                                                                  libdeflate_free_decompressor);
-  if (!d) return false;
-  std::size_t produced = 0;
-  return libdeflate_zlib_decompress(d.get(), file.data(), idat, filtered.data(), filtered_bytes, &produced) == LIBDEFLATE_SUCCESS &&
-         produced == filtered_bytes;
+  Inflater inflater;
+  return inflater.zlib(reinterpret_cast<const std::byte*>(file.data()), idat, filtered.data(), filtered_bytes);
 }
 
 bool png_unfilter(const std::byte* filtered, std::byte* dst, std::byte* previous, std::size_t row_bytes, std::size_t bpp,

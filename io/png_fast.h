@@ -1,7 +1,8 @@
 #pragma once
 // Private to io/: the PNG reader's fast path. A PNG is one zlib stream, so it
-// cannot be decoded in parallel; libdeflate inflates the whole stream about
-// twice as fast as zlib (libpng and libspng both stream through zlib:
+// cannot be decoded in parallel; libdeflate (or ISA-L, io/inflate.h) inflates
+// the whole stream about twice as fast as zlib (libpng and libspng both
+// stream through zlib:
 // bench/README.md has the figures), at the price of holding the filtered
 // image (height x (row bytes + 1)) in memory. The reader uses it when that
 // fits in kPngFastLimit, and falls back to libpng for anything unexpected (a

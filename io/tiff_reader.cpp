@@ -13,7 +13,8 @@
 //  - uncompressed strips: positioned reads of the rows' bytes straight into
 //    the destination (no strip buffer; a huge single strip is fine);
 //  - Deflate strips and tiles (predictor none or horizontal): the compressed
-//    bytes are read by offset, inflated by libdeflate straight into the
+//    bytes are read by offset, inflated (io/inflate.h: ISA-L or libdeflate)
+//    straight into the
 //    destination rows (a tile into a per-thread tile buffer, then its rows),
 //    byte-swapped and un-predicted there;
 //  - any other compression (LZW, PackBits, JPEG, ZSTD...), and any strip the
@@ -31,7 +32,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <libdeflate.h>
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "io/inflate.h"
 #include "io/reader_common.h"
 #include "io/tiff_support.h"
 
@@ -87,7 +88,7 @@ struct Piece {
 struct ThreadState {
   std::vector<std::byte> compressed;
   std::vector<std::byte> tile;
-  libdeflate_decompressor* inflater = nullptr;
+  std::unique_ptr<Inflater> inflater;
   // libtiff handle of this thread, for what stripeline does not decode itself.
   TiffMessages messages;
   std::unique_ptr<TiffOpenOptions> options;
@@ -98,7 +99,6 @@ struct ThreadState {
   ThreadState& operator=(const ThreadState&) = delete;
   ~ThreadState() {
     if (tif != nullptr) TIFFClose(tif);
-    if (inflater != nullptr) libdeflate_free_decompressor(inflater);
   }
 };
 
@@ -568,14 +568,8 @@ class TiffReader final : public ReaderBase {
       if (piece.bytes > (std::uint64_t{1} << 30)) return false;
       if (ts.compressed.size() < piece.bytes) ts.compressed.resize(static_cast<std::size_t>(piece.bytes));
       if (pread_full(fd_, ts.compressed.data(), static_cast<std::size_t>(piece.bytes), piece.offset) != piece.bytes) return false;
-      if (ts.inflater == nullptr) ts.inflater = libdeflate_alloc_decompressor();
-      if (ts.inflater == nullptr) return false;
-      std::size_t produced = 0;
-      if (libdeflate_zlib_decompress(ts.inflater, ts.compressed.data(), static_cast<std::size_t>(piece.bytes), out, out_bytes,
-                                     &produced) != LIBDEFLATE_SUCCESS ||
-          produced != out_bytes) {
-        return false;
-      }
+      if (!ts.inflater) ts.inflater = std::make_unique<Inflater>();
+      if (!ts.inflater->zlib(ts.compressed.data(), static_cast<std::size_t>(piece.bytes), out, out_bytes)) return false;
     }
     if (wide && swapped_) swap16(out, out_bytes / 2);
     if (p.predictor == PREDICTOR_HORIZONTAL) {

@@ -27,6 +27,7 @@
 #include "core/errors.h"
 #include "io/atomic_file.h"
 #include "io/image_reader.h"
+#include "io/inflate.h"
 #include "io/recording.h"
 #include "pipeline/pipeline.h"
 #include "stages/backend.h"
@@ -298,6 +299,7 @@ int bench_replay(ReplayBenchOptions o) {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const double mb_per_pass = static_cast<double>(o.frames) * o.width * o.frame_height * (o.depth / 8) / 1e6;
   std::printf("stripeline bench-replay %s  %s  host %s, %d CPU threads, %s backend\n", STRIPELINE_VERSION, date, host, hw, to_string(backend));
+  std::printf("inflate: %s\n", io::inflate_library());
   std::printf("recording: %llu frames of %dx%d %d-bit (%.1f MB), %llu loops per replay, median of %d; files in %s\n",
               static_cast<unsigned long long>(o.frames), o.width, o.frame_height, o.depth, mb_per_pass,
               static_cast<unsigned long long>(o.loops), o.repeats, dir.c_str());
@@ -310,6 +312,7 @@ int bench_replay(ReplayBenchOptions o) {
   root["host"] = host;
   root["cpu_threads"] = hw;
   root["backend"] = to_string(backend);
+  root["inflate"] = io::inflate_library();
   root["recording"] = {{"frames", o.frames}, {"width", o.width}, {"frame_height", o.frame_height}, {"depth", o.depth}, {"mb", mb_per_pass}};
   root["loops"] = o.loops;
   root["repeats"] = o.repeats;
