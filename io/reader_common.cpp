@@ -87,11 +87,17 @@ std::size_t pread_full(int fd, void* dst, std::size_t bytes, std::uint64_t offse
   return done;
 }
 
+std::size_t read_chunk_bytes(std::size_t total_bytes) {
+  constexpr std::size_t kMin = std::size_t{1} << 20, kMax = std::size_t{8} << 20;
+  const std::size_t pieces = 4 * static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
+  return std::clamp(total_bytes / pieces, kMin, kMax);
+}
+
 std::size_t pread_parallel(int fd, std::byte* dst, std::size_t bytes, std::uint64_t offset) {
-  // Below a few MiB one read is as fast: the copy out of the page cache is
-  // the cost, and a thread hand-off costs more than it saves.
-  constexpr std::size_t kChunk = std::size_t{4} << 20;
-  if (bytes <= 2 * kChunk) return pread_full(fd, dst, bytes, offset);
+  // Below a couple of pieces one read is as fast: the copy out of the page
+  // cache is the cost, and a thread hand-off costs more than it saves.
+  const std::size_t kChunk = read_chunk_bytes(bytes);
+  if (bytes < 2 * kChunk) return pread_full(fd, dst, bytes, offset);
   const std::size_t chunks = (bytes + kChunk - 1) / kChunk;
   std::mutex mutex;  // taken only on a short read
   std::size_t first_short = chunks, short_at = bytes;

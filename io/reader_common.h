@@ -35,9 +35,13 @@ int recorded_frame_height(const std::string& description, int width);
 // read (errno set when it stopped on an error). Thread-safe on a shared fd.
 std::size_t pread_full(int fd, void* dst, std::size_t bytes, std::uint64_t offset);
 
+// The size of the pieces a large read is cut into: enough pieces for every
+// thread of the current arena (four each, to balance), 1 to 8 MiB each.
+std::size_t read_chunk_bytes(std::size_t total_bytes);
+
 // Reads [offset, offset + bytes) of fd into dst with several threads when it
-// is large (chunks of a few MiB, oneTBB), no intermediate buffer. Returns the
-// bytes read before the first short read (== bytes when complete).
+// is large (read_chunk_bytes() pieces, oneTBB), no intermediate buffer.
+// Returns the bytes read before the first short read (== bytes when complete).
 std::size_t pread_parallel(int fd, std::byte* dst, std::size_t bytes, std::uint64_t offset);
 
 // Common bookkeeping of a reader: position, bounds, "failed" state.

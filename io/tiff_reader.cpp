@@ -57,8 +57,6 @@ namespace fs = std::filesystem;
 
 // A compressed strip above this is read scanline by scanline (not cached).
 constexpr std::uint64_t kMaxCachedStrip = std::uint64_t{64} << 20;
-// Uncompressed rows are read in pieces of about this size, in parallel.
-constexpr std::size_t kReadChunk = std::size_t{4} << 20;
 
 // One page (IFD) as the reader uses it. A "band" is a strip, or a row of tiles.
 struct Page {
@@ -355,6 +353,7 @@ class TiffReader final : public ReaderBase {
     const std::size_t rb = row_bytes();
     const std::int64_t begin = next_row_, end = next_row_ + rows;
     items_.clear();
+    read_chunk_ = read_chunk_bytes(static_cast<std::size_t>(rows) * rb);
     struct Partial {
       int page;
       std::uint32_t band;
@@ -442,8 +441,8 @@ class TiffReader final : public ReaderBase {
     if (!items_.empty()) {
       Item& last = items_.back();
       if (last.kind == Item::Read && last.page == page && last.offset + last.bytes == static_cast<std::uint64_t>(offset) &&
-          last.target + last.bytes == out && last.bytes < kReadChunk) {
-        const std::size_t take = std::min(bytes, kReadChunk - last.bytes);
+          last.target + last.bytes == out && last.bytes < read_chunk_) {
+        const std::size_t take = std::min(bytes, read_chunk_ - last.bytes);
         last.bytes += take;
         offset += static_cast<std::int64_t>(take);
         out += take;
@@ -456,7 +455,7 @@ class TiffReader final : public ReaderBase {
       item.kind = Item::Read;
       item.page = page;
       item.offset = static_cast<std::uint64_t>(offset);
-      item.bytes = std::min(bytes, kReadChunk);
+      item.bytes = std::min(bytes, read_chunk_);
       item.target = out;
       item.row = row;
       items_.push_back(item);
@@ -651,6 +650,7 @@ class TiffReader final : public ReaderBase {
   std::vector<Piece> pieces_;
   BandCache cache_[2];
   std::vector<Item> items_;
+  std::size_t read_chunk_ = 0;  // uncompressed rows are read in pieces of this size, in parallel
   tbb::enumerable_thread_specific<ThreadState> states_;
 };
 

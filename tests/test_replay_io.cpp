@@ -480,8 +480,8 @@ TEST(ReplayPng, FastPathEqualsLibpngForEveryFilter) {
 
 TEST(ReplayPlain, LargeReadsInParallelChunksAreExact) {
   TempDir dir;
-  // 5000 x 2000 16-bit = 20 MB: read in chunks larger than the 8 MiB a
-  // single read serves, from a header offset that is not aligned.
+  // 5000 x 2000 16-bit = 20 MB: reads large enough to be cut into parallel
+  // pieces (reader_common.h), from a header offset that is not aligned.
   const std::uint32_t w = 5000, h = 2000;
   const auto pixels = make_pixels(w, h, 16, 9);
   const fs::path pgm = dir / "big.pgm";
