@@ -359,72 +359,82 @@ int bench_replay(ReplayBenchOptions o) {
   root["loops"] = o.loops;
   root["repeats"] = o.repeats;
 
-  // The engine's own figure: the same frames with no file in the way.
+  // Rounds: the engine's own figure (the same frames with no file in the
+  // way), then every kind, then again. Interleaving keeps a shared machine's
+  // changing load out of the ratios: each round's ratios are taken, and the
+  // medians reported.
   const BatchLayout frame{o.width, o.frame_height, 0, o.depth == 16 ? PixelFormat::Mono16 : PixelFormat::Mono8};
+  for (const Kind& k : kinds) {  // warm-up: page cache, thread-local decoders
+    FileSource src(file_config(dir / k.file, k, o, 1));
+    run_pipeline(src, backend);
+  }
   std::vector<Rate> engine_runs;
+  std::vector<std::vector<Rate>> warm_runs(kinds.size()), cold_runs(kinds.size());
+  std::vector<std::vector<double>> wall_of_engine(kinds.size()), cpu_of_engine(kinds.size());
+  std::vector<bool> cold_ok(kinds.size(), false);
   for (int r = 0; r < o.repeats; ++r) {
-    PrefilledSource src(image, frame, o.frames, o.frames * o.loops);
-    engine_runs.push_back(run_pipeline(src, backend));
+    PrefilledSource engine_src(image, frame, o.frames, o.frames * o.loops);
+    engine_runs.push_back(run_pipeline(engine_src, backend));
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      FileSource src(file_config(dir / kinds[i].file, kinds[i], o, o.loops));
+      warm_runs[i].push_back(run_pipeline(src, backend));
+      wall_of_engine[i].push_back(warm_runs[i].back().profiles_per_s / engine_runs.back().profiles_per_s);
+      cpu_of_engine[i].push_back(warm_runs[i].back().cpu_bound_profiles_per_s / engine_runs.back().cpu_bound_profiles_per_s);
+    }
+  }
+  if (o.cold) {
+    for (int r = 0; r < o.repeats; ++r) {
+      for (std::size_t i = 0; i < kinds.size(); ++i) {
+        cold_ok[i] = drop_from_page_cache(dir / kinds[i].file);
+        FileSource src(file_config(dir / kinds[i].file, kinds[i], o, 1));
+        cold_runs[i].push_back(run_pipeline(src, backend));
+      }
+    }
   }
   const Rate engine = median_rate(engine_runs);
   std::printf("\n%-18s %12.0f profiles/s %9.1f MB/s  cpu-bound %9.0f profiles/s  (prefilled batches, no file: the reference)\n", "engine",
               engine.profiles_per_s, engine.mb_per_s, engine.cpu_bound_profiles_per_s);
   root["engine"] = rate_json(engine);
 
-  std::printf("\n== replay, no outputs (%s backend): source -> pipeline, %llu loops\n", to_string(backend), static_cast<unsigned long long>(o.loops));
+  std::printf("\n== replay, no outputs (%s backend): source -> pipeline, %llu loops; x engine: median of the rounds' ratios\n",
+              to_string(backend), static_cast<unsigned long long>(o.loops));
   std::printf("%-18s %8s %11s %9s %8s %11s %8s %11s %8s  %s\n", "kind", "file MB", "profiles/s", "MB/s", "x engine", "cpu-bound", "x engine",
               "cold prof/s", "x engine", "layout");
   nlohmann::json replay = nlohmann::json::object();
-  for (const Kind& k : kinds) {
-    const fs::path path = dir / k.file;
-    std::vector<Rate> runs;
-    {  // warm-up pass: page cache, thread-local decoders
-      FileSource src(file_config(path, k, o, 1));
-      run_pipeline(src, backend);
-    }
-    for (int r = 0; r < o.repeats; ++r) {
-      FileSource src(file_config(path, k, o, o.loops));
-      runs.push_back(run_pipeline(src, backend));
-    }
-    const Rate warm = median_rate(runs);
-    Rate cold;
-    bool cold_ok = false;
-    if (o.cold) {
-      std::vector<Rate> colds;
-      for (int r = 0; r < o.repeats; ++r) {
-        cold_ok = drop_from_page_cache(path);
-        FileSource src(file_config(path, k, o, 1));
-        colds.push_back(run_pipeline(src, backend));
-      }
-      cold = median_rate(colds);
-    }
-    const double file_mb = static_cast<double>(fs::file_size(path)) / 1e6;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const Kind& k = kinds[i];
+    const Rate warm = median_rate(warm_runs[i]);
+    const Rate cold = o.cold ? median_rate(cold_runs[i]) : Rate{};
+    const double file_mb = static_cast<double>(fs::file_size(dir / k.file)) / 1e6;
+    const double wall_x = median(wall_of_engine[i]), cpu_x = median(cpu_of_engine[i]);
     std::printf("%-18s %8.1f %11.0f %9.1f %8.3f %11.0f %8.3f %11.0f %8.3f  %s\n", k.name.c_str(), file_mb, warm.profiles_per_s, warm.mb_per_s,
-                warm.profiles_per_s / engine.profiles_per_s, warm.cpu_bound_profiles_per_s,
-                warm.cpu_bound_profiles_per_s / engine.cpu_bound_profiles_per_s, cold.profiles_per_s,
-                cold.profiles_per_s / engine.profiles_per_s, k.what.c_str());
+                wall_x, warm.cpu_bound_profiles_per_s, cpu_x, cold.profiles_per_s, cold.profiles_per_s / engine.profiles_per_s, k.what.c_str());
     nlohmann::json j = {{"file", k.file},
                         {"layout", k.what},
                         {"file_mb", file_mb},
                         {"warm", rate_json(warm)},
-                        {"warm_fraction_of_engine", warm.profiles_per_s / engine.profiles_per_s},
-                        {"warm_cpu_bound_fraction_of_engine", warm.cpu_bound_profiles_per_s / engine.cpu_bound_profiles_per_s}};
+                        {"warm_fraction_of_engine", wall_x},
+                        {"warm_cpu_bound_fraction_of_engine", cpu_x}};
     if (o.cold) {
       j["cold"] = rate_json(cold);
       j["cold_fraction_of_engine"] = cold.profiles_per_s / engine.profiles_per_s;
-      j["cold_page_cache_dropped"] = cold_ok;
+      j["cold_page_cache_dropped"] = static_cast<bool>(cold_ok[i]);
     }
     replay[k.name] = j;
   }
   root["replay"] = replay;
-  for (const char* name : {"tifffile-deflate", "libtiff-deflate", "synth-deflate", "png"}) {
-    if (!replay.contains(name) || !replay.contains("tiff-none")) continue;
-    const double ratio =
-        replay[name]["warm"]["profiles_per_s"].get<double>() / replay["tiff-none"]["warm"]["profiles_per_s"].get<double>();
-    const double cpu_ratio = replay[name]["warm"]["cpu_bound_profiles_per_s"].get<double>() /
-                             replay["tiff-none"]["warm"]["cpu_bound_profiles_per_s"].get<double>();
-    std::printf("%s / tiff-none (warm): %.3f wall clock, %.3f cpu-bound\n", name, ratio, cpu_ratio);
-    root["over_uncompressed"][name] = {{"wall", ratio}, {"cpu_bound", cpu_ratio}};
+  const auto none = std::find_if(kinds.begin(), kinds.end(), [](const Kind& k) { return k.name == "tiff-none"; });
+  for (std::size_t i = 0; i < kinds.size() && none != kinds.end(); ++i) {
+    if (kinds[i].name == "tiff-none") continue;
+    const auto n = static_cast<std::size_t>(none - kinds.begin());
+    std::vector<double> wall, cpu;
+    for (int r = 0; r < o.repeats; ++r) {
+      wall.push_back(warm_runs[i][r].profiles_per_s / warm_runs[n][r].profiles_per_s);
+      cpu.push_back(warm_runs[i][r].cpu_bound_profiles_per_s / warm_runs[n][r].cpu_bound_profiles_per_s);
+    }
+    std::printf("%s / tiff-none (warm, median of the rounds): %.3f wall clock, %.3f cpu-bound\n", kinds[i].name.c_str(), median(wall),
+                median(cpu));
+    root["over_uncompressed"][kinds[i].name] = {{"wall", median(wall)}, {"cpu_bound", median(cpu)}};
   }
 
   std::printf("\n== decode alone (MB/s of pixels), a batch of 300 frames per read, by threads\n");
