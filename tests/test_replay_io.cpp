@@ -590,3 +590,31 @@ TEST(ReplayRecording, EveryLayoutReplaysToTheSamePointCloud) {
 
 }  // namespace
 }  // namespace stripeline::io
+
+namespace stripeline::io {
+namespace {
+
+// bench-replay runs end to end and writes every figure it prints (values are
+// not asserted: they are timings).
+TEST(ReplayBench, QuickRunWritesEveryFigure) {
+  TempDir dir;
+  std::string out;
+  const fs::path json = dir / "r.json";
+  ASSERT_EQ(test::run_cli("bench-replay --quick --frames 12 --width 256 --loops 1 --threads 1,2 --backend cpu --json " + json.string() +
+                              " --dir " + (dir / "files").string(),
+                          &out),
+            0)
+      << out;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string j = text.str();
+  for (const char* key : {"\"engine\"", "\"synth-deflate\"", "\"tifffile-deflate\"", "\"libtiff-deflate\"", "\"png\"", "\"tiff-none\"", "\"pgm\"",
+                          "\"raw\"", "\"cold\"", "\"cpu_bound_profiles_per_s\"", "\"decode_mb_per_s\"", "\"over_uncompressed\"", "\"inflate\""})
+    EXPECT_NE(j.find(key), std::string::npos) << key << " missing from " << j;
+  EXPECT_TRUE(fs::exists(dir / "files" / "synth-deflate.tif")) << "--dir keeps the recordings";
+  EXPECT_EQ(test::run_cli("bench-replay --threads 1,x", &out), 2) << out;
+}
+
+}  // namespace
+}  // namespace stripeline::io
