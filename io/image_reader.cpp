@@ -6,9 +6,10 @@
 //    of a multi-page file). libtiff messages never reach stderr: they go into
 //    the InputError.
 //  - PNG (libpng): 8/16-bit grayscale, not interlaced (Adam7 cannot be
-//    streamed). When the filtered image fits in 256 MiB, each pass inflates
-//    the whole stream with libdeflate and un-filters rows into the caller's
-//    buffer (about twice libpng's speed: png_fast.h). Palette, RGB and alpha images are rejected. libpng errors
+//    streamed). With 4 threads or more to run on and a filtered image that
+//    fits in 256 MiB, each pass inflates the whole stream with libdeflate and
+//    un-filters rows into the caller's buffer (about twice libpng's speed:
+//    png_fast.h); else libpng streams it row by row. Palette, RGB and alpha images are rejected. libpng errors
 //    longjmp into small functions that own no C++ objects and become
 //    InputError in the caller.
 //  - PGM: binary P5 with comments; maxval <= 255 is Mono8, else Mono16
@@ -23,6 +24,7 @@
 #include "io/image_reader.h"
 
 #include <png.h>
+#include <tbb/task_arena.h>
 #include <tiffio.h>
 
 #include <algorithm>
@@ -380,7 +382,12 @@ class PngReader final : public ReaderBase {
 
   void do_read(std::byte* dst, std::int64_t rows) override {
     const std::size_t rb = row_bytes();
-    if (mode_ == Mode::Unknown) mode_ = next_row_ == 0 && inflate_whole() ? Mode::Fast : Mode::Libpng;
+    // The whole-stream path inflates about twice as fast, but holds the pass
+    // until the whole image is inflated and moves it through memory twice:
+    // on 2 cores the processing then lost more than the decode gained
+    // (bench/README.md). It pays where cores are to spare.
+    if (mode_ == Mode::Unknown)
+      mode_ = next_row_ == 0 && tbb::this_task_arena::max_concurrency() >= 4 && inflate_whole() ? Mode::Fast : Mode::Libpng;
     if (mode_ == Mode::Fast) {
       detail::png_unfilter(filtered_.data() + static_cast<std::size_t>(next_row_) * (rb + 1), dst, previous_.data(), rb,
                            bytes_per_pixel(info_.format), rows);

@@ -1,10 +1,12 @@
 #pragma once
 // Private to io/: the PNG reader's fast path. A PNG is one zlib stream, so it
-// cannot be decoded in parallel; libdeflate (or ISA-L, io/inflate.h) inflates
-// the whole stream about twice as fast as zlib (libpng and libspng both
-// stream through zlib:
+// cannot be decoded in parallel; libdeflate (io/inflate.h) inflates the
+// whole stream about twice as fast as zlib (libpng and libspng both stream
+// through zlib:
 // bench/README.md has the figures), at the price of holding the filtered
-// image (height x (row bytes + 1)) in memory. The reader uses it when that
+// image (height x (row bytes + 1)) in memory, and of holding each pass until
+// the whole stream is inflated. The reader uses it with 4 threads or more (on
+// 2 cores the processing lost more than the decode gained) when the image
 // fits in kPngFastLimit, and falls back to libpng for anything unexpected (a
 // bad CRC or stream is then reported by libpng, as before).
 #include <cstddef>

@@ -13,7 +13,7 @@
 //  - uncompressed strips: positioned reads of the rows' bytes straight into
 //    the destination (no strip buffer; a huge single strip is fine);
 //  - Deflate strips and tiles (predictor none or horizontal): the compressed
-//    bytes are read by offset, inflated (io/inflate.h: ISA-L or libdeflate)
+//    bytes are read by offset, inflated by libdeflate (io/inflate.h)
 //    straight into the
 //    destination rows (a tile into a per-thread tile buffer, then its rows),
 //    byte-swapped and un-predicted there;

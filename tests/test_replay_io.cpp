@@ -455,6 +455,8 @@ std::vector<std::uint8_t> libpng_sequential(const fs::path& path) {
 
 TEST(ReplayPng, FastPathEqualsLibpngForEveryFilter) {
   TempDir dir;
+  // The reader takes the whole-stream path in an arena of 4 threads or more.
+  tbb::task_arena(4).execute([] { ASSERT_GE(tbb::this_task_arena::max_concurrency(), 4); });
   for (int bits : {8, 16}) {
     for (const auto& [w, h] : {std::pair{13u, 42u}, std::pair{176u, 113u}, std::pair{2048u, 60u}, std::pair{1u, 9u}}) {
       const fs::path path = dir / ("x" + std::to_string(bits) + "_" + std::to_string(w) + ".png");
@@ -462,18 +464,21 @@ TEST(ReplayPng, FastPathEqualsLibpngForEveryFilter) {
       write_image(path, pixels.data(), static_cast<int>(w), h, bits == 16 ? PixelFormat::Mono16 : PixelFormat::Mono8);
       const auto oracle = libpng_sequential(path);
       ASSERT_EQ(first_difference(oracle, pixels), "");
-      for (const std::int64_t chunk : {std::int64_t{1}, std::int64_t{7}, std::int64_t{h}}) {
-        EXPECT_EQ(first_difference(read_with(path, 2, chunk), oracle), "") << path << " chunk " << chunk;
+      // 4 threads: the whole-stream path; 1 thread: libpng row by row.
+      for (const int threads : {1, 4}) {
+        for (const std::int64_t chunk : {std::int64_t{1}, std::int64_t{7}, std::int64_t{h}}) {
+          EXPECT_EQ(first_difference(read_with(path, threads, chunk), oracle), "") << path << " chunk " << chunk << ", " << threads << " threads";
+        }
       }
       // Rewind and read again (a looping replay inflates again).
-      auto reader = open_image(path);
       std::vector<std::uint8_t> got(oracle.size());
-      const std::size_t rb = oracle.size() / h;
-      reader->read_rows(reinterpret_cast<std::byte*>(got.data()), h / 2);
-      reader->rewind();
-      reader->read_rows(reinterpret_cast<std::byte*>(got.data()), h);
+      tbb::task_arena(4).execute([&] {
+        auto reader = open_image(path);
+        reader->read_rows(reinterpret_cast<std::byte*>(got.data()), h / 2);
+        reader->rewind();
+        reader->read_rows(reinterpret_cast<std::byte*>(got.data()), h);
+      });
       EXPECT_EQ(first_difference(got, oracle), "");
-      (void)rb;
     }
   }
 }
