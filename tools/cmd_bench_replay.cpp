@@ -317,9 +317,6 @@ int bench_replay(ReplayBenchOptions o) {
   if (o.frames == 0 || o.loops == 0 || o.repeats < 1) throw InputError("--frames, --loops and --repeats must be at least 1");
   const Backend backend = resolve_backend(parse_backend(o.backend));
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
-  // Allow the thread sweep past the core count (it then shows oversubscription).
-  const int max_threads = std::max(hw, *std::max_element(o.threads.begin(), o.threads.end()));
-  tbb::global_control allow(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(max_threads));
 
   fs::path dir = o.dir;
   const bool own_dir = dir.empty();
@@ -443,6 +440,9 @@ int bench_replay(ReplayBenchOptions o) {
   std::printf("  %8s  %s\n", "1 -> max", "MB/cpu-s");
   nlohmann::json decode = nlohmann::json::object();
   const int passes = o.quick ? 1 : 3;
+  // Allow the thread sweep past the core count (it then shows oversubscription).
+  const int max_threads = std::max(hw, *std::max_element(o.threads.begin(), o.threads.end()));
+  tbb::global_control allow(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(max_threads));
   for (const Kind& k : kinds) {
     for (bool native : {true, false}) {
       if (!native && !k.tiff) continue;
