@@ -2,18 +2,21 @@
 // order straight into the caller's buffer; memory use is a few rows (or, for a
 // tiled TIFF, one row of tiles), whatever the height of the image.
 //
-//  - TIFF (libtiff): 8/16-bit unsigned, 1 sample per pixel, min-is-black (or no
-//    photometric tag), any compression libtiff was built with. Strip-based
-//    files are read with TIFFReadScanline; tiled files one row of tiles at a
-//    time. Only the first image of a multi-page file is read. libtiff messages
-//    never reach stderr: they go into the InputError.
+//  - TIFF: tiff_reader.cpp (strips and tiles decoded in parallel, every page
+//    of a multi-page file). libtiff messages never reach stderr: they go into
+//    the InputError.
 //  - PNG (libpng): 8/16-bit grayscale, not interlaced (Adam7 cannot be
-//    streamed). Palette, RGB and alpha images are rejected. libpng errors
+//    streamed). With 4 threads or more to run on and a filtered image that
+//    fits in 256 MiB, each pass inflates the whole stream with libdeflate and
+//    un-filters rows into the caller's buffer (about twice libpng's speed:
+//    png_fast.h); else libpng streams it row by row. Palette, RGB and alpha images are rejected. libpng errors
 //    longjmp into small functions that own no C++ objects and become
 //    InputError in the caller.
 //  - PGM: binary P5 with comments; maxval <= 255 is Mono8, else Mono16
 //    (big-endian on disk).
 //  - raw: headerless rows; 16-bit is little-endian.
+//  PGM and raw rows are read with positioned reads straight into the caller's
+//  buffer, in parallel chunks when large (reader_common.cpp).
 //
 // format_from_path() returns Auto for an extension it does not know;
 // open_image() then looks at the first bytes (TIFF, PNG, P5 signatures), and
@@ -21,6 +24,7 @@
 #include "io/image_reader.h"
 
 #include <png.h>
+#include <tbb/task_arena.h>
 #include <tiffio.h>
 
 #include <algorithm>
@@ -37,46 +41,23 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "io/tiff_support.h"
+#include "io/png_fast.h"
+#include "io/reader_common.h"
 
 namespace stripeline::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void input_error(const fs::path& path, const std::string& message) {
-  throw InputError(path.string() + ": " + message);
-}
+using detail::check_dimensions;
+using detail::check_input_file;
+using detail::input_error;
+using detail::ReaderBase;
+using detail::swap16;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-// A readable, non-empty regular file; returns its size.
-std::uintmax_t check_input_file(const fs::path& path) {
-  std::error_code ec;
-  const auto st = fs::status(path, ec);
-  if (!fs::exists(st)) input_error(path, "file not found (expected an existing image file)");
-  if (fs::is_directory(st)) input_error(path, "is a directory (expected an image file)");
-  if (!fs::is_regular_file(st)) input_error(path, "not a regular file (expected an image file)");
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) input_error(path, "cannot read the file size: " + ec.message());
-  if (size == 0) input_error(path, "file is empty (0 bytes; expected an image)");
-  return size;
-}
-
-void check_dimensions(const fs::path& path, std::int64_t width, std::int64_t height) {
-  if (width <= 0 || width > kMaxWidth) {
-    input_error(path, "image width " + std::to_string(width) + " is out of range (expected 1.." +
-                          std::to_string(kMaxWidth) + ")");
-  }
-  if (height <= 0) input_error(path, "image height " + std::to_string(height) + " is out of range (expected >= 1)");
-}
-
-void swap16(std::byte* data, std::size_t count) {
-  auto* p = reinterpret_cast<unsigned char*>(data);
-  for (std::size_t i = 0; i < count; ++i, p += 2) std::swap(p[0], p[1]);
 }
 
 struct FileCloser {
@@ -96,54 +77,6 @@ FilePtr open_for_reading(const fs::path& path) {
 }
 
 // ---------------------------------------------------------------------------
-// Common bookkeeping: position, bounds, "failed" state.
-class ReaderBase : public ImageReader {
- public:
-  explicit ReaderBase(fs::path path) : path_(std::move(path)) {}
-  const ImageInfo& info() const final { return info_; }
-  std::int64_t rows_left() const final { return info_.height - next_row_; }
-
-  void read_rows(std::byte* dst, std::int64_t rows) final {
-    if (rows < 0) throw RuntimeFailure("ImageReader::read_rows: negative row count");
-    if (failed_) input_error(path_, "an earlier read failed (rewind() to start again)");
-    if (rows == 0) return;
-    if (rows > rows_left()) {
-      input_error(path_, "file ends at row " + std::to_string(info_.height) + ", expected " +
-                             std::to_string(next_row_ + rows) + " rows");
-    }
-    failed_ = true;  // until the read completes
-    do_read(dst, rows);
-    next_row_ += rows;
-    failed_ = false;
-  }
-
-  void rewind() final {
-    failed_ = true;
-    next_row_ = 0;
-    do_rewind();
-    failed_ = false;
-  }
-
- protected:
-  std::size_t row_bytes() const { return static_cast<std::size_t>(info_.width) * bytes_per_pixel(info_.format); }
-  // Throw if a reopened file does not describe the same image any more.
-  void check_same(const ImageInfo& now) const {
-    if (now.width != info_.width || now.height != info_.height || now.format != info_.format) {
-      input_error(path_, "the file changed since it was opened (expected the same " + std::to_string(info_.width) +
-                             "x" + std::to_string(info_.height) + " " + to_string(info_.format) + " image)");
-    }
-  }
-  // Read exactly `rows` rows from next_row_ (already bounds-checked).
-  virtual void do_read(std::byte* dst, std::int64_t rows) = 0;
-  virtual void do_rewind() = 0;
-
-  fs::path path_;
-  ImageInfo info_;
-  std::int64_t next_row_ = 0;
-  bool failed_ = false;
-};
-
-// ---------------------------------------------------------------------------
 // Raw and PGM: rows stored back to back after a header of `offset` bytes.
 class PlainReader final : public ReaderBase {
  public:
@@ -156,30 +89,29 @@ class PlainReader final : public ReaderBase {
   }
 
  private:
-  void open() {
-    file_ = open_for_reading(path_);
-    std::setvbuf(file_.get(), nullptr, _IOFBF, std::size_t{1} << 20);
-    if (std::fseek(file_.get(), offset_, SEEK_SET) != 0) input_error(path_, "cannot seek to the pixel data");
-  }
+  void open() { file_ = open_for_reading(path_); }
   void do_read(std::byte* dst, std::int64_t rows) override {
+    // Positioned reads straight into dst (in parallel chunks when large).
     const std::size_t rb = row_bytes();
-    const std::size_t got = std::fread(dst, rb, static_cast<std::size_t>(rows), file_.get());
-    if (got != static_cast<std::size_t>(rows)) {
-      const bool error = std::ferror(file_.get()) != 0;
+    const std::size_t bytes = static_cast<std::size_t>(rows) * rb;
+    const std::uint64_t at = static_cast<std::uint64_t>(offset_) + static_cast<std::uint64_t>(next_row_) * rb;
+    const int fd = ::fileno(file_.get());
+    std::size_t got = detail::pread_parallel(fd, dst, bytes, at);
+    if (got != bytes) {
+      // Once more from where it stopped, on this thread: tells an error from the end of the file.
+      errno = 0;
+      got += detail::pread_full(fd, dst + got, bytes - got, at + got);
       const int err = errno;
-      if (error) {
-        input_error(path_, "read error at row " + std::to_string(next_row_ + static_cast<std::int64_t>(got)) + ": " +
-                               std::strerror(err));
+      if (got != bytes) {
+        const std::int64_t row = next_row_ + static_cast<std::int64_t>(got / rb);
+        if (err != 0) input_error(path_, "read error at row " + std::to_string(row) + ": " + std::strerror(err));
+        input_error(path_, "file ends at row " + std::to_string(row) + ", expected " + std::to_string(info_.height) +
+                               " rows (truncated?)");
       }
-      input_error(path_, "file ends at row " + std::to_string(next_row_ + static_cast<std::int64_t>(got)) +
-                             ", expected " + std::to_string(info_.height) + " rows (truncated?)");
     }
     if (swap_) swap16(dst, static_cast<std::size_t>(rows) * static_cast<std::size_t>(info_.width));
   }
-  void do_rewind() override {
-    std::clearerr(file_.get());
-    if (std::fseek(file_.get(), offset_, SEEK_SET) != 0) open();
-  }
+  void do_rewind() override {}
 
   long offset_ = 0;
   bool swap_ = false;
@@ -436,12 +368,33 @@ class PngReader final : public ReaderBase {
     check_dimensions(path_, h.width, h.height);
     ImageInfo info{static_cast<int>(h.width), static_cast<std::int64_t>(h.height),
                    h.bit_depth == 16 ? PixelFormat::Mono16 : PixelFormat::Mono8};
+    // A recording's frame height, in a tEXt "Description" before the image data.
+    png_textp text = nullptr;
+    const int texts = png_get_text(png_, info_ptr_, &text, nullptr);
+    for (int i = 0; i < texts; ++i) {
+      if (text[i].key != nullptr && text[i].text != nullptr && std::strcmp(text[i].key, "Description") == 0)
+        info.recorded_frame_height = detail::recorded_frame_height(text[i].text, info.width);
+    }
     const int swap = h.bit_depth == 16 && std::endian::native == std::endian::little ? 1 : 0;
     if (png_c_start(png_, info_ptr_, swap) != 0) input_error(path_, "corrupt PNG: " + libpng_message());
     return info;
   }
 
   void do_read(std::byte* dst, std::int64_t rows) override {
+    const std::size_t rb = row_bytes();
+    // The whole-stream path inflates about twice as fast, but holds the pass
+    // until the whole image is inflated and moves it through memory twice:
+    // on 2 cores the processing then lost more than the decode gained
+    // (bench/README.md). It pays where cores are to spare.
+    if (mode_ == Mode::Unknown)
+      mode_ = next_row_ == 0 && tbb::this_task_arena::max_concurrency() >= 4 && inflate_whole() ? Mode::Fast : Mode::Libpng;
+    if (mode_ == Mode::Fast) {
+      detail::png_unfilter(filtered_.data() + static_cast<std::size_t>(next_row_) * (rb + 1), dst, previous_.data(), rb,
+                           bytes_per_pixel(info_.format), rows);
+      if (info_.format == PixelFormat::Mono16 && std::endian::native == std::endian::little)
+        swap16(dst, static_cast<std::size_t>(rows) * static_cast<std::size_t>(info_.width));
+      return;
+    }
     std::int64_t done = 0;
     if (png_c_read_rows(png_, reinterpret_cast<unsigned char*>(dst), row_bytes(), rows, &done) != 0) {
       const std::int64_t at = next_row_ + done;
@@ -458,168 +411,29 @@ class PngReader final : public ReaderBase {
     }
   }
 
-  void do_rewind() override { check_same(open()); }
+  void do_rewind() override {
+    check_same(open());
+    mode_ = Mode::Unknown;
+  }
 
+  // The whole stream inflated by libdeflate (png_fast.h); false: use libpng.
+  bool inflate_whole() {
+    const std::size_t rb = row_bytes();
+    const std::size_t bytes = (rb + 1) * static_cast<std::size_t>(info_.height);
+    if (!detail::png_inflate_whole(path_, bytes, filtered_)) return false;
+    for (std::size_t at = 0; at < bytes; at += rb + 1)
+      if (static_cast<unsigned>(filtered_[at]) > 4) return false;  // libpng names the bad filter
+    previous_.assign(rb, std::byte{0});
+    return true;
+  }
+
+  enum class Mode { Unknown, Fast, Libpng };
+  Mode mode_ = Mode::Unknown;  // decided at the first read of a pass
+  std::vector<std::byte> filtered_, previous_;
   PngState state_;
   FilePtr file_;
   png_structp png_ = nullptr;
   png_infop info_ptr_ = nullptr;
-};
-
-// ---------------------------------------------------------------------------
-// TIFF
-class TiffReader final : public ReaderBase {
- public:
-  explicit TiffReader(fs::path path) : ReaderBase(std::move(path)), options_(messages_) {
-    check_input_file(path_);
-    try {
-      info_ = open();
-    } catch (...) {
-      close();  // the destructor does not run when a constructor throws
-      throw;
-    }
-  }
-  ~TiffReader() override { close(); }
-
- private:
-  void close() noexcept {
-    if (tif_ != nullptr) TIFFClose(tif_);
-    tif_ = nullptr;
-  }
-
-  [[noreturn]] void tiff_error(const std::string& what) const { input_error(path_, what + ": " + tiff_text()); }
-
-  // libtiff's messages, without the "<file>: " prefix some of them carry
-  // (the file is named at the start of our message already).
-  std::string tiff_text() const {
-    std::string text = messages_.text();
-    const std::string prefix = path_.string() + ": ";
-    for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) text.erase(at, prefix.size());
-    return text;
-  }
-
-  ImageInfo open() {
-    close();
-    messages_.clear();
-    // "m": no memory mapping; plain reads keep memory use to a strip.
-    tif_ = TIFFOpenExt(path_.c_str(), "rm", options_.get());
-    if (tif_ == nullptr) tiff_error("not a readable TIFF file");
-
-    std::uint32_t width = 0, height = 0;
-    std::uint16_t spp = 1, bps = 1, sample_format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK;
-    if (TIFFGetField(tif_, TIFFTAG_IMAGEWIDTH, &width) != 1 || TIFFGetField(tif_, TIFFTAG_IMAGELENGTH, &height) != 1) {
-      tiff_error("TIFF without image dimensions");
-    }
-    TIFFGetFieldDefaulted(tif_, TIFFTAG_SAMPLESPERPIXEL, &spp);
-    TIFFGetFieldDefaulted(tif_, TIFFTAG_BITSPERSAMPLE, &bps);
-    TIFFGetFieldDefaulted(tif_, TIFFTAG_SAMPLEFORMAT, &sample_format);
-    const bool has_photometric = TIFFGetField(tif_, TIFFTAG_PHOTOMETRIC, &photometric) == 1;
-    std::uint16_t compression = COMPRESSION_NONE;
-    TIFFGetFieldDefaulted(tif_, TIFFTAG_COMPRESSION, &compression);
-
-    if (spp != 1) {
-      input_error(path_, "unsupported TIFF with " + std::to_string(spp) +
-                             " samples per pixel (expected 1: a single-channel grayscale image)");
-    }
-    if (has_photometric && photometric != PHOTOMETRIC_MINISBLACK) {
-      input_error(path_, "unsupported TIFF photometric interpretation " + std::to_string(photometric) +
-                             (photometric == PHOTOMETRIC_MINISWHITE ? " (min-is-white)" : "") +
-                             " (expected min-is-black grayscale)");
-    }
-    if (bps != 8 && bps != 16) {
-      input_error(path_, "unsupported TIFF bit depth " + std::to_string(bps) + " (expected 8 or 16)");
-    }
-    if (sample_format != SAMPLEFORMAT_UINT) {
-      input_error(path_, "unsupported TIFF sample format " + std::to_string(sample_format) +
-                             " (expected unsigned integer samples)");
-    }
-    if (TIFFIsCODECConfigured(compression) == 0) {
-      input_error(path_, "unsupported TIFF compression " + std::to_string(compression) +
-                             " (expected a compression this libtiff can decode, e.g. none, LZW, deflate)");
-    }
-    check_dimensions(path_, width, height);
-    ImageInfo info{static_cast<int>(width), static_cast<std::int64_t>(height),
-                   bps == 16 ? PixelFormat::Mono16 : PixelFormat::Mono8};
-    const std::size_t rb = static_cast<std::size_t>(width) * bytes_per_pixel(info.format);
-
-    tiled_ = TIFFIsTiled(tif_) != 0;
-    if (tiled_) {
-      std::uint32_t tw = 0, th = 0;
-      if (TIFFGetField(tif_, TIFFTAG_TILEWIDTH, &tw) != 1 || TIFFGetField(tif_, TIFFTAG_TILELENGTH, &th) != 1 ||
-          tw == 0 || th == 0) {
-        input_error(path_, "tiled TIFF without a valid tile size (expected TileWidth and TileLength)");
-      }
-      const std::uint64_t tile_bytes = static_cast<std::uint64_t>(TIFFTileSize64(tif_));
-      const std::uint64_t band_bytes = static_cast<std::uint64_t>(th) * rb;
-      constexpr std::uint64_t kLimit = std::uint64_t{256} << 20;
-      if (tile_bytes == 0 || tile_bytes > kLimit || band_bytes > kLimit ||
-          tile_bytes != static_cast<std::uint64_t>(tw) * th * bytes_per_pixel(info.format)) {
-        input_error(path_, "unsupported TIFF tile size " + std::to_string(tw) + "x" + std::to_string(th) +
-                               " (expected tiles of at most 256 MiB per row of tiles)");
-      }
-      tile_w_ = tw;
-      tile_h_ = th;
-      tile_.assign(static_cast<std::size_t>(tile_bytes), std::byte{0});
-      band_.assign(static_cast<std::size_t>(band_bytes), std::byte{0});
-      band_index_ = -1;
-    } else {
-      if (static_cast<std::uint64_t>(TIFFScanlineSize64(tif_)) != rb) {
-        input_error(path_, "unsupported TIFF layout: scanline of " + std::to_string(TIFFScanlineSize64(tif_)) +
-                               " bytes (expected " + std::to_string(rb) + ")");
-      }
-    }
-    return info;
-  }
-
-  void do_read(std::byte* dst, std::int64_t rows) override {
-    const std::size_t rb = row_bytes();
-    for (std::int64_t i = 0; i < rows; ++i) {
-      const auto row = static_cast<std::uint32_t>(next_row_ + i);
-      std::byte* out = dst + static_cast<std::size_t>(i) * rb;
-      if (!tiled_) {
-        if (TIFFReadScanline(tif_, out, row, 0) < 0) {
-          input_error(path_, "corrupt or truncated TIFF at row " + std::to_string(row) + ": " + tiff_text());
-        }
-      } else {
-        const std::int64_t band = row / tile_h_;
-        if (band != band_index_) load_band(band);
-        std::memcpy(out, band_.data() + static_cast<std::size_t>(row % tile_h_) * rb, rb);
-      }
-    }
-  }
-
-  // Decode one row of tiles into band_ (tile_h_ rows of the full width).
-  void load_band(std::int64_t band) {
-    band_index_ = -1;
-    const std::size_t bpp = bytes_per_pixel(info_.format);
-    const std::size_t rb = row_bytes();
-    const auto y = static_cast<std::uint32_t>(band * tile_h_);
-    const std::uint32_t rows_here = static_cast<std::uint32_t>(
-        std::min<std::int64_t>(tile_h_, info_.height - static_cast<std::int64_t>(y)));
-    for (std::uint32_t x = 0; x < static_cast<std::uint32_t>(info_.width); x += tile_w_) {
-      const std::uint32_t tile = TIFFComputeTile(tif_, x, y, 0, 0);
-      if (TIFFReadEncodedTile(tif_, tile, tile_.data(), static_cast<tmsize_t>(tile_.size())) < 0) {
-        input_error(path_, "corrupt or truncated TIFF in the tile at row " + std::to_string(y) + ", column " +
-                               std::to_string(x) + ": " + tiff_text());
-      }
-      const std::size_t cols = std::min<std::size_t>(tile_w_, static_cast<std::size_t>(info_.width) - x);
-      for (std::uint32_t r = 0; r < rows_here; ++r) {
-        std::memcpy(band_.data() + r * rb + x * bpp, tile_.data() + static_cast<std::size_t>(r) * tile_w_ * bpp,
-                    cols * bpp);
-      }
-    }
-    band_index_ = band;
-  }
-
-  void do_rewind() override { check_same(open()); }
-
-  detail::TiffMessages messages_;
-  detail::TiffOpenOptions options_;
-  TIFF* tif_ = nullptr;
-  bool tiled_ = false;
-  std::uint32_t tile_w_ = 0, tile_h_ = 0;
-  std::vector<std::byte> tile_, band_;
-  std::int64_t band_index_ = -1;
 };
 
 // Format from the first bytes, for files whose extension says nothing.
@@ -650,6 +464,11 @@ ImageFileFormat format_from_path(const std::filesystem::path& path) {
 
 std::unique_ptr<ImageReader> open_image(const std::filesystem::path& path, ImageFileFormat format,
                                         const std::optional<RawGeometry>& raw) {
+  return open_image(path, format, raw, ImageReadOptions{});
+}
+
+std::unique_ptr<ImageReader> open_image(const std::filesystem::path& path, ImageFileFormat format,
+                                        const std::optional<RawGeometry>& raw, const ImageReadOptions& options) {
   if (format == ImageFileFormat::Auto) format = format_from_path(path);
   if (format == ImageFileFormat::Auto) {
     check_input_file(path);
@@ -664,7 +483,7 @@ std::unique_ptr<ImageReader> open_image(const std::filesystem::path& path, Image
     }
   }
   switch (format) {
-    case ImageFileFormat::Tiff: return std::make_unique<TiffReader>(path);
+    case ImageFileFormat::Tiff: return detail::open_tiff(path, options);
     case ImageFileFormat::Png: return std::make_unique<PngReader>(path);
     case ImageFileFormat::Pgm: return open_pgm(path);
     case ImageFileFormat::Raw: return open_raw(path, raw);

@@ -4,12 +4,18 @@
 // into the caller's memory (a pinned batch buffer), so a recording of any
 // height never has to fit in memory twice.
 //
-// Formats: TIFF (8/16-bit, single channel, strips or tiles... see .cpp), PNG
+// Formats: TIFF (8/16-bit, single channel, strips or tiles, one or more pages
+// of the same width and depth read one after the other... see .cpp), PNG
 // (8/16-bit grey), binary PGM (P5, maxval <= 65535), and raw (headerless,
 // dimensions and depth given by the caller, 16-bit little-endian).
 //
 // Every problem with the file is an InputError whose message names the file
 // and says what was expected.
+//
+// Decoding is parallel where the file allows it (TIFF strips and tiles, large
+// uncompressed reads), with oneTBB in the caller's task arena: run read_rows()
+// inside a tbb::task_arena to bound its threads. A reader object itself is
+// used by one thread at a time.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -27,6 +33,18 @@ struct ImageInfo {
   int width = 0;
   std::int64_t height = 0;  // a recording can be very tall
   PixelFormat format = PixelFormat::Mono8;
+  int pages = 1;                  // TIFF: pages read one after the other as one recording
+  int recorded_frame_height = 0;  // frame height the file says it holds (TIFF ImageDescription, PNG tEXt); 0: none
+};
+
+// How a reader decodes. The defaults are the fast paths; tests and the
+// replay benchmark compare them with the libraries' own.
+struct ImageReadOptions {
+  // TIFF Deflate and uncompressed strips and tiles decoded by stripeline
+  // (libdeflate, positioned reads straight into the destination); false:
+  // every strip through libtiff's codecs (still in parallel, one handle per
+  // thread). Other compressions always go through libtiff.
+  bool native_tiff_codecs = true;
 };
 
 // For raw files (no header) the caller supplies the geometry.
@@ -55,5 +73,7 @@ ImageFileFormat format_from_path(const std::filesystem::path& path);
 
 std::unique_ptr<ImageReader> open_image(const std::filesystem::path& path, ImageFileFormat format = ImageFileFormat::Auto,
                                         const std::optional<RawGeometry>& raw = std::nullopt);
+std::unique_ptr<ImageReader> open_image(const std::filesystem::path& path, ImageFileFormat format,
+                                        const std::optional<RawGeometry>& raw, const ImageReadOptions& options);
 
 }  // namespace stripeline::io

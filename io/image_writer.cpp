@@ -72,13 +72,20 @@ void png_write_cb(png_structp png, png_bytep data, size_t length) {
 void png_flush_cb(png_structp) {}
 
 int png_c_write(png_structp png, png_infop info, const unsigned char* pixels, png_uint_32 width, png_uint_32 height,
-                int bit_depth, size_t row_bytes, int level) {
+                int bit_depth, size_t row_bytes, int level, const char* description) {
   if (setjmp(png_jmpbuf(png))) return 1;
   png_set_user_limits(png, 0x7fffffffU, 0x7fffffffU);
   png_set_IHDR(png, info, width, height, bit_depth, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_set_compression_level(png, level);
   if (level == 0) png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+  if (description != nullptr) {
+    png_text text{};
+    text.compression = PNG_TEXT_COMPRESSION_NONE;
+    text.key = const_cast<char*>("Description");
+    text.text = const_cast<char*>(description);
+    png_set_text(png, info, &text, 1);
+  }
   png_write_info(png, info);
   if (bit_depth == 16 && std::endian::native == std::endian::little) png_set_swap(png);  // PNG is big-endian
   for (png_uint_32 y = 0; y < height; ++y) png_write_row(png, pixels + static_cast<size_t>(y) * row_bytes);
@@ -104,7 +111,8 @@ void write_png(AtomicFile& file, const fs::path& path, const void* pixels, int w
   const int bit_depth = format == PixelFormat::Mono16 ? 16 : 8;
   const int failed = png_c_write(png, info, static_cast<const unsigned char*>(pixels), static_cast<png_uint_32>(width),
                                  static_cast<png_uint_32>(height), bit_depth,
-                                 static_cast<size_t>(width) * bytes_per_pixel(format), options.compress ? 6 : 0);
+                                 static_cast<size_t>(width) * bytes_per_pixel(format), options.compress ? 6 : 0,
+                                 options.description.empty() ? nullptr : options.description.c_str());
   png_destroy_write_struct(&png, &info);
   if (failed != 0) {
     if (state.io_error) {
@@ -155,9 +163,11 @@ void write_tiff(AtomicFile& file, const fs::path& path, const void* pixels, int 
     throw RuntimeFailure(path.string() + ": libtiff cannot open the file for writing: " + messages.text());
   }
   TIFF* t = tif.get();
-  // Strips of about 64 KiB: small enough to stream, large enough for deflate.
-  const std::uint32_t rows_per_strip = static_cast<std::uint32_t>(
-      std::clamp<std::int64_t>(static_cast<std::int64_t>((64 << 10) / row_bytes), 1, height));
+  // Strips of about 64 KiB: small enough to stream, large enough for deflate
+  // (unless the caller says how many rows: a recording's frames).
+  const std::uint32_t rows_per_strip = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
+      options.rows_per_strip > 0 ? static_cast<std::int64_t>(options.rows_per_strip) : static_cast<std::int64_t>((64 << 10) / row_bytes),
+      1, height));
   const bool ok = TIFFSetField(t, TIFFTAG_IMAGEWIDTH, static_cast<std::uint32_t>(width)) == 1 &&
                   TIFFSetField(t, TIFFTAG_IMAGELENGTH, static_cast<std::uint32_t>(height)) == 1 &&
                   TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(format == PixelFormat::Mono16 ? 16 : 8)) == 1 &&
@@ -171,7 +181,9 @@ void write_tiff(AtomicFile& file, const fs::path& path, const void* pixels, int 
                                static_cast<std::uint16_t>(options.compress ? COMPRESSION_ADOBE_DEFLATE
                                                                            : COMPRESSION_NONE)) == 1 &&
                   (!options.compress ||
-                   TIFFSetField(t, TIFFTAG_PREDICTOR, static_cast<std::uint16_t>(PREDICTOR_HORIZONTAL)) == 1);
+                   TIFFSetField(t, TIFFTAG_PREDICTOR, static_cast<std::uint16_t>(PREDICTOR_HORIZONTAL)) == 1) &&
+                  (options.description.empty() ||
+                   TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, options.description.c_str()) == 1);
   if (!ok) throw RuntimeFailure(path.string() + ": libtiff refused the image tags: " + messages.text());
 
   // libtiff may modify the buffer it is given (predictor, byte swapping):

@@ -5,6 +5,7 @@
 // interruption never leaves a half-written file under the final name.
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 #include "core/types.h"
 
@@ -21,6 +22,13 @@ void write_image(const std::filesystem::path& path, const void* pixels, int widt
 // uncompressed, PNG zlib level 0. PGM is never compressed.
 struct ImageWriteOptions {
   bool compress = true;
+  // TIFF rows per strip; 0: strips of about 64 KiB. A recording is written
+  // with a strip per frame (or per block of frames) so that a reader can
+  // decode its strips in parallel.
+  std::uint32_t rows_per_strip = 0;
+  // Written as the TIFF ImageDescription or the PNG tEXt "Description" (e.g.
+  // a recording's frame height, io/recording.h); empty: none.
+  std::string description;
 };
 void write_image(const std::filesystem::path& path, const void* pixels, int width, std::int64_t height, PixelFormat format,
                  const ImageWriteOptions& options);

@@ -10,7 +10,7 @@
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
-#include "io/image_writer.h"
+#include "io/recording.h"
 #include "tools/commands.h"
 
 namespace stripeline::tools {
@@ -42,10 +42,18 @@ void write_truth(const std::filesystem::path& path, const SyntheticScanner& scan
 
 Subcommand add_synth(CLI::App& app) {
   auto* sub = app.add_subcommand("synth", "Write a synthetic recording (and its truth) from the simulated laser scanner");
+  sub->footer(
+      "Recordings are written for fast replay: a TIFF holds one strip per frame (--frames-per-strip), which replay decodes\n"
+      "in parallel, compressed with Deflate and the horizontal predictor (--compression deflate, the default) or not\n"
+      "(--compression none: the fastest to replay, read straight into the batches). The frame height is recorded in the\n"
+      "TIFF ImageDescription (PNG: tEXt Description) as {\"stripeline\": {\"frame_height\": H, \"frames\": N}}.\n"
+      "PNG is one compressed stream (decoded by one thread); PGM is uncompressed.");
   struct Flags {
     std::string out, truth;
     SyntheticConfig c;
     int depth = 8;
+    std::string compression = "deflate";
+    int frames_per_strip = 1;
   };
   auto f = std::make_shared<Flags>();
   f->c.frames = 300;
@@ -54,6 +62,9 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--frame-height", f->c.frame_height, "Frame height")->capture_default_str();
   sub->add_option("--frames", f->c.frames, "Number of frames")->capture_default_str();
   sub->add_option("--depth", f->depth, "Bits per pixel: 8 or 16")->capture_default_str();
+  sub->add_option("--compression", f->compression, "TIFF/PNG: deflate (TIFF: with the horizontal predictor) or none")->capture_default_str();
+  sub->add_option("--frames-per-strip", f->frames_per_strip, "TIFF: frames per strip, each strip decoded by one thread on replay")
+      ->capture_default_str();
   sub->add_option("--seed", f->c.seed, "Random seed")->capture_default_str();
   sub->add_option("--beam-sigma", f->c.beam_sigma, "Stripe Gaussian sigma, pixels")->capture_default_str();
   sub->add_option("--peak", f->c.peak, "Mean stripe peak above background (8-bit scale)")->capture_default_str();
@@ -65,6 +76,10 @@ Subcommand add_synth(CLI::App& app) {
   return {sub, [f] {
             if (f->depth != 8 && f->depth != 16) throw InputError("--depth " + std::to_string(f->depth) + " is not supported (expected 8 or 16)");
             if (f->c.frames == 0) throw InputError("--frames 0: a recording needs at least one frame");
+            if (f->compression != "deflate" && f->compression != "none")
+              throw InputError("--compression " + f->compression + " is not supported (expected deflate or none)");
+            if (f->frames_per_strip < 1)
+              throw InputError("--frames-per-strip " + std::to_string(f->frames_per_strip) + " is out of range (expected at least 1)");
             f->c.format = f->depth == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
             f->c.validate();
             const std::uint64_t rows = f->c.frames * static_cast<std::uint64_t>(f->c.frame_height);
@@ -83,7 +98,10 @@ Subcommand add_synth(CLI::App& app) {
               std::memcpy(image.data() + offset, batch.pixels.data(), batch.filled_bytes());
               offset += batch.filled_bytes();
             }
-            io::write_image(f->out, image.data(), f->c.width, static_cast<std::int64_t>(rows), f->c.format);
+            io::RecordingWriteOptions ro;
+            ro.compress = f->compression == "deflate";
+            ro.frames_per_strip = f->frames_per_strip;
+            io::write_recording(f->out, image.data(), f->c.width, f->c.frame_height, f->c.frames, f->c.format, ro);
             if (!f->truth.empty()) write_truth(f->truth, scanner);
             std::printf("wrote %s: %llu frames of %dx%d %s (%d x %llu)\n", f->out.c_str(), static_cast<unsigned long long>(f->c.frames),
                         f->c.width, f->c.frame_height, to_string(f->c.format), f->c.width, static_cast<unsigned long long>(rows));

@@ -21,13 +21,14 @@ int main(int argc, char** argv) {
   const std::vector<tools::Subcommand> commands = {tools::add_run(app), tools::add_replay(app), tools::add_synth(app), tools::add_bench(app),
                                                     tools::add_subscribe(app), tools::add_daemon(app), tools::add_filter(app),
                                                     tools::add_bench_filters(app), tools::add_cameras(app),
-                                                    tools::add_simulate_camera(app), tools::add_calibrate(app)};
+                                                    tools::add_simulate_camera(app), tools::add_calibrate(app),
+                                                    tools::add_bench_replay(app)};
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const auto& cmd : commands) known = known || cmd.app->get_name() == argv[1];
     if (!known) {
-      std::fprintf(stderr, "stripeline: unknown command '%s' (expected run, replay, synth, bench, subscribe, daemon, filter, bench-filters, cameras, simulate-camera or calibrate; see --help)\n", argv[1]);
+      std::fprintf(stderr, "stripeline: unknown command '%s' (expected run, replay, synth, bench, subscribe, daemon, filter, bench-filters, cameras, simulate-camera, calibrate or bench-replay; see --help)\n", argv[1]);
       return 2;
     }
   }

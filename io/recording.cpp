@@ -1,0 +1,35 @@
+#include "io/recording.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "io/image_writer.h"
+
+namespace stripeline::io {
+
+std::string recording_description(int frame_height, std::uint64_t frames) {
+  nlohmann::json j;
+  j["stripeline"] = {{"frame_height", frame_height}, {"frames", frames}};
+  return j.dump();
+}
+
+void write_recording(const std::filesystem::path& path, const void* pixels, int width, int frame_height,
+                     std::uint64_t frames, PixelFormat format, const RecordingWriteOptions& options) {
+  if (frame_height <= 0 || frame_height > kMaxFrameHeight)
+    throw InputError(path.string() + ": frame height " + std::to_string(frame_height) + " is out of range (expected 1.." +
+                     std::to_string(kMaxFrameHeight) + ")");
+  if (options.frames_per_strip < 1)
+    throw InputError(path.string() + ": " + std::to_string(options.frames_per_strip) +
+                     " frames per strip (expected at least 1)");
+  ImageWriteOptions o;
+  o.compress = options.compress;
+  const std::uint64_t rows = std::min<std::uint64_t>(static_cast<std::uint64_t>(options.frames_per_strip), std::max<std::uint64_t>(frames, 1)) *
+                             static_cast<std::uint64_t>(frame_height);
+  o.rows_per_strip = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffULL));
+  o.description = recording_description(frame_height, frames);
+  write_image(path, pixels, width, static_cast<std::int64_t>(frames) * frame_height, format, o);
+}
+
+}  // namespace stripeline::io

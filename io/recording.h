@@ -1,0 +1,32 @@
+#pragma once
+// Recordings: stripe frames concatenated vertically, as a frame grabber saves
+// them, written so that a replay reads them fast and knows their frame height.
+//
+// TIFF: one strip per frame (or per block of frames), so a reader decodes the
+// strips in parallel; Deflate with the horizontal predictor, or uncompressed.
+// The frame height goes into the TIFF ImageDescription (PNG: tEXt
+// "Description") as {"stripeline": {"frame_height": H, "frames": N}}; readers
+// report it as ImageInfo::recorded_frame_height. PGM carries no description.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/types.h"
+
+namespace stripeline::io {
+
+struct RecordingWriteOptions {
+  bool compress = true;      // TIFF Deflate + horizontal predictor, PNG zlib level 6; false: uncompressed
+  int frames_per_strip = 1;  // TIFF: frames per strip (each strip is decoded by one thread)
+};
+
+// The description text that records a recording's frame height.
+std::string recording_description(int frame_height, std::uint64_t frames);
+
+// pixels: frames * frame_height rows of width pixels, native endianness.
+// Format from the extension (.tif/.tiff, .png, .pgm), written atomically;
+// errors as write_image().
+void write_recording(const std::filesystem::path& path, const void* pixels, int width, int frame_height,
+                     std::uint64_t frames, PixelFormat format, const RecordingWriteOptions& options = {});
+
+}  // namespace stripeline::io
