@@ -220,8 +220,9 @@ TEST(ExtractLocalMax, SelectionsAndSubpixel) {
   set_column(b, 0, 0, col);
   auto pr = params(ColumnMethod::LocalMax);
   pr.neighbours = 2;
-  // Parabola at 12: a=100 b=200 c=150 -> offset (a-c)/(2(2b-a-c)) = -50/300 px = -42.67/256 -> -43.
-  const std::int32_t second = 12 * 256 - 43;
+  // Parabola at 12: a=100 b=200 c=150 -> vertex offset (a-c)/(2(a-2b+c)) = -50/-300 px = +42.67/256 -> +43
+  // (towards the brighter neighbour).
+  const std::int32_t second = 12 * 256 + 43;
   pr.selection = SpotSelection::Strongest;
   EXPECT_EQ(extract(b, pr).position[0], second);
   pr.selection = SpotSelection::Top;
