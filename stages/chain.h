@@ -24,7 +24,7 @@ using kernels::SubpixelEstimator;
 // them into ColumnParams' integer fields). See docs/extraction.md.
 struct AdaptiveConfig {
   SubpixelEstimator estimator = SubpixelEstimator::Centroid;
-  double min_contrast = 10.0;  // stripe prominence floor, 8-bit units (x 2^(pixel_bits - 8))
+  double min_contrast = 24.0;  // stripe prominence floor, 8-bit units (x 2^(pixel_bits - 8)); 24 keeps smooth surface texture out (docs/extraction.md)
   double level = 0.5;          // the stripe's run: above background + level x contrast (0 < level < 1)
   double centroid_level = 0.125;  // centroid: weights above background + centroid_level x contrast (0 <= . < 1)
   double noise_factor = 4.0;   // contrast >= noise_factor x mean |row-to-row step| outside the stripe (0: off)
@@ -37,7 +37,10 @@ struct ChainConfig {
   int blur_size = 5;         // odd 3..15, or 0 for no blur
   double blur_sigma = 0.0;   // 0: from the size (OpenCV's rule)
   bool threshold_stage = true;  // zero the pixels below the threshold before extraction
-  kernels::ColumnParams column;  // method, threshold, gates, spot selection
+  // method, threshold, gates, spot selection. The default method is adaptive
+  // (local background, contrast gates, centroid): chosen from the measured
+  // tables in docs/extraction.md.
+  kernels::ColumnParams column{.method = ColumnMethod::Adaptive};
   int max_peaks = 4;         // local-max with selection 'all': slots per column
   int max_points = 0;        // 'all' method: slots per column (0 = frame height)
   AdaptiveConfig adaptive;   // 'adaptive' method

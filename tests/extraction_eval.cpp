@@ -108,10 +108,11 @@ std::vector<TruthScore> score_synthetic(const SyntheticConfig& sc, const std::ve
     outs.emplace_back(l.width, l.frames, output_slots(chain, l.frame_height), &allocate_host);
   }
   std::vector<TruthScore> scores(chains.size());
-  while (scan.fill(batch)) {
+  std::uint64_t first_frame = 0;  // sources do not number batches (the pipeline does)
+  for (; scan.fill(batch); first_frame += static_cast<std::uint64_t>(batch.frames)) {
     for (std::size_t c = 0; c < chains.size(); ++c) processors[c]->process(batch, outs[c]);
     for (int f = 0; f < batch.frames; ++f) {
-      const std::uint64_t frame = batch.first_index + static_cast<std::uint64_t>(f);
+      const std::uint64_t frame = first_frame + static_cast<std::uint64_t>(f);
       for (int x = 0; x < l.width; ++x) {
         const double truth = scan.truth(frame, x);
         bool near_edge = false;
@@ -154,7 +155,7 @@ std::vector<TruthScore> score_synthetic(const SyntheticConfig& sc, const std::ve
 TruthScore score_synthetic(const SyntheticConfig& sc, const ChainConfig& chain) { return score_synthetic(sc, std::vector<ChainConfig>{chain})[0]; }
 
 std::vector<std::string> real_image_names() {
-  return {"floor_block_red.png", "floor_blocks_step_red.png", "floor_red.png", "gravel_two_lines_red.png", "carpet_bricks_green.png"};
+  return {"floor_block_red.png", "floor_blocks_step_red.png", "floor_red.png", "gravel_top_line_red.png", "gravel_bottom_line_red.png", "carpet_bricks_green.png"};
 }
 
 RealImage load_real_image(const std::string& name) {

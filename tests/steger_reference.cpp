@@ -84,7 +84,12 @@ std::vector<double> steger_centres(const std::vector<double>& img, int w, int h,
 
   std::vector<double> centre(static_cast<std::size_t>(w), std::numeric_limits<double>::quiet_NaN());
   std::vector<double> column(static_cast<std::size_t>(h));
+  struct RidgePoint {
+    double row, strength;
+  };
+  std::vector<std::vector<RidgePoint>> weak(static_cast<std::size_t>(w));  // per column: points between the thresholds
   for (int x = 0; x < w; ++x) {
+    std::vector<RidgePoint> points;
     double best_strength = 0.0, best_row = std::numeric_limits<double>::quiet_NaN();
     for (int y = 0; y < h; ++y) {
       const std::size_t i = static_cast<std::size_t>(y) * w + x;
@@ -112,6 +117,7 @@ std::vector<double> steger_centres(const std::vector<double>& img, int w, int h,
       if (std::abs(t * nx) > 0.5 || std::abs(t * ny) > 0.5) continue;
       if (std::abs(ny) < 0.5) continue;  // steeper than 60 degrees: no centre on this column
       const double strength = -lambda;
+      points.push_back({y + t / ny, strength});
       if (strength > best_strength) {
         best_strength = strength;
         best_row = y + t / ny;
@@ -122,8 +128,36 @@ std::vector<double> steger_centres(const std::vector<double>& img, int w, int h,
     std::vector<double> dev(column.size());
     for (std::size_t j = 0; j < column.size(); ++j) dev[j] = std::abs(column[j] - med);
     const double noise = 1.4826 * median(dev);
-    if (!std::isnan(best_row) && best_strength >= o.min_strength && best_strength >= o.min_strength_noise * noise)
-      centre[static_cast<std::size_t>(x)] = best_row;
+    if (!std::isnan(best_row) && best_strength >= o.min_strength && best_strength >= o.min_strength_noise * noise) {
+      centre[static_cast<std::size_t>(x)] = best_row;  // above the upper threshold: a line point by itself
+      continue;
+    }
+    for (const RidgePoint& p : points)  // below it: line points only if linked
+      if (p.strength >= o.min_strength && p.strength >= o.link_strength_noise * noise) weak[static_cast<std::size_t>(x)].push_back(p);
+  }
+  // Hysteresis with linking, as in Steger's detector: a column without a line
+  // point takes its strongest weak point within link_rows of a neighbour
+  // column's line point; grown until stable.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int x = 0; x < w; ++x) {
+      const auto i = static_cast<std::size_t>(x);
+      if (!std::isnan(centre[i])) continue;
+      double best = 0.0, row = std::numeric_limits<double>::quiet_NaN();
+      for (int dx : {-1, 1}) {
+        const int n = x + dx;
+        if (n < 0 || n >= w || std::isnan(centre[static_cast<std::size_t>(n)])) continue;
+        for (const RidgePoint& p : weak[i])
+          if (std::abs(centre[static_cast<std::size_t>(n)] - p.row) <= o.link_rows && p.strength > best) {
+            best = p.strength;
+            row = p.row;
+          }
+      }
+      if (!std::isnan(row)) {
+        centre[i] = row;
+        grew = true;
+      }
+    }
   }
   return centre;
 }

@@ -13,11 +13,15 @@
 // when |t n_x| and |t n_y| are both at most 1/2. A centre found in column x
 // is moved along the line (perpendicular to n) onto that column: row y + t/n_y.
 //
-// Per column the strongest ridge point is the reference centre. A column has
-// "no stripe" when that strength is below `min_strength_noise` times the
-// column's robust noise of -r_yy (1.4826 x the median absolute deviation) or
-// below `min_strength`, or when the line is steeper than 60 degrees there
-// (|n_y| < 0.5: the column crosses it too obliquely to give a centre).
+// Per column the strongest ridge point is the candidate centre. Strengths are
+// thresholded with hysteresis and linking, as Steger's detector does: a
+// candidate at least `min_strength_noise` times the column's robust noise of
+// -r_yy (1.4826 x the median absolute deviation) is a line point; one between
+// `link_strength_noise` and that is a line point only when a neighbouring
+// column holds a line point within `link_rows` rows (grown until stable).
+// A column has "no stripe" otherwise, below `min_strength`, or when the line
+// is steeper than 60 degrees there (|n_y| < 0.5: the column crosses it too
+// obliquely to give a centre).
 #include <cstdint>
 #include <vector>
 
@@ -25,7 +29,9 @@ namespace stripeline::test {
 
 struct StegerOptions {
   double sigma = 2.0;               // Gaussian scale, pixels
-  double min_strength_noise = 5.0;  // ridge strength at least this x the column's noise of -r_yy
+  double min_strength_noise = 5.0;  // upper threshold: a line point by itself at this x the column's noise of -r_yy
+  double link_strength_noise = 1.0; // lower threshold: a line point if linked to an accepted neighbour column
+  double link_rows = 2.0;           // linking: at most this many rows from the neighbour column's centre
   double min_strength = 0.5;        // ... and at least this (grey levels per pixel^2)
 };
 

@@ -281,6 +281,7 @@ TEST(ExtractAll, Mono16Values) {
 TEST(ChainValidation, RejectsOutOfRangeValuesNamingTheKey) {
   BatchLayout l{64, 16, 10, PixelFormat::Mono8};
   ChainConfig c;
+  c.column.method = ColumnMethod::Cog;  // the fixed-threshold keys (adaptive does not use them)
   c.column.threshold = 300;
   try {
     validate_chain(c, l);
@@ -292,9 +293,11 @@ TEST(ChainValidation, RejectsOutOfRangeValuesNamingTheKey) {
   c.blur_size = 4;
   EXPECT_THROW(validate_chain(c, l), ConfigError);
   c = ChainConfig{};
+  c.column.method = ColumnMethod::Window;
   c.column.window = 0;
   EXPECT_THROW(validate_chain(c, l), ConfigError);
   c = ChainConfig{};
+  c.column.method = ColumnMethod::Cog;
   c.column.min_width = 17;  // longer than the frame: cog could never detect anything
   EXPECT_THROW(validate_chain(c, l), ConfigError);
   c.column.method = ColumnMethod::Max;  // ...but max does not use it
