@@ -41,6 +41,9 @@
 
 namespace stripeline::kernels {
 
+// adaptive with selection `all`: stripes kept per column at most (max_peaks).
+inline constexpr int kMaxAdaptivePeaks = 16;
+
 // floor-accurate log2(x) in Q16 (16 fractional bits) for x >= 1, by repeated
 // squaring of the normalised mantissa: exact integer steps, no table, the
 // same bits on host and device. Error below 2^-15.
@@ -371,6 +374,13 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
     if (top - lowest >= p.min_contrast && top > lowest) chosen = adaptive::evaluate(col, height, brightest, p, tv);
   }
   int covered_until = -1;  // `all`, `bottom`: last row of the last accepted stripe's run
+  // `all`: the most prominent p.slots stripes, kept in row order (the scan
+  // meets them top to bottom), re-evaluated when emitted; a less prominent
+  // stripe gives way (the lower one on ties), so speckle above a line cannot
+  // take its slot.
+  int kept_row[kMaxAdaptivePeaks];
+  std::uint32_t kept_prominence[kMaxAdaptivePeaks];
+  int kept = 0;
   for (int y = 0; y < height; ++y) {
     const std::uint32_t v = col(y);
     if (y > 0 && col(y - 1) >= v) continue;
@@ -386,11 +396,25 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
     const Stripe s = adaptive::evaluate(col, height, y, p, tv);
     if (!s.valid) continue;
     switch (p.selection) {
-      case SpotSelection::All:
-        if (found < p.slots) adaptive::emit_stripe(col, height, s, p, found, emit);
+      case SpotSelection::All: {
         ++found;
         covered_until = s.last;
+        if (kept == p.slots) {
+          int weakest = 0;  // the least prominent kept, the lowest on ties
+          for (int k = 1; k < kept; ++k)
+            if (kept_prominence[k] <= kept_prominence[weakest]) weakest = k;
+          if (s.prominence <= kept_prominence[weakest]) break;
+          for (int k = weakest; k + 1 < kept; ++k) {
+            kept_row[k] = kept_row[k + 1];
+            kept_prominence[k] = kept_prominence[k + 1];
+          }
+          --kept;
+        }
+        kept_row[kept] = y;
+        kept_prominence[kept] = s.prominence;
+        ++kept;
         break;
+      }
       case SpotSelection::Strongest:
         if (!chosen.valid || s.prominence > chosen.prominence || (s.prominence == chosen.prominence && s.peak < chosen.peak)) chosen = s;
         break;
@@ -403,7 +427,10 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
         break;
     }
   }
-  if (p.selection == SpotSelection::All) return found;
+  if (p.selection == SpotSelection::All) {
+    for (int k = 0; k < kept; ++k) adaptive::emit_stripe(col, height, adaptive::evaluate(col, height, kept_row[k], p, tv), p, k, emit);
+    return found;
+  }
   if (!chosen.valid) return 0;
   adaptive::emit_stripe(col, height, chosen, p, 0, emit);
   return 1;

@@ -120,6 +120,8 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
   if (p.window < 1 || p.window > kMaxFrameHeight) bad("window", p.window, "1..4096 (larger than the frame means the whole frame)");
   if (p.neighbours < 1 || p.neighbours > 64) bad("neighbours", p.neighbours, "1..64");
   if (c.max_peaks < 1 || c.max_peaks > 64) bad("max_peaks", c.max_peaks, "1..64");
+  if (p.method == ColumnMethod::Adaptive && p.selection == SpotSelection::All && c.max_peaks > kernels::kMaxAdaptivePeaks)
+    bad("max_peaks", c.max_peaks, "1..16 with method adaptive and selection all");
   if (c.max_points < 0 || c.max_points > kMaxFrameHeight) bad("max_points", c.max_points, "0 (frame height)..4096");
 
   // adaptive

@@ -1,6 +1,7 @@
 // See extraction_eval.h.
 #include "extraction_eval.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -184,6 +185,19 @@ std::vector<double> extract_real(const RealImage& image, const ChainConfig& chai
   std::vector<double> rows(static_cast<std::size_t>(l.width), std::numeric_limits<double>::quiet_NaN());
   for (int x = 0; x < l.width; ++x)
     if (out.peaks(0, x) > 0) rows[static_cast<std::size_t>(x)] = position_to_row(out.position[out.slot_index(0, 0, x)]);
+  return rows;
+}
+
+std::vector<std::vector<double>> extract_all_real(const RealImage& image, const ChainConfig& chain) {
+  BatchLayout l{image.width, image.height, 1, PixelFormat::Mono8};
+  Batch batch(l, &allocate_host);
+  batch.frames = 1;
+  std::copy(image.pixels.begin(), image.pixels.end(), reinterpret_cast<std::uint8_t*>(batch.pixels.data()));
+  ProfileBatch out(l.width, 1, output_slots(chain, l.frame_height), &allocate_host);
+  make_processor(Backend::Cpu, l, chain)->process(batch, out);
+  std::vector<std::vector<double>> rows(static_cast<std::size_t>(l.width));
+  for (int x = 0; x < l.width; ++x)
+    for (int s = 0; s < out.peaks(0, x); ++s) rows[static_cast<std::size_t>(x)].push_back(position_to_row(out.position[out.slot_index(0, s, x)]));
   return rows;
 }
 

@@ -61,6 +61,8 @@ RealImage load_real_image(const std::string& name);
 // Primary position per column (rows, NaN = none) of the CPU chain on the
 // image as one frame; `bits16` runs it as 16-bit pixels (value x 257).
 std::vector<double> extract_real(const RealImage& image, const ChainConfig& chain, bool bits16 = false);
+// Every peak per column (rows), for selection "all".
+std::vector<std::vector<double>> extract_all_real(const RealImage& image, const ChainConfig& chain);
 std::vector<double> steger_reference(const RealImage& image);
 
 // ---------------------------------------------------------------------------
