@@ -139,7 +139,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
 
   {  // [source]
     Section s(root["source"].as_table(), "source", origin);
-    std::string kind = "synthetic", path, format = "auto";
+    std::string kind = "synthetic", path, format = "auto", channel = c.file.channel.name;
     int raw_width = 0, raw_depth = 8;
     std::int64_t raw_height = 0;
     s.read("kind", kind);
@@ -151,6 +151,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("raw_depth", raw_depth);
     s.read("rate", c.file.rate);
     s.read("loops", c.file.loops);
+    s.read("channel", channel);
     s.finish();
     if (kind == "synthetic")
       c.source = SourceKind::Synthetic;
@@ -162,6 +163,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
       s.fail("kind", "'" + kind + "' is not known (expected synthetic, file or camera)");
     c.file.path = path;
     c.file.format = parse_file_format(format, s);
+    validated(origin, "source", [&] { c.file.channel = io::parse_channel_mix(channel); });
     if (c.file.format == io::ImageFileFormat::Raw || raw_width > 0)
       c.file.raw = io::RawGeometry{raw_width, raw_height, parse_depth(raw_depth, s, "raw_depth")};
     validated(origin, "source", [&] { c.file.validate(); });
