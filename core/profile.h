@@ -36,6 +36,9 @@ struct ProfileSpan {
   const std::int32_t* position = nullptr;    // [frame][slot][column]
   const std::uint16_t* intensity = nullptr;  // [frame][slot][column]
   const std::uint16_t* stripe_width = nullptr;
+  // Point quality: the kernel's contrast (peak above its background, pixel
+  // units, saturated at 65535); null where the producer has none.
+  const std::uint16_t* quality = nullptr;
   const std::uint8_t* count = nullptr;       // [frame][column]
 
   std::size_t slot_index(int frame, int slot, int column) const {
@@ -76,6 +79,7 @@ class ProfileBatch {
   std::int32_t* position = nullptr;
   std::uint16_t* intensity = nullptr;
   std::uint16_t* stripe_width = nullptr;
+  std::uint16_t* quality = nullptr;
   std::uint8_t* count = nullptr;
 
   const ProfileLayout& layout() const { return layout_; }

@@ -7,6 +7,7 @@
 //   position [frame][slot][column]  int32
 //   intensity[frame][slot][column]  uint16
 //   width    [frame][slot][column]  uint16
+//   quality  [frame][slot][column]  uint16 (contrast, pixel units, saturated)
 //   count    [frame][column]        uint8
 // Each array starts on a 256-byte boundary.
 #include <cstddef>
@@ -20,6 +21,7 @@ struct ProfileLayout {
   std::size_t position_offset = 0;
   std::size_t intensity_offset = 0;
   std::size_t width_offset = 0;
+  std::size_t quality_offset = 0;
   std::size_t count_offset = 0;
   std::size_t bytes = 0;  // the whole allocation
 
@@ -36,7 +38,8 @@ struct ProfileLayout {
     l.position_offset = 0;
     l.intensity_offset = l.position_offset + align_up(n * 4);
     l.width_offset = l.intensity_offset + align_up(n * 2);
-    l.count_offset = l.width_offset + align_up(n * 2);
+    l.quality_offset = l.width_offset + align_up(n * 2);
+    l.count_offset = l.quality_offset + align_up(n * 2);
     l.bytes = l.count_offset + align_up(c);
     return l;
   }

@@ -6,7 +6,7 @@
 //   comment <each user comment>
 //   comment padding ....................   <- resized at finish()
 //   element vertex <N>
-//   property float x / y / z / intensity
+//   property float x / y / z / intensity / quality
 //   end_header
 // The padding comment sits before the element line (rply, used by Open3D and
 // CloudCompare, does not accept a comment between an element's properties).
@@ -37,7 +37,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-static_assert(sizeof(PlyVertex) == 16, "PlyVertex must be four packed floats");
+static_assert(sizeof(PlyVertex) == 20, "PlyVertex must be five packed floats");
 static_assert(std::numeric_limits<float>::is_iec559, "PLY float is IEEE 754 binary32");
 
 constexpr std::size_t kCountDigits = 20;  // digits of the largest uint64
@@ -54,7 +54,7 @@ std::string header_text(PlyEncoding encoding, const std::vector<std::string>& co
   const std::string digits = std::to_string(count);
   h += "comment padding " + std::string(kCountDigits - digits.size() + 1, '.') + "\n";
   h += "element vertex " + digits + "\n";
-  h += "property float x\nproperty float y\nproperty float z\nproperty float intensity\nend_header\n";
+  h += "property float x\nproperty float y\nproperty float z\nproperty float intensity\nproperty float quality\nend_header\n";
   return h;
 }
 
@@ -86,7 +86,7 @@ class PlyWriter::Impl {
         append(v, count * sizeof(PlyVertex));
       } else {
         for (std::size_t i = 0; i < count; ++i) {
-          std::uint32_t w[4];
+          std::uint32_t w[5];
           std::memcpy(w, &v[i], sizeof w);
           for (auto& x : w) x = to_little_endian(x);
           append(w, sizeof w);
@@ -96,13 +96,13 @@ class PlyWriter::Impl {
     }
     // ASCII: shortest representation that reads back to the same float.
     for (std::size_t i = 0; i < count; ++i) {
-      if (buffer_.size() + 4 * 20 > kBufferBytes) flush();
-      const float values[4] = {v[i].x, v[i].y, v[i].z, v[i].intensity};
-      char line[4 * 20];
+      if (buffer_.size() + 5 * 20 > kBufferBytes) flush();
+      const float values[5] = {v[i].x, v[i].y, v[i].z, v[i].intensity, v[i].quality};
+      char line[5 * 20];
       char* p = line;
-      for (int k = 0; k < 4; ++k) {
+      for (int k = 0; k < 5; ++k) {
         p = std::to_chars(p, line + sizeof line, values[k]).ptr;
-        *p++ = k == 3 ? '\n' : ' ';
+        *p++ = k == 4 ? '\n' : ' ';
       }
       buffer_.append(line, static_cast<std::size_t>(p - line));
     }
@@ -388,10 +388,10 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
   auto vertex_it = std::find_if(elements.begin(), elements.end(), [](const PlyElement& e) { return e.name == "vertex"; });
   if (vertex_it == elements.end()) input_error(path, "PLY has no vertex element");
   const PlyElement& vertex = *vertex_it;
-  int ix = -1, iy = -1, iz = -1, ii = -1;
+  int ix = -1, iy = -1, iz = -1, ii = -1, iq = -1;
   for (std::size_t k = 0; k < vertex.properties.size(); ++k) {
     const PlyProperty& p = vertex.properties[k];
-    int* slot = p.name == "x" ? &ix : p.name == "y" ? &iy : p.name == "z" ? &iz : p.name == "intensity" ? &ii : nullptr;
+    int* slot = p.name == "x" ? &ix : p.name == "y" ? &iy : p.name == "z" ? &iz : p.name == "intensity" ? &ii : p.name == "quality" ? &iq : nullptr;
     if (slot == nullptr) continue;
     if (p.is_list) input_error(path, "PLY vertex property '" + p.name + "' is a list (expected a scalar)");
     *slot = static_cast<int>(k);
@@ -404,10 +404,10 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
   out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(vertex.count, body / 4)));
 
   // Fast path for PlyWriter's own layout: only the vertex element, exactly
-  // float x, y, z, intensity, little-endian on a little-endian host.
+  // float x, y, z, intensity, quality, little-endian on a little-endian host.
   const bool own_layout =
       *format == PlyFormat::BinaryLittle && std::endian::native == std::endian::little && elements.size() == 1 &&
-      vertex.properties.size() == 4 && ix == 0 && iy == 1 && iz == 2 && ii == 3 &&
+      vertex.properties.size() == 5 && ix == 0 && iy == 1 && iz == 2 && ii == 3 && iq == 4 &&
       std::all_of(vertex.properties.begin(), vertex.properties.end(),
                   [](const PlyProperty& p) { return !p.is_list && p.type == PlyType::Float32; });
   if (own_layout) {
@@ -415,9 +415,9 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
     for (std::uint64_t done = 0; done < vertex.count;) {
       const std::uint64_t n = std::min(kChunk, vertex.count - done);
       out.resize(static_cast<std::size_t>(done + n));
-      const std::size_t got = src.read_some(&out[static_cast<std::size_t>(done)], static_cast<std::size_t>(n) * 16);
-      if (got != n * 16) {
-        input_error(path, "PLY ends or is malformed in element 'vertex' item " + std::to_string(done + got / 16) +
+      const std::size_t got = src.read_some(&out[static_cast<std::size_t>(done)], static_cast<std::size_t>(n) * sizeof(PlyVertex));
+      if (got != n * sizeof(PlyVertex)) {
+        input_error(path, "PLY ends or is malformed in element 'vertex' item " + std::to_string(done + got / sizeof(PlyVertex)) +
                               " of " + std::to_string(vertex.count));
       }
       done += n;
@@ -477,7 +477,8 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
       }
       if (is_vertex) {
         out.push_back(PlyVertex{static_cast<float>(values[ix]), static_cast<float>(values[iy]),
-                                static_cast<float>(values[iz]), ii >= 0 ? static_cast<float>(values[ii]) : 0.0f});
+                                static_cast<float>(values[iz]), ii >= 0 ? static_cast<float>(values[ii]) : 0.0f,
+                                iq >= 0 ? static_cast<float>(values[iq]) : 0.0f});
       }
     }
     if (is_vertex) break;  // elements after the vertices are not needed

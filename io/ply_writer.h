@@ -1,6 +1,7 @@
 #pragma once
 // Streaming PLY point-cloud writer: binary little-endian (default) or ASCII,
-// one vertex per point with float x, y, z and float intensity. The vertex
+// one vertex per point with float x, y, z, float intensity and float quality
+// (the extraction's contrast, ProfileSpan::quality; 0 where unknown). The vertex
 // count is not known until the end, so the header is written with a fixed-size
 // reserve and rewritten in place on finish(); readers (Open3D, PCL,
 // CloudCompare, MeshLab) see an ordinary PLY file. The file appears under its
@@ -17,6 +18,7 @@ enum class PlyEncoding { BinaryLittleEndian, Ascii };
 
 struct PlyVertex {
   float x, y, z, intensity;
+  float quality = 0.0f;
 };
 
 class PlyWriter {
@@ -37,7 +39,7 @@ class PlyWriter {
 };
 
 // Read back a PLY written by PlyWriter (or any PLY whose vertex element has
-// float x, y, z [, intensity]); for tests and tools. Throws InputError.
+// float x, y, z [, intensity] [, quality]); for tests and tools. Throws InputError.
 std::vector<PlyVertex> read_ply(const std::filesystem::path& path);
 
 }  // namespace stripeline::io

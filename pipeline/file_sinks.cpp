@@ -34,7 +34,7 @@ void PlySink::consume(const ProfileSpan& p) {
       for (int s = 0; s < n; ++s) {
         const std::size_t i = p.slot_index(f, s, x);
         buffer_.push_back({static_cast<float>(mapping_.x(x)), y, static_cast<float>(mapping_.z(p.position[i])),
-                           static_cast<float>(p.intensity[i])});
+                           static_cast<float>(p.intensity[i]), p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f});
       }
     }
     writer_->write(buffer_.data(), buffer_.size());

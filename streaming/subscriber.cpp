@@ -81,6 +81,7 @@ void SeriesRebuilder::feed_empty(std::uint64_t rows, std::uint64_t index) {
     position_.assign(per_row * n, kNoPeak);
     intensity_.assign(per_row * n, 0);
     width_.assign(per_row * n, 0);
+    quality_.assign(per_row * n, 0);
     count_.assign(static_cast<std::size_t>(info_.layout.width) * n, 0);
     meta_.assign(n, FrameMeta{});
     ProfileSpan s;
@@ -92,6 +93,7 @@ void SeriesRebuilder::feed_empty(std::uint64_t rows, std::uint64_t index) {
     s.position = position_.data();
     s.intensity = intensity_.data();
     s.stripe_width = width_.data();
+    s.quality = quality_.data();
     s.count = count_.data();
     for (ProfileSink* sink : sinks_) sink->consume(s);
     rows -= static_cast<std::uint64_t>(n);
@@ -136,6 +138,7 @@ void SeriesRebuilder::rows(const wire::RowBlock& b, const ProfileMapping& mappin
   s.position = position_.data();
   s.intensity = b.intensity.data();
   s.stripe_width = b.stripe_width.data();
+  s.quality = b.quality.data();
   s.count = count_.data();
   for (ProfileSink* sink : sinks_) sink->consume(s);
   next_row_ = b.series_row + static_cast<std::uint64_t>(b.rows);

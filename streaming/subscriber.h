@@ -73,7 +73,7 @@ class SeriesRebuilder {
   std::uint64_t next_row_ = 0;  // series row expected next
   // One block's profiles (reused).
   std::vector<std::int32_t> position_;
-  std::vector<std::uint16_t> intensity_, width_;
+  std::vector<std::uint16_t> intensity_, width_, quality_;
   std::vector<std::uint8_t> count_;
   std::vector<FrameMeta> meta_;
 };

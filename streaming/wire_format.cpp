@@ -58,7 +58,8 @@ void add_row_fields(nlohmann::json& h, std::uint64_t series_row, std::uint64_t i
   const nlohmann::json shape = {rows, slots, width};
   h["parts"] = nlohmann::json::array({{{"name", "z"}, {"dtype", "<f4"}, {"shape", shape}},
                                       {{"name", "intensity"}, {"dtype", "<u2"}, {"shape", shape}},
-                                      {{"name", "width"}, {"dtype", "<u2"}, {"shape", shape}}});
+                                      {{"name", "width"}, {"dtype", "<u2"}, {"shape", shape}},
+                                      {{"name", "quality"}, {"dtype", "<u2"}, {"shape", shape}}});
 }
 
 struct RowMeta {
@@ -111,6 +112,7 @@ void RowBlock::clear(int w, int s) {
   z.clear();
   intensity.clear();
   stripe_width.clear();
+  quality.clear();
   primary.clear();
 }
 
@@ -139,6 +141,7 @@ void RowBlock::append(const ProfileSpan& p, int first, int count, const ProfileM
         const std::size_t i = p.slot_index(f, s, x);
         intensity.push_back(filled ? p.intensity[i] : std::uint16_t{0});
         stripe_width.push_back(filled ? p.stripe_width[i] : std::uint16_t{0});
+        quality.push_back(filled && p.quality != nullptr ? p.quality[i] : std::uint16_t{0});
       }
     ++rows;
   }
@@ -195,10 +198,12 @@ Message encode_rows(Topic t, nlohmann::json h, const ProfileSpan& p, int first, 
     return RowMeta{m.frame_id, m.timestamp_ns, m.has_encoder ? std::optional<std::int64_t>(m.encoder) : std::nullopt, m.missing};
   });
   const std::size_t per_row = static_cast<std::size_t>(p.slots) * p.width, n = per_row * static_cast<std::size_t>(count);
-  zmq::message_t z(n * sizeof(float)), intensity(n * sizeof(std::uint16_t)), width(n * sizeof(std::uint16_t));
+  zmq::message_t z(n * sizeof(float)), intensity(n * sizeof(std::uint16_t)), width(n * sizeof(std::uint16_t)),
+      quality(n * sizeof(std::uint16_t));
   float* zo = z.data<float>();
   auto* io = intensity.data<std::uint16_t>();
   auto* wo = width.data<std::uint16_t>();
+  auto* qo = quality.data<std::uint16_t>();
   for (int r = 0; r < count; ++r) {
     const int f = first + r;
     mapping.z_row(p, f, zo + r * per_row);
@@ -209,16 +214,18 @@ Message encode_rows(Topic t, nlohmann::json h, const ProfileSpan& p, int first, 
         const bool filled = s < p.peaks(f, x);
         io[dst + x] = filled ? p.intensity[src + x] : std::uint16_t{0};
         wo[dst + x] = filled ? p.stripe_width[src + x] : std::uint16_t{0};
+        qo[dst + x] = filled && p.quality != nullptr ? p.quality[src + x] : std::uint16_t{0};
       }
     }
   }
   Message m;
-  m.parts.reserve(5);
+  m.parts.reserve(6);
   m.parts.push_back(text_message(topic_name(t)));
   m.parts.push_back(text_message(h.dump()));
   m.parts.push_back(std::move(z));
   m.parts.push_back(std::move(intensity));
   m.parts.push_back(std::move(width));
+  m.parts.push_back(std::move(quality));
   return m;
 }
 
@@ -226,12 +233,13 @@ Message encode_rows(Topic t, nlohmann::json h, const RowBlock& r) {
   add_row_fields(h, r.series_row, r.index, r.rows, r.width, r.slots,
                  [&](int i) { return RowMeta{r.frame_ids[i], r.timestamps_ns[i], r.encoder[i], r.missing[i] != 0}; });
   Message m;
-  m.parts.reserve(5);
+  m.parts.reserve(6);
   m.parts.push_back(text_message(topic_name(t)));
   m.parts.push_back(text_message(h.dump()));
   m.parts.push_back(message_of(r.z));
   m.parts.push_back(message_of(r.intensity));
   m.parts.push_back(message_of(r.stripe_width));
+  m.parts.push_back(message_of(r.quality));
   return m;
 }
 
@@ -294,11 +302,17 @@ Decoded decode_parts(const std::vector<std::string_view>& parts) {
       const int i = m.get<int>();
       if (i >= 0 && i < r.rows) r.missing[i] = 1;
     }
-    if (parts.size() != 5) throw InputError("wire: a " + topic_text + " message has " + std::to_string(parts.size()) + " parts (expected 5)");
+    // 1.0 senders have no quality part (5 parts); 1.1 adds it (6).
+    if (parts.size() != 5 && parts.size() != 6)
+      throw InputError("wire: a " + topic_text + " message has " + std::to_string(parts.size()) + " parts (expected 5 or 6)");
     const std::size_t n = static_cast<std::size_t>(r.rows) * r.slots * r.width;
     vector_from(parts[2], n, r.z, "z");
     vector_from(parts[3], n, r.intensity, "intensity");
     vector_from(parts[4], n, r.stripe_width, "width");
+    if (parts.size() == 6)
+      vector_from(parts[5], n, r.quality, "quality");
+    else
+      r.quality.assign(n, 0);
     d.calibration = calibration_from_json(d.header.value("calibration", nlohmann::json::object()));
     d.rows = std::move(r);
   } catch (const nlohmann::json::exception& e) {

@@ -7,7 +7,8 @@
 //           grows by 1 per message within a series, across topics
 //   part 2… raw little-endian arrays described by header["parts"]
 //           (name, dtype, shape): for profile/heightmap z (<f4, NaN = none),
-//           intensity (<u2) and width (<u2), each [rows, slots, width].
+//           intensity (<u2), width (<u2) and quality (<u2, since 1.1),
+//           each [rows, slots, width].
 // No sockets here (streaming/sender.h sends), so the format is tested on its own.
 #include <cstdint>
 #include <optional>
@@ -23,7 +24,7 @@
 
 namespace stripeline::wire {
 
-inline constexpr const char* kFormatVersion = "1.0";
+inline constexpr const char* kFormatVersion = "1.1";
 inline constexpr int kFormatMajor = 1;
 
 enum class Topic { SeriesStart, Profile, Heightmap, SeriesEnd, Stats };
@@ -50,6 +51,7 @@ struct RowBlock {
   std::vector<float> z;                      // [rows][slots][width]; NaN = none; mm when calibrated, else px
   std::vector<std::uint16_t> intensity;      // [rows][slots][width]
   std::vector<std::uint16_t> stripe_width;   // [rows][slots][width]
+  std::vector<std::uint16_t> quality;        // [rows][slots][width]; contrast (0 from a 1.0 sender)
   std::vector<std::int32_t> primary;         // [rows][width] slot 0's fixed-point position (kNoPeak = none),
                                              // kept only when keep_primary: not sent, the exact input of height-map filters
   bool keep_primary = false;
@@ -57,7 +59,7 @@ struct RowBlock {
   void clear(int width, int slots);
   // Append profiles [first, first + count) of a span, z through the mapping.
   void append(const ProfileSpan& p, int first, int count, const ProfileMapping& mapping, std::uint64_t series_row_of_first);
-  std::size_t payload_bytes() const { return z.size() * 4 + intensity.size() * 2 + stripe_width.size() * 2; }
+  std::size_t payload_bytes() const { return z.size() * 4 + intensity.size() * 2 + stripe_width.size() * 2 + quality.size() * 2; }
 };
 
 nlohmann::json calibration_json(const LinearCalibration& c);

@@ -651,6 +651,7 @@ TEST(PipelineMissingFrames, ProfileBatchClearFrameEmptiesOnlyThatFrame) {
         p.position[p.slot_index(f, s, x)] = 1000 * f + 10 * s + x;
         p.intensity[p.slot_index(f, s, x)] = 200;
         p.stripe_width[p.slot_index(f, s, x)] = 3;
+        p.quality[p.slot_index(f, s, x)] = 77;
         p.count[static_cast<std::size_t>(f) * 5 + x] = 2;
       }
   ASSERT_EQ(p.points(), 30u);
@@ -662,6 +663,7 @@ TEST(PipelineMissingFrames, ProfileBatchClearFrameEmptiesOnlyThatFrame) {
       EXPECT_EQ(p.position[p.slot_index(1, s, x)], kNoPeak);
       EXPECT_EQ(p.intensity[p.slot_index(1, s, x)], 0);
       EXPECT_EQ(p.stripe_width[p.slot_index(1, s, x)], 0);
+      EXPECT_EQ(p.quality[p.slot_index(1, s, x)], 0);
     }
   }
   for (int f : {0, 2})
@@ -671,6 +673,7 @@ TEST(PipelineMissingFrames, ProfileBatchClearFrameEmptiesOnlyThatFrame) {
         EXPECT_EQ(p.position[p.slot_index(f, s, x)], 1000 * f + 10 * s + x);
         EXPECT_EQ(p.intensity[p.slot_index(f, s, x)], 200);
         EXPECT_EQ(p.stripe_width[p.slot_index(f, s, x)], 3);
+        EXPECT_EQ(p.quality[p.slot_index(f, s, x)], 77);
       }
     }
   EXPECT_EQ(p.points(), 20u);

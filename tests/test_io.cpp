@@ -1039,11 +1039,11 @@ TEST(AtomicFile, RelativePathUsesTheCurrentDirectory) {
 std::vector<PlyVertex> special_vertices() {
   const float inf = std::numeric_limits<float>::infinity();
   return {
-      {0.0f, -0.0f, 1.0f, 0.5f},
-      {1.0f / 3.0f, -2.0f / 7.0f, 1e-45f, 255.0f},                                 // denormal
-      {std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest(), 1.17549435e-38f, 1e30f},
-      {123456.789f, -0.000123456f, 3.14159265f, 0.0f},
-      {inf, -inf, 16777217.0f, 65535.0f},
+      {0.0f, -0.0f, 1.0f, 0.5f, 12.0f},
+      {1.0f / 3.0f, -2.0f / 7.0f, 1e-45f, 255.0f, 65535.0f},                       // denormal
+      {std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest(), 1.17549435e-38f, 1e30f, 1.0f},
+      {123456.789f, -0.000123456f, 3.14159265f, 0.0f, 0.0f},
+      {inf, -inf, 16777217.0f, 65535.0f, 180.0f},
   };
 }
 
@@ -1058,7 +1058,7 @@ void expect_same_vertices(const std::vector<PlyVertex>& expected, const std::vec
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (std::memcmp(&got[i], &expected[i], sizeof(PlyVertex)) != 0) {
       FAIL() << "vertex " << i << ": got " << got[i].x << " " << got[i].y << " " << got[i].z << " "
-             << got[i].intensity << ", expected " << expected[i].x << " " << expected[i].y << " " << expected[i].z
+             << got[i].intensity << " q " << got[i].quality << ", expected " << expected[i].x << " " << expected[i].y << " " << expected[i].z
              << " " << expected[i].intensity;
     }
   }
@@ -1137,7 +1137,7 @@ TEST_P(PlyRoundTrip, HundredThousandVerticesAndAnExactHeader) {
   std::vector<std::string> lines;
   std::istringstream in(header);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  ASSERT_EQ(lines.size(), 10u) << header;
+  ASSERT_EQ(lines.size(), 11u) << header;
   EXPECT_EQ(lines[0], "ply");
   EXPECT_EQ(lines[1] + "\n", format);
   EXPECT_EQ(lines[2], "comment scan");
@@ -1147,11 +1147,12 @@ TEST_P(PlyRoundTrip, HundredThousandVerticesAndAnExactHeader) {
   EXPECT_EQ(lines[6], "property float y");
   EXPECT_EQ(lines[7], "property float z");
   EXPECT_EQ(lines[8], "property float intensity");
-  EXPECT_EQ(lines[9], "end_header");
+  EXPECT_EQ(lines[9], "property float quality");
+  EXPECT_EQ(lines[10], "end_header");
   // The header has the same length whatever the count (rewritten in place).
   EXPECT_EQ(ply_header(small).size(), header.size());
   if (GetParam() == PlyEncoding::BinaryLittleEndian) {
-    EXPECT_EQ(fs::file_size(path), header.size() + 16 * v.size());
+    EXPECT_EQ(fs::file_size(path), header.size() + 20 * v.size());
     // Little-endian float x of the first vertex right after the header.
     const std::string bytes = read_bytes(path);
     std::uint32_t bits = 0;

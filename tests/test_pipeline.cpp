@@ -163,6 +163,25 @@ TEST(Pipeline, SourceFailureAbortsSinksAndLeavesNoFile) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "something was left in " << dir.path();
 }
 
+// The PLY carries each point's quality (the extraction's contrast) beside
+// its intensity: the default adaptive method gives every synthetic stripe
+// point a contrast of at least min_contrast (24) and at most the peak.
+TEST(PlySink, WritesEachPointsQuality) {
+  test::TempDir dir;
+  SyntheticScanner scan(small_scan(12));
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = 5;
+  PlySink ply(dir / "scan.ply", io::PlyEncoding::BinaryLittleEndian);
+  Pipeline(o).run(scan, {&ply});
+  const auto v = io::read_ply(dir / "scan.ply");
+  ASSERT_FALSE(v.empty());
+  for (const auto& p : v) {
+    ASSERT_GE(p.quality, 24.0f) << "a point with quality below min_contrast";
+    ASSERT_LE(p.quality, p.intensity) << "quality above the peak's value";
+  }
+}
+
 TEST(Pipeline, RejectsBadOptions) {
   SyntheticScanner scan(small_scan(10));
   PipelineOptions o;

@@ -142,6 +142,33 @@ TEST(ExtractCog, SymmetricRunIsCentredOnItsPeak) {
   EXPECT_EQ(p.position[0], 5 * 256);
   EXPECT_EQ(p.intensity[0], 100);
   EXPECT_EQ(p.stripe_width[0], 3);
+  EXPECT_EQ(p.quality[0], 60);  // cog's quality: the peak above the threshold
+}
+
+// The stored per-point quality of the adaptive method is its contrast: the
+// peak above the column's background line, in pixel units; a weaker stripe
+// on the same background scores lower.
+TEST(ExtractQuality, AdaptiveQualityIsThePeakAboveTheBackground) {
+  auto b = make_batch<std::uint8_t>(2, 64, 1);
+  std::vector<std::uint8_t> strong(64, 20), weak(64, 20);
+  const std::uint8_t s[5] = {60, 140, 200, 140, 60}, w[5] = {40, 80, 100, 80, 40};
+  for (int i = 0; i < 5; ++i) strong[30 + i] = s[i], weak[20 + i] = w[i];
+  set_column(b, 0, 0, strong);
+  set_column(b, 0, 1, weak);
+  ChainConfig cc;
+  cc.column.method = ColumnMethod::Adaptive;
+  cc.blur_size = 0;
+  const auto p = validate_chain(cc, b.layout);
+  ProfileBatch out(2, 1, p.slots, &allocate_host);
+  out.poison();
+  make_processor(Backend::Cpu, b.layout, cc)->process(b, out);
+  ASSERT_EQ(out.peaks(0, 0), 1);
+  ASSERT_EQ(out.peaks(0, 1), 1);
+  EXPECT_EQ(out.position[out.slot_index(0, 0, 0)], 32 * 256);
+  EXPECT_EQ(out.quality[out.slot_index(0, 0, 0)], 180);
+  EXPECT_EQ(out.quality[out.slot_index(0, 0, 1)], 80);
+  // Empty slots carry zero quality, never the poison.
+  for (int s = 1; s < p.slots; ++s) EXPECT_EQ(out.quality[out.slot_index(0, s, 0)], 0);
 }
 
 TEST(ExtractCog, AsymmetricRunHandComputed) {
@@ -352,6 +379,7 @@ TEST_P(FusedChain, EqualsStageByStage) {
     ASSERT_EQ(0, std::memcmp(fused.position, staged.position, n * 4)) << c.w << "x" << c.h;
     ASSERT_EQ(0, std::memcmp(fused.intensity, staged.intensity, n * 2));
     ASSERT_EQ(0, std::memcmp(fused.stripe_width, staged.stripe_width, n * 2));
+    ASSERT_EQ(0, std::memcmp(fused.quality, staged.quality, n * 2));
     ASSERT_EQ(0, std::memcmp(fused.count, staged.count, static_cast<std::size_t>(c.frames) * c.w));
     EXPECT_EQ(fused.frames, c.frames);
     EXPECT_GT(fused.points(), 0u);

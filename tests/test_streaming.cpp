@@ -151,6 +151,7 @@ TEST(WireFormat, RowsRoundTripWithNaNForNoDetectionAndCalibration) {
         p.position[i] = 256 * (f + x) + 64 * s + 3;
         p.intensity[i] = static_cast<std::uint16_t>(1000 + i);
         p.stripe_width[i] = static_cast<std::uint16_t>(i % 7);
+        p.quality[i] = static_cast<std::uint16_t>(500 + i);
       }
     }
   LinearCalibration cal;
@@ -163,12 +164,12 @@ TEST(WireFormat, RowsRoundTripWithNaNForNoDetectionAndCalibration) {
   auto header = wire::base_header(wire::Topic::Profile, "abc", 7);
   header["calibration"] = wire::calibration_json(cal);
   const auto enc = wire::encode_rows(wire::Topic::Profile, header, rows).strings();
-  ASSERT_EQ(enc.size(), 5u);
+  ASSERT_EQ(enc.size(), 6u);
   EXPECT_EQ(enc[0], "profile");
   const auto d = wire::decode(enc);
   EXPECT_EQ(d.seq, 7u);
   EXPECT_EQ(d.series, "abc");
-  EXPECT_EQ(d.header["htype"], "stripeline-profile-1.0");
+  EXPECT_EQ(d.header["htype"], "stripeline-profile-1.1");
   ASSERT_TRUE(d.rows);
   const auto& r = *d.rows;
   EXPECT_EQ(r.rows, 2);
@@ -187,9 +188,11 @@ TEST(WireFormat, RowsRoundTripWithNaNForNoDetectionAndCalibration) {
           const auto i = p.slot_index(f, s, x);
           EXPECT_FLOAT_EQ(r.z[o], static_cast<float>(0.5 * (p.position[i] / 256.0) + 2.0));
           EXPECT_EQ(r.intensity[o], p.intensity[i]);
+          EXPECT_EQ(r.quality[o], p.quality[i]);
         } else {
           EXPECT_TRUE(std::isnan(r.z[o])) << "frame " << f << " slot " << s << " column " << x;
           EXPECT_EQ(r.intensity[o], 0);
+          EXPECT_EQ(r.quality[o], 0);
         }
       }
   EXPECT_TRUE(d.calibration.enabled);
@@ -204,7 +207,13 @@ TEST(WireFormat, MalformedMessagesAreRejected) {
   };
   const Parts good{wire::encode_rows(wire::Topic::Profile, wire::base_header(wire::Topic::Profile, "s", 0), rows).strings()};
   EXPECT_NO_THROW(wire::decode(good.parts));
-  auto short_msg = good;
+  // A 1.0 message (no quality part) still decodes, with zero quality.
+  auto v10 = good;
+  v10.parts.pop_back();
+  const auto old = wire::decode(v10.parts);
+  ASSERT_TRUE(old.rows);
+  EXPECT_EQ(old.rows->quality.size(), old.rows->intensity.size());
+  auto short_msg = v10;
   short_msg.parts.pop_back();
   EXPECT_THROW(wire::decode(short_msg.parts), InputError);
   auto bad_json = good;

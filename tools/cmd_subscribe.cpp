@@ -46,7 +46,7 @@ OutputConfig outputs_of(const Flags& f, int height_bits) {
 void truncate(wire::RowBlock& b, int keep) {
   const std::size_t n = static_cast<std::size_t>(keep) * b.slots * b.width;
   b.rows = keep;
-  b.z.resize(n), b.intensity.resize(n), b.stripe_width.resize(n);
+  b.z.resize(n), b.intensity.resize(n), b.stripe_width.resize(n), b.quality.resize(n);
   b.frame_ids.resize(keep), b.timestamps_ns.resize(keep), b.encoder.resize(keep), b.missing.resize(keep);
 }
 
