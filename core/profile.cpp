@@ -14,6 +14,7 @@ ProfileSpan ProfileSpan::subspan(int first, int n) const {
   s.position = position + off;
   s.intensity = intensity + off;
   s.stripe_width = stripe_width + off;
+  s.quality = quality + off;
   s.count = count + static_cast<std::size_t>(first) * width;
   return s;
 }
@@ -24,6 +25,7 @@ ProfileBatch::ProfileBatch(int w, int cap, int s, HostAllocator alloc)
   position = reinterpret_cast<std::int32_t*>(base + layout_.position_offset);
   intensity = reinterpret_cast<std::uint16_t*>(base + layout_.intensity_offset);
   stripe_width = reinterpret_cast<std::uint16_t*>(base + layout_.width_offset);
+  quality = reinterpret_cast<std::uint16_t*>(base + layout_.quality_offset);
   count = reinterpret_cast<std::uint8_t*>(base + layout_.count_offset);
 }
 
@@ -38,6 +40,7 @@ ProfileSpan ProfileBatch::span() const {
   s.position = position;
   s.intensity = intensity;
   s.stripe_width = stripe_width;
+  s.quality = quality;
   s.count = count;
   return s;
 }
@@ -65,6 +68,7 @@ void ProfileBatch::clear_frame(int f) {
     std::fill(position + base, position + base + width, kNoPeak);
     std::fill(intensity + base, intensity + base + width, std::uint16_t{0});
     std::fill(stripe_width + base, stripe_width + base + width, std::uint16_t{0});
+    std::fill(quality + base, quality + base + width, std::uint16_t{0});
   }
   std::fill(count + static_cast<std::size_t>(f) * width, count + static_cast<std::size_t>(f + 1) * width, std::uint8_t{0});
 }

@@ -20,6 +20,7 @@ struct ProfileLayout {
   std::size_t position_offset = 0;
   std::size_t intensity_offset = 0;
   std::size_t width_offset = 0;
+  std::size_t quality_offset = 0;
   std::size_t count_offset = 0;
   std::size_t bytes = 0;  // the whole allocation
 
@@ -36,7 +37,8 @@ struct ProfileLayout {
     l.position_offset = 0;
     l.intensity_offset = l.position_offset + align_up(n * 4);
     l.width_offset = l.intensity_offset + align_up(n * 2);
-    l.count_offset = l.width_offset + align_up(n * 2);
+    l.quality_offset = l.width_offset + align_up(n * 2);
+    l.count_offset = l.quality_offset + align_up(n * 2);
     l.bytes = l.count_offset + align_up(c);
     return l;
   }

@@ -217,6 +217,7 @@ template <class T>
   if (auto r = same_array("position", cpu.position, gpu.position, n, cpu.width, cpu.slots); !r) return r;
   if (auto r = same_array("intensity", cpu.intensity, gpu.intensity, n, cpu.width, cpu.slots); !r) return r;
   if (auto r = same_array("width", cpu.stripe_width, gpu.stripe_width, n, cpu.width, cpu.slots); !r) return r;
+  if (auto r = same_array("quality", cpu.quality, gpu.quality, n, cpu.width, cpu.slots); !r) return r;
   if (auto r = same_array("count", cpu.count, gpu.count, c, cpu.width, 1); !r) return r;
   return same_meta(cpu.meta, gpu.meta, cpu.frames);
 }

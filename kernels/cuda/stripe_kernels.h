@@ -38,6 +38,7 @@ struct ProfileView {
   std::int32_t* position = nullptr;      // device, [frame][slot][column]
   std::uint16_t* intensity = nullptr;    // device, [frame][slot][column]
   std::uint16_t* stripe_width = nullptr; // device, [frame][slot][column]
+  std::uint16_t* quality = nullptr;      // device, [frame][slot][column]
   std::uint8_t* count = nullptr;         // device, [frame][column]
   int width = 0;
   int slots = 1;

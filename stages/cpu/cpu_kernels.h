@@ -67,6 +67,7 @@ void extract_tile(const Pixel& pixel, int height, int x0, int x1, int f, const k
   std::int32_t* position = out.position;
   std::uint16_t* intensity = out.intensity;
   std::uint16_t* stripe_width = out.stripe_width;
+  std::uint16_t* quality = out.quality;
   std::uint8_t* count = out.count;
   for (int x = x0; x < x1; ++x) {
     for (int s = 0; s < out.slots; ++s) {
@@ -74,14 +75,15 @@ void extract_tile(const Pixel& pixel, int height, int x0, int x1, int f, const k
       position[i] = kNoPeak;
       intensity[i] = 0;
       stripe_width[i] = 0;
+      quality[i] = 0;
     }
     auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
-    // quality: carried by the kernels, not stored yet (no profile array for it).
-    auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width, std::uint32_t /*quality*/) {
+    auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width, std::uint32_t contrast) {
       const std::size_t i = out.slot_index(f, slot, x);
       position[i] = pos;
       intensity[i] = static_cast<std::uint16_t>(value);
       stripe_width[i] = static_cast<std::uint16_t>(width);
+      quality[i] = static_cast<std::uint16_t>(contrast > 65535u ? 65535u : contrast);
     };
     const int found = kernels::extract_column(column, height, p, emit);
     count[static_cast<std::size_t>(f) * out.width + x] = static_cast<std::uint8_t>(found > 255 ? 255 : found);

@@ -46,6 +46,7 @@ class DeviceProfiles {
     view_.position = buffer_.at_byte<std::int32_t>(layout_.position_offset);
     view_.intensity = buffer_.at_byte<std::uint16_t>(layout_.intensity_offset);
     view_.stripe_width = buffer_.at_byte<std::uint16_t>(layout_.width_offset);
+    view_.quality = buffer_.at_byte<std::uint16_t>(layout_.quality_offset);
     view_.count = buffer_.at_byte<std::uint8_t>(layout_.count_offset);
     view_.width = width;
     view_.slots = slots;
@@ -60,6 +61,7 @@ class DeviceProfiles {
     STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.intensity, view_.intensity, n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost, stream));
     STRIPELINE_CUDA_CHECK(
         cudaMemcpyAsync(out.stripe_width, view_.stripe_width, n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost, stream));
+    STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.quality, view_.quality, n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost, stream));
     STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.count, view_.count, c, cudaMemcpyDeviceToHost, stream));
   }
 
