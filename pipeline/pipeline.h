@@ -32,6 +32,9 @@ struct PipelineOptions {
   int lanes = 0;                    // processors working at once (0 = buffers - 1, at least 1)
   ChainConfig chain;
   LinearCalibration calibration;
+  // [calibration] file (or --calibration): the sheet-of-light model every
+  // point goes through (app/calibration_setup.h loads it); null = none.
+  std::shared_ptr<const AppliedCalibration> sheet;
 
   // Ranges of batch_frames, buffers and lanes (ConfigError naming the key);
   // the chain is checked against the frame geometry when a run starts.

@@ -1,17 +1,20 @@
 // `stripeline run` and `stripeline replay`: a source through the pipeline
 // into file sinks, with a progress bar and a summary.
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
+#include "app/calibration_setup.h"
 #include "app/config.h"
 #include "app/outputs.h"
 #include "app/sources.h"
 #include "core/errors.h"
 #include "pipeline/pipeline.h"
+#include "tools/calibration_flags.h"
 #include "tools/commands.h"
 #include "tools/report.h"
 
@@ -24,7 +27,12 @@ struct CommonFlags {
   std::string backend;
   bool quiet = false;
   double wait_subscriber = 0.0;  // --wait-subscriber: seconds to wait for a subscriber before starting
+  std::string calibration;       // --calibration FILE
+  double y_step = 0.0;           // --y-step MM
+  std::string roi_offset;        // --roi-offset X,Y
 };
+
+
 
 
 // Ctrl-C (or SIGTERM) while a camera runs: stop acquiring, finish the files.
@@ -56,8 +64,14 @@ class StopOnSignal {
   void (*old_term_)(int) = nullptr;
 };
 
-int process(const std::string& command, const Config& config, bool quiet, double wait_subscriber = 0.0) {
+int process(const std::string& command, const Config& given, bool quiet, double wait_subscriber = 0.0) {
+  Config config = given;
   auto source = make_source(config);
+  {  // the calibration file: checked before any output is opened
+    const BatchLayout layout = source->frame_layout();
+    auto* cam = dynamic_cast<CameraSource*>(source.get());
+    config.pipeline.sheet = load_applied_calibration(config.calibration, layout.width, layout.frame_height, cam ? &cam->settings() : nullptr);
+  }
   const auto& out = config.output;
   OutputOptions options;
   options.filter_backend = config.pipeline.backend;
@@ -85,6 +99,8 @@ int process(const std::string& command, const Config& config, bool quiet, double
   report.command = command;
   report.source = source->describe();
   report.width = source->frame_layout().width;
+  report.calibration = config.pipeline.sheet;
+  report.linear = config.pipeline.calibration;
   report.stats = pipeline.run(*source, sinks.all(), [&bar](const PipelineStats& s) { bar.update(s); });
   bar.done();
   report.acquisition = source->acquisition_counters();
@@ -127,8 +143,10 @@ Subcommand add_run(CLI::App& app) {
   sub->add_option("-o,--out", *out_dir, "Output directory (overrides output.dir)");
   sub->add_option("--backend", flags->backend, "auto, cpu or cuda (overrides processing.backend)");
   sub->add_flag("-q,--quiet", flags->quiet, "No progress bar, no list of outputs");
+  add_calibration_flags(sub, flags->calibration, flags->y_step, flags->roi_offset);
   return {sub, [flags, out_dir] {
             Config c = flags->config.empty() ? default_config() : load_config(flags->config);
+            apply_calibration_flags(c, flags->calibration, flags->y_step, flags->roi_offset);
             if (!out_dir->empty()) c.output.dir = *out_dir;
             if (!flags->backend.empty()) c.pipeline.backend = parse_backend(flags->backend);
             return process("run", c, flags->quiet);
@@ -169,6 +187,7 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--wait-subscriber", f->wait_subscriber, "With --publish: wait up to this many seconds for a subscriber before starting");
   sub->add_option("--backend", f->backend, "auto, cpu or cuda");
   sub->add_flag("-q,--quiet", f->quiet, "No progress bar, no list of outputs");
+  add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
   return {sub, [f] {
             Config c = f->config.empty() ? default_config() : load_config(f->config);
             if (f->config.empty()) {  // without a config, write only what the flags ask for
@@ -176,6 +195,7 @@ Subcommand add_replay(CLI::App& app) {
               c.output.dir = "";
               c.output.ply = c.output.heightmap = c.output.preview = c.output.summary = "";
             }
+            apply_calibration_flags(c, f->calibration, f->y_step, f->roi_offset);
             c.source = SourceKind::File;
             c.file.path = f->input;
             c.file.frame_height = f->frame_height;
