@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "core/applied_calibration.h"
+#include "core/calibrated_point.h"
 #include "core/calibration.h"
 #include "core/fixed_point.h"
 #include "core/profile.h"
@@ -50,7 +51,7 @@ class ProfileMapping {
   // The point of a detection at `column` with `position` in a frame whose
   // motion position is y (point_y). False when the sheet-of-light model has
   // no point there (beyond the laser plane's horizon). The same function
-  // (core/sheet_of_light.h image_to_world) runs in the CUDA kernel.
+  // (core/calibrated_point.h) runs in the CUDA kernel.
   bool point(double y, int column, std::int32_t position, double& X, double& Y, double& Z) const {
     if (!sheet_) {
       X = x(column);
@@ -58,11 +59,7 @@ class ProfileMapping {
       Z = z(position);
       return true;
     }
-    double px, pz;
-    const double u = sheet_->roi_x + column, v = sheet_->roi_y + static_cast<double>(position_to_row(position));
-    if (!image_to_plane(map_, u, v, px, pz)) return false;
-    plane_to_world(map_, px, pz, y, X, Y, Z);
-    return true;
+    return calibrated_point(map_, sheet_->roi_x, sheet_->roi_y, column, position, y, X, Y, Z);
   }
 
   double x(int column) const { return calibration_.x(column); }
