@@ -12,7 +12,9 @@
 
 #include "calibration/calibration_file.h"
 #include "calibration_fixtures.h"
+#include "io/image_reader.h"
 #include "io/image_writer.h"
+#include "kernels/rectify.h"
 
 namespace stripeline {
 namespace {
@@ -144,6 +146,95 @@ TEST_F(CalibrationApplied, YStepAndRoiOffsetMatter) {
       << out;
   const test::GaugeMeasurement wrong = test::measure_gauge_blocks(read_ascii_ply(path("w.ply")).points, x_origin_);
   EXPECT_GT(std::abs(wrong.height[3] - 10.0), 0.1);
+}
+
+// Rectified range maps: a uniform X grid in mm, one row per frame. The
+// 16-bit codes (Z = code * 0.001 mm) read back give the blocks' heights.
+TEST_F(CalibrationApplied, RangeMapsOnAUniformXGrid) {
+  ASSERT_EQ(calibrate_rc_, 0) << calibrate_out_;
+  std::string out;
+  ASSERT_EQ(test::run_cli("replay " + path("gauge.tiff").string() + " -H 232 -q --calibration " + path("cal.toml").string() +
+                              " --roi-offset 160,460 --range-map " + path("r.tif").string() + " --range-codes " + path("r.png").string() +
+                              " --range-grid -60:60:0.1 --range-rule mean --range-fill 4 --range-code -5:0.001",
+                          &out),
+            0)
+      << out;
+  ASSERT_TRUE(std::filesystem::exists(path("r.tif")));
+  auto reader = io::open_image(path("r.png"));
+  ASSERT_EQ(reader->info().width, 1201);
+  ASSERT_EQ(reader->info().height, static_cast<std::int64_t>(kFrames));
+  ASSERT_EQ(reader->info().format, PixelFormat::Mono16);
+  std::vector<std::uint16_t> codes(1201 * kFrames);
+  reader->read_rows(reinterpret_cast<std::byte*>(codes.data()), kFrames);
+  // Bin i is X = -60 + 0.1 i in the calibration's frame; the fixture's X origin shifts the truth.
+  auto mean_z = [&](double x0, double x1) {
+    double sum = 0;
+    std::size_t n = 0;
+    for (std::uint64_t r = 0; r < kFrames; ++r)
+      for (int i = 0; i < 1201; ++i) {
+        const double x = -60.0 + 0.1 * i + x_origin_;
+        const std::uint16_t c = codes[r * 1201 + i];
+        if (x > x0 && x < x1 && c) sum += -5.0 + 0.001 * c, ++n;
+      }
+    EXPECT_GT(n, 100u) << x0;
+    return n ? sum / n : 0.0;
+  };
+  const double base = mean_z(test::GaugeScene::kX0[1] + test::GaugeScene::kWidth + 2.0, test::GaugeScene::kX0[2] - 2.0);  // conveyor between blocks 2 and 3
+  for (int b = 0; b < 4; ++b) {
+    const double top = mean_z(test::GaugeScene::kX0[b] + 2.0, test::GaugeScene::kX0[b] + test::GaugeScene::kWidth - 2.0);
+    // Codes quantise to 1 um; the base plane is fitted nowhere here, so allow for its tilt.
+    std::printf("[ calibration ] range map (mean, 0.1 mm bins, 1 um codes): block %g mm measured %.4f mm\n", test::GaugeScene::kHeights[b], top - base);
+    EXPECT_NEAR(top - base, test::GaugeScene::kHeights[b], 0.02) << "block " << b;
+  }
+  // Without a calibration a range map cannot be made: one line, exit 2.
+  std::string msg;
+  EXPECT_EQ(test::run_cli("replay " + path("gauge.tiff").string() + " -H 232 -q --range-map " + path("n.tif").string() + " --range-grid 0:1:0.1", &msg), 2);
+  EXPECT_NE(msg.find("need a sheet-of-light calibration"), std::string::npos) << msg;
+  EXPECT_EQ(test::run_cli("replay " + path("gauge.tiff").string() + " -H 232 -q --calibration " + path("cal.toml").string() + " --range-map " +
+                              path("n.tif").string() + " --range-grid 5:1:0.1",
+                          &msg),
+            2);
+  EXPECT_NE(msg.find("range-map grid"), std::string::npos) << msg;
+  EXPECT_FALSE(std::filesystem::exists(path("n.tif")));
+}
+
+TEST(RangeMapRows, RulesAndGapFill) {
+  kernels::RectifyGrid g{0.0, 1.0, 0.25, 1, kernels::RectifyRule::Max};
+  const int bins = g.bins();
+  ASSERT_EQ(bins, 5);
+  std::vector<float> z(bins), key(bins);
+  std::vector<std::uint32_t> n(bins);
+  const kernels::RectifyAccumulator acc{z.data(), key.data(), n.data()};
+  auto run = [&](kernels::RectifyRule rule, int fill) {
+    g.rule = rule;
+    g.fill = fill;
+    acc.clear(bins);
+    acc.add(g, bins, 0.01, 1.0);   // bin 0
+    acc.add(g, bins, -0.1, 3.0);   // bin 0, farther from its centre
+    acc.add(g, bins, 0.74, 5.0);   // bin 3 (0.74 / 0.25 = 2.96)
+    acc.add(g, bins, 2.0, 9.0);    // outside
+    acc.finish(g, bins);
+  };
+  run(kernels::RectifyRule::Max, 0);
+  EXPECT_EQ(z[0], 3.0f);
+  EXPECT_TRUE(std::isnan(z[1]) && std::isnan(z[2]) && std::isnan(z[4]));
+  EXPECT_EQ(z[3], 5.0f);
+  run(kernels::RectifyRule::Min, 0);
+  EXPECT_EQ(z[0], 1.0f);
+  run(kernels::RectifyRule::Mean, 0);
+  EXPECT_EQ(z[0], 2.0f);
+  run(kernels::RectifyRule::Nearest, 0);
+  EXPECT_EQ(z[0], 1.0f);
+  run(kernels::RectifyRule::Nearest, 1);  // a gap of 2 stays
+  EXPECT_TRUE(std::isnan(z[1]));
+  run(kernels::RectifyRule::Nearest, 2);  // filled linearly between 1 and 5
+  EXPECT_FLOAT_EQ(z[1], 1.0f + 4.0f / 3.0f);
+  EXPECT_FLOAT_EQ(z[2], 1.0f + 8.0f / 3.0f);
+  EXPECT_TRUE(std::isnan(z[4]));  // nothing beyond the last point
+  EXPECT_EQ(kernels::range_code(NAN, 0, 0.001), 0);
+  EXPECT_EQ(kernels::range_code(1.2344f, 0, 0.001), 1234);
+  EXPECT_EQ(kernels::range_code(-1.0f, 0, 0.001), 1);
+  EXPECT_EQ(kernels::range_code(100.0f, 0, 0.001), 65535);
 }
 
 TEST_F(CalibrationApplied, BadCalibrationFilesGiveOneLineAndExitTwo) {

@@ -64,7 +64,8 @@ class StopOnSignal {
   void (*old_term_)(int) = nullptr;
 };
 
-int process(const std::string& command, const Config& given, bool quiet, double wait_subscriber = 0.0) {
+int process(const std::string& command, const Config& given, bool quiet, double wait_subscriber = 0.0,
+            const RangeMapOptions* range_map = nullptr) {
   Config config = given;
   auto source = make_source(config);
   {  // the calibration file: checked before any output is opened
@@ -77,8 +78,17 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   options.filter_backend = config.pipeline.backend;
   options.expected_rows = source->total_frames().value_or(0);
   options.publisher = config.publish ? &config.publisher : nullptr;
+  if (range_map && !config.pipeline.sheet)
+    throw InputError("--range-map/--range-codes need a sheet-of-light calibration (expected --calibration FILE or [calibration] file)");
   OutputSinks sinks = make_output_sinks(out, options);
   std::vector<std::filesystem::path> outputs = sinks.files;
+  std::vector<ProfileSink*> all_sinks = sinks.all();
+  std::unique_ptr<RangeMapSink> range_sink;
+  if (range_map) {
+    range_sink = std::make_unique<RangeMapSink>(*range_map);
+    all_sinks.push_back(range_sink.get());
+    for (const auto& p : range_sink->files()) outputs.push_back(p);
+  }
   // Streaming (--publish or [publisher] enabled): docs/wire-format.md.
   Publisher* publisher = sinks.publisher;
   if (publisher) {
@@ -101,7 +111,7 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   report.width = source->frame_layout().width;
   report.calibration = config.pipeline.sheet;
   report.linear = config.pipeline.calibration;
-  report.stats = pipeline.run(*source, sinks.all(), [&bar](const PipelineStats& s) { bar.update(s); });
+  report.stats = pipeline.run(*source, all_sinks, [&bar](const PipelineStats& s) { bar.update(s); });
   bar.done();
   report.acquisition = source->acquisition_counters();
   if (source->end_reason() == SourceEnd::DeviceLost) {
@@ -162,6 +172,7 @@ Subcommand add_replay(CLI::App& app) {
     double rate = -1;
     std::uint64_t loops = 1;
     bool ascii = false;
+    RangeMapFlags range;
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("input", f->input, "Recorded image: frames concatenated vertically")->required();
@@ -188,6 +199,7 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--backend", f->backend, "auto, cpu or cuda");
   sub->add_flag("-q,--quiet", f->quiet, "No progress bar, no list of outputs");
   add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
+  f->range.add(sub);
   return {sub, [f] {
             Config c = f->config.empty() ? default_config() : load_config(f->config);
             if (f->config.empty()) {  // without a config, write only what the flags ask for
@@ -231,7 +243,8 @@ Subcommand add_replay(CLI::App& app) {
               c.publisher.validate();
             }
             if (f->height_bits >= 0) c.output.validate();
-            return process("replay", c, f->quiet, f->wait_subscriber);
+            const std::unique_ptr<RangeMapOptions> range = f->range.options();
+            return process("replay", c, f->quiet, f->wait_subscriber, range.get());
           }};
 }
 
