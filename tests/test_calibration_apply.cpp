@@ -198,6 +198,47 @@ TEST_F(CalibrationApplied, RangeMapsOnAUniformXGrid) {
   EXPECT_FALSE(std::filesystem::exists(path("n.tif")));
 }
 
+// The whole chain through the commands alone: synth -> calibrate -> synth ->
+// replay --calibration, checked against the truth synth wrote.
+TEST(CalibrationCommands, SynthCalibrateReplayThroughTheCommands) {
+  test::TempDir dir;
+  auto p = [&](const char* name) { return (dir.path() / name).string(); };
+  std::string out;
+  ASSERT_EQ(test::run_cli(std::string("synth ") + p("target.tiff") + " --scene target --target " + test::target_path("sawtooth.toml") +
+                              " --frames 30 --truth " + p("target.json"),
+                          &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_cli(std::string("calibrate ") + p("target.tiff") + " -H 256 --target " + test::target_path("sawtooth.toml") +
+                              " --roi-offset 0,428 --sensor 2048x1088 --y-step 0.2 --out " + p("cal.toml"),
+                          &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_cli(std::string("synth ") + p("gauge.tiff") + " --scene gauge --roi 160,460,1700,232 --frames 20 --truth " + p("gauge.json"),
+                          &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_cli(std::string("replay ") + p("gauge.tiff") + " -H 232 -q --ascii --ply " + p("g.ply") + " --calibration " + p("cal.toml") +
+                              " --roi-offset 160,460",
+                          &out),
+            0)
+      << out;
+  std::ifstream in(p("gauge.json"));
+  const nlohmann::json truth = nlohmann::json::parse(in);
+  EXPECT_FALSE(truth.contains("poses"));
+  EXPECT_EQ(truth["unit"], "mm");
+  ASSERT_EQ(truth["parts"]["gauge_blocks"].size(), 4u);
+  std::ifstream tin(p("target.json"));
+  EXPECT_EQ(nlohmann::json::parse(tin)["poses"].size(), 30u);
+  const test::GaugeMeasurement g = test::measure_gauge_blocks(read_ascii_ply(p("g.ply")).points, truth["x_origin_mm"].get<double>());
+  std::printf("[ calibration ] synth -> calibrate -> synth (ROI 160,460) -> replay: block errors %.2f %.2f %.2f %.2f um\n", (g.height[0] - 1) * 1000,
+              (g.height[1] - 2) * 1000, (g.height[2] - 5) * 1000, (g.height[3] - 10) * 1000);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_GT(g.top_points[i], 1000u) << i;
+    EXPECT_NEAR(g.height[i], truth["parts"]["gauge_blocks"][i]["height"].get<double>(), 0.010) << "block " << i;
+  }
+}
+
 TEST(RangeMapRows, RulesAndGapFill) {
   kernels::RectifyGrid g{0.0, 1.0, 0.25, 1, kernels::RectifyRule::Max};
   const int bins = g.bins();
