@@ -49,7 +49,9 @@ FileSource::FileSource(FileSourceConfig config) : config_(std::move(config)) {
     throw ConfigError(file + ": " + e.what());
   }
 
-  reader_ = io::open_image(config_.path, config_.format, config_.raw);
+  io::ImageReadOptions read_options;
+  read_options.channel = config_.channel;
+  reader_ = io::open_image(config_.path, config_.format, config_.raw, read_options);
   const io::ImageInfo& info = reader_->info();
   if (info.height % config_.frame_height != 0)
     throw InputError(file + ": image height " + std::to_string(info.height) + " is not a multiple of the frame height " +

@@ -19,6 +19,7 @@ struct FileSourceConfig {
   std::optional<io::RawGeometry> raw;         // required for raw files
   double rate = 0.0;                          // frames per second; 0 = as fast as possible
   std::uint64_t loops = 1;                    // passes over the file; 0 = forever
+  io::ChannelMix channel;                     // colour recordings: how a pixel becomes grey (default luma)
 
   // Throws ConfigError naming the key (frame_height, rate). frame_height 0
   // means "not given yet" here; the source itself requires it.

@@ -58,7 +58,19 @@ enum Salt : std::uint64_t {
   kSaltOcclusion = 3,
   kSaltReflection = 4,
   kSaltGain = 5,
+  kSaltDim = 6,
+  kSaltSecond = 7,
+  kSaltTexture = 8,
+  kSaltHard = 9,
 };
+
+// Hard-case patterns change every this many frames.
+constexpr std::uint64_t kDimRegionFrames = 29;
+constexpr std::uint64_t kSecondRegionFrames = 41;
+// Texture cell size, pixels, and how fast the surface slides along the rows
+// from frame to frame.
+constexpr double kTextureCell = 4.0;
+constexpr double kTextureRowsPerFrame = 0.7;
 
 // splitmix64 finaliser: a good 64-bit mixing function.
 inline std::uint64_t mix64(std::uint64_t z) {
@@ -113,6 +125,35 @@ inline double dp_cyclic(double p, double c) {
   if (d > 0.5) d -= 1.0;
   if (d < -0.5) d += 1.0;
   return d;
+}
+
+// Smooth value noise in [-1, 1]: hashed lattice values, smoothstep-blended.
+double value_noise(std::uint64_t seed, std::uint64_t salt, double a, double b) {
+  const double fa = std::floor(a), fb = std::floor(b);
+  const double ta = a - fa, tb = b - fb;
+  const double sa = ta * ta * (3.0 - 2.0 * ta), sb = tb * tb * (3.0 - 2.0 * tb);
+  auto lattice = [&](double i, double j) {
+    const auto ui = static_cast<std::uint64_t>(static_cast<std::int64_t>(i) + (std::int64_t{1} << 40));
+    const auto uj = static_cast<std::uint64_t>(static_cast<std::int64_t>(j) + (std::int64_t{1} << 40));
+    return 2.0 * unit(hash3(seed, salt, ui, uj)) - 1.0;
+  };
+  const double v00 = lattice(fa, fb), v10 = lattice(fa + 1, fb), v01 = lattice(fa, fb + 1), v11 = lattice(fa + 1, fb + 1);
+  return (v00 * (1 - sa) + v10 * sa) * (1 - sb) + (v01 * (1 - sa) + v11 * sa) * sb;
+}
+
+// Surface albedo in the laser's channel at image column x, row y, frame f:
+// 1 +- texture, fixed to the surface (it slides along the rows as the part moves).
+double albedo(const SyntheticConfig& c, int x, double y, std::uint64_t frame) {
+  const double scan = static_cast<double>(frame % kSurfacePeriod) * kTextureRowsPerFrame;
+  return 1.0 + c.texture * value_noise(c.seed, kSaltTexture, x / kTextureCell, (y + scan) / kTextureCell);
+}
+
+// Uneven ambient light in [0, 1] at column x, row y, frame f: two broad waves
+// drifting over the columns, rows and frames.
+double ambient_shape(const SyntheticConfig& c, int x, int y, std::uint64_t frame) {
+  const double u = (x + 0.5) / c.width, r = (y + 0.5) / c.frame_height, f = static_cast<double>(frame % kSurfacePeriod);
+  const double ph = unit(hash3(c.seed, kSaltHard, 1));
+  return 0.5 + 0.25 * std::sin(2.0 * kPi * (1.3 * u + 0.9 * r + f / 311.0)) + 0.25 * std::cos(2.0 * kPi * (0.6 * u - 0.45 * r + f / 173.0 + ph));
 }
 
 // Surface height in [0, 1] at column coordinate u in (0, 1) and scan
@@ -220,6 +261,25 @@ double reflection_of(const SyntheticConfig& c, std::uint64_t frame, int column, 
   return kNaN;
 }
 
+// Centre of the second stripe given the stripe centre t (NaN = none): at the
+// configured distance, on a hashed side; the other side when it does not fit.
+double second_of(const SyntheticConfig& c, std::uint64_t frame, int column, double t) {
+  if (c.second_stripe <= 0.0 || c.second_stripe_strength <= 0.0) return kNaN;
+  if (std::isnan(t)) return kNaN;
+  const int cell = cell_size(c.width, 16, 512, 5);
+  const std::uint64_t h = in_stretch(c.seed, kSaltSecond, frame / kSecondRegionFrames, cell, c.second_stripe, column);
+  if (!h) return kNaN;
+  const double margin = 3.0 * c.beam_sigma + 1.0;
+  const double lo = margin, hi = (c.frame_height - 1) - margin;
+  const bool below_first = (mix64(h) & 1) != 0;
+  for (int k = 0; k < 2; ++k) {
+    const bool below = (k == 0) == below_first;
+    const double r = below ? t + c.second_stripe_distance : t - c.second_stripe_distance;
+    if (r >= lo && r <= hi) return r;
+  }
+  return kNaN;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -244,6 +304,18 @@ void SyntheticConfig::validate() const {
   if (!(reflection >= 0.0 && reflection < 1.0)) out_of_range("reflection", num(reflection), "0 <= fraction < 1");
   check_range("reflection_strength", reflection_strength, 0.0, 2.0, "0..2");
   if (!(frame_rate > 0.0 && frame_rate <= 1e7)) out_of_range("frame_rate", num(frame_rate), "more than 0 and at most 1e7 frames per second");
+  if (bits != 0 && !(format == PixelFormat::Mono8 ? bits == 8 : (bits == 12 || bits == 16)))
+    out_of_range("bits", std::to_string(bits), format == PixelFormat::Mono8 ? "0 or 8 for 8-bit output" : "0, 12 or 16 for 16-bit output");
+  check_range("ambient", ambient, 0.0, 255.0, "0..255, on the 8-bit scale");
+  check_range("texture", texture, 0.0, 0.9, "0..0.9");
+  check_range("glow", glow, 0.0, 2.0, "0..2");
+  check_range("glow_width", glow_width, 0.5, 20.0, "0.5..20 pixels");
+  if (!(second_stripe >= 0.0 && second_stripe < 1.0)) out_of_range("second_stripe", num(second_stripe), "0 <= fraction < 1");
+  check_range("second_stripe_distance", second_stripe_distance, 2.0, 200.0, "2..200 pixels");
+  check_range("second_stripe_strength", second_stripe_strength, 0.0, 2.0, "0..2");
+  if (!(dim_segments >= 0.0 && dim_segments < 1.0)) out_of_range("dim_segments", num(dim_segments), "0 <= fraction < 1");
+  check_range("dim_factor", dim_factor, 0.0, 1.0, "0..1");
+  check_range("beam_sigma_variation", beam_sigma_variation, 0.0, 0.8, "0..0.8");
   constexpr std::int64_t kMaxStep = std::int64_t{1} << 40;
   if (encoder_step < -kMaxStep || encoder_step > kMaxStep)
     out_of_range("encoder_step", std::to_string(encoder_step), "-2^40..2^40 counts per frame");
@@ -278,6 +350,15 @@ double SyntheticScanner::reflection_row(std::uint64_t frame, int column) const {
   return reflection_of(config_, frame, column, truth_of(config_, frame, column));
 }
 
+double SyntheticScanner::second_row(std::uint64_t frame, int column) const {
+  return second_of(config_, frame, column, truth_of(config_, frame, column));
+}
+
+std::uint32_t SyntheticScanner::max_value() const {
+  if (config_.format == PixelFormat::Mono8) return 255u;
+  return config_.bits == 12 ? 4095u : 65535u;
+}
+
 void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
   const SyntheticConfig& c = config_;
   const int W = c.width;
@@ -294,6 +375,14 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
   } else {
     std::fill(buf.begin(), buf.end(), bg);
   }
+  if (c.ambient > 0.0) {
+    for (int y = 0; y < H; ++y)
+      for (int x = 0; x < W; ++x) {
+        double a = c.ambient * ambient_shape(c, x, y, frame);
+        if (c.texture > 0.0) a *= albedo(c, x, y, frame);
+        buf[static_cast<std::size_t>(y) * W + x] += static_cast<float>(a);
+      }
+  }
 
   // 2. The stripe (and its reflection), column by column, near the centre only.
   const std::uint64_t speckle_key = hash3(c.seed, kSaltSpeckle, frame);
@@ -305,14 +394,15 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
   const double half_window = kWindowSigmas * sigma;
   std::vector<double> cdf(static_cast<std::size_t>(H) + 1);  // edges of the window's pixels
 
-  auto add_beam = [&](int x, double centre, double amplitude) {
-    const int y0 = std::max(0, static_cast<int>(std::floor(centre - half_window)));
-    const int y1 = std::min(H - 1, static_cast<int>(std::ceil(centre + half_window)));
+  // A beam of any width: b_inv = 1 / (sqrt(2) sigma), b_area = sqrt(2 pi) sigma, b_half = the window half-width.
+  auto add_beam_sigma = [&](int x, double centre, double amplitude, double b_inv, double b_area, double b_half) {
+    const int y0 = std::max(0, static_cast<int>(std::floor(centre - b_half)));
+    const int y1 = std::min(H - 1, static_cast<int>(std::ceil(centre + b_half)));
     if (y1 < y0) return;
     // Edges y - 0.5 for y = y0 .. y1 + 1; integral over [y-0.5, y+0.5] of
     // exp(-(r - centre)^2 / (2 sigma^2)) = area * (Phi(b) - Phi(a)).
-    for (int y = y0; y <= y1 + 1; ++y) cdf[y - y0] = 0.5 * fast_erf((y - 0.5 - centre) * inv);
-    const double scale = amplitude * area;
+    for (int y = y0; y <= y1 + 1; ++y) cdf[y - y0] = 0.5 * fast_erf((y - 0.5 - centre) * b_inv);
+    const double scale = amplitude * b_area;
     for (int y = y0; y <= y1; ++y) {
       double v = scale * (cdf[y - y0 + 1] - cdf[y - y0]);
       const std::size_t idx = static_cast<std::size_t>(y) * W + x;
@@ -320,6 +410,20 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
       buf[idx] += static_cast<float>(v);
     }
   };
+  auto add_beam = [&](int x, double centre, double amplitude) { add_beam_sigma(x, centre, amplitude, inv, area, half_window); };
+  // Glow: exponential tails around the stripe, full strength below it, 35 % above.
+  auto add_glow = [&](int x, double centre, double amplitude) {
+    const double reach = 8.0 * c.glow_width;
+    const int y0 = std::max(0, static_cast<int>(std::floor(centre - reach)));
+    const int y1 = std::min(H - 1, static_cast<int>(std::ceil(centre + reach)));
+    for (int y = y0; y <= y1; ++y) {
+      const double d = y - centre;
+      const double side = d >= 0.0 ? 1.0 : 0.35;
+      buf[static_cast<std::size_t>(y) * W + x] += static_cast<float>(c.glow * amplitude * side * std::exp(-std::abs(d) / c.glow_width));
+    }
+  };
+  const double ph3 = unit(hash3(c.seed, kSaltHard, 2));
+  const int dim_cell = cell_size(W, 16, 512, 7);
 
   for (int x = 0; x < W; ++x) {
     const double t = truth_of(c, frame, x);
@@ -327,10 +431,21 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
     // Smooth power variation along the line, in [1 - v, 1 + v].
     const double u = (x + 0.5) / W;
     const double g = 0.6 * std::sin(2.0 * kPi * (1.3 * u + ph1)) + 0.4 * std::sin(2.0 * kPi * (3.7 * u + ph2));
-    const double amplitude = c.peak * (1.0 + c.peak_variation * g);
-    add_beam(x, t, amplitude);
+    double amplitude = c.peak * (1.0 + c.peak_variation * g);
+    if (c.dim_segments > 0.0 && in_stretch(c.seed, kSaltDim, frame / kDimRegionFrames, dim_cell, c.dim_segments, x))
+      amplitude *= c.dim_factor;
+    if (c.texture > 0.0) amplitude *= albedo(c, x, t, frame);
+    if (c.beam_sigma_variation > 0.0) {
+      const double s = sigma * (1.0 + c.beam_sigma_variation * std::sin(2.0 * kPi * (2.1 * u + static_cast<double>(frame % kSurfacePeriod) / 257.0 + ph3)));
+      add_beam_sigma(x, t, amplitude, 1.0 / (std::sqrt(2.0) * s), std::sqrt(2.0 * kPi) * s, kWindowSigmas * s);
+    } else {
+      add_beam(x, t, amplitude);
+    }
+    if (c.glow > 0.0) add_glow(x, t, amplitude);
     const double r = reflection_of(c, frame, x, t);
     if (!std::isnan(r)) add_beam(x, r, amplitude * c.reflection_strength);
+    const double s2 = second_of(c, frame, x, t);
+    if (!std::isnan(s2)) add_beam(x, s2, amplitude * c.second_stripe_strength);
   }
 
   // 3. Quantise.
@@ -339,6 +454,12 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
     for (std::size_t i = 0; i < n; ++i) {
       const float v = std::clamp(buf[i], 0.0f, 255.0f);
       out[i] = static_cast<std::uint8_t>(static_cast<int>(v + 0.5f));
+    }
+  } else if (c.bits == 12) {
+    auto* out = reinterpret_cast<std::uint16_t*>(dst);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = std::clamp(buf[i] * 16.0f, 0.0f, 4095.0f);
+      out[i] = static_cast<std::uint16_t>(static_cast<int>(v + 0.5f));
     }
   } else {
     auto* out = reinterpret_cast<std::uint16_t*>(dst);

@@ -38,6 +38,21 @@ struct SyntheticConfig {
   double frame_rate = 10000.0;         // frames per second, for timestamps
   std::int64_t encoder_step = 4;       // encoder counts per frame (0 = no encoder)
 
+  // Hard cases, each off by default (the defaults above render exactly as
+  // before). The scanner renders the laser's colour channel: a "coloured"
+  // surface is one whose albedo in that channel varies.
+  int bits = 0;                        // significant bits: 0 = the format's (8 or 16); 12 = Mono16 words holding 0..4095
+  double ambient = 0.0;                // uneven diffuse ambient light: peak level (8-bit scale) over background, varying over rows, columns, frames
+  double texture = 0.0;                // surface albedo variation (0..0.9): modulates the ambient light and the stripe
+  double glow = 0.0;                   // glow/blooming around the stripe, relative to its power (0..2); stronger on one side
+  double glow_width = 4.0;             // its exponential decay length, pixels
+  double second_stripe = 0.0;          // fraction of columns (stretches) with a second, weaker stripe close by
+  double second_stripe_distance = 14.0;  // its distance from the stripe, pixels
+  double second_stripe_strength = 0.6;   // its power relative to the stripe
+  double dim_segments = 0.0;           // fraction of columns (stretches) where the stripes are dimmed
+  double dim_factor = 0.25;            // their power there
+  double beam_sigma_variation = 0.0;   // relative beam width variation along the line (0..0.8)
+
   // Throws ConfigError naming the key and the expected range.
   void validate() const;
 };
@@ -60,6 +75,10 @@ class SyntheticScanner final : public FrameSource {
   // Centre row of the secondary reflection in frame f, column x (NaN = none).
   // Tests and evaluations use it to tell reflection columns apart.
   double reflection_row(std::uint64_t frame, int column) const;
+  // Centre row of the second stripe in frame f, column x (NaN = none).
+  double second_row(std::uint64_t frame, int column) const;
+  // Largest pixel value of the output (255, 4095 or 65535).
+  std::uint32_t max_value() const;
   // Render frame f into dst (width * frame_height pixels of the format).
   void render(std::uint64_t frame, std::byte* dst) const;
   const SyntheticConfig& config() const { return config_; }

@@ -154,7 +154,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
 
   {  // [source]
     Section s(root["source"].as_table(), "source", origin);
-    std::string kind = "synthetic", path, format = "auto";
+    std::string kind = "synthetic", path, format = "auto", channel = c.file.channel.name;
     int raw_width = 0, raw_depth = 8;
     std::int64_t raw_height = 0;
     s.read("kind", kind);
@@ -166,6 +166,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("raw_depth", raw_depth);
     s.read("rate", c.file.rate);
     s.read("loops", c.file.loops);
+    s.read("channel", channel);
     s.finish();
     if (kind == "synthetic")
       c.source = SourceKind::Synthetic;
@@ -177,6 +178,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
       s.fail("kind", "'" + kind + "' is not known (expected synthetic, file or camera)");
     c.file.path = path;
     c.file.format = parse_file_format(format, s);
+    validated(origin, "source", [&] { c.file.channel = io::parse_channel_mix(channel); });
     if (c.file.format == io::ImageFileFormat::Raw || raw_width > 0)
       c.file.raw = io::RawGeometry{raw_width, raw_height, parse_depth(raw_depth, s, "raw_depth")};
     validated(origin, "source", [&] { c.file.validate(); });
@@ -202,8 +204,21 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("reflection_strength", y.reflection_strength);
     s.read("frame_rate", y.frame_rate);
     s.read("encoder_step", y.encoder_step);
+    s.read("ambient", y.ambient);
+    s.read("texture", y.texture);
+    s.read("glow", y.glow);
+    s.read("glow_width", y.glow_width);
+    s.read("second_stripe", y.second_stripe);
+    s.read("second_stripe_distance", y.second_stripe_distance);
+    s.read("second_stripe_strength", y.second_stripe_strength);
+    s.read("dim_segments", y.dim_segments);
+    s.read("dim_factor", y.dim_factor);
+    s.read("beam_sigma_variation", y.beam_sigma_variation);
     s.finish();
-    y.format = parse_depth(depth, s, "depth");
+    // 12 bits: 16-bit words holding 0..4095, as 12-bit cameras deliver them.
+    if (depth != 8 && depth != 12 && depth != 16) s.fail("depth", std::to_string(depth) + " is not supported (expected 8, 12 or 16)");
+    y.bits = depth == 12 ? 12 : 0;
+    y.format = depth == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
     validated(origin, "synthetic", [&] { y.validate(); });
   }
   {  // [camera]
@@ -248,7 +263,8 @@ Config parse_config(const std::string& text, const std::string& origin) {
   {  // [processing]
     Section s(root["processing"].as_table(), "processing", origin);
     auto& p = c.pipeline;
-    std::string backend = "auto", method = "cog", selection = "strongest";
+    std::string backend = "auto", method = to_string(p.chain.column.method), selection = "strongest";
+    std::string estimator = to_string(p.chain.adaptive.estimator);
     s.read("backend", backend);
     s.read("batch_frames", p.batch_frames);
     s.read("buffers", p.buffers);
@@ -266,11 +282,21 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("selection", selection);
     s.read("max_peaks", p.chain.max_peaks);
     s.read("max_points", p.chain.max_points);
+    // adaptive method (ranges checked by validate_chain, which names the key)
+    s.read("estimator", estimator);
+    s.read("min_contrast", p.chain.adaptive.min_contrast);
+    s.read("contrast_level", p.chain.adaptive.level);
+    s.read("centroid_level", p.chain.adaptive.centroid_level);
+    s.read("noise_factor", p.chain.adaptive.noise_factor);
+    s.read("stripe_max_width", p.chain.adaptive.max_width);
+    s.read("steger_sigma", p.chain.adaptive.steger_sigma);
+    s.read("pixel_bits", p.chain.adaptive.pixel_bits);
     s.finish();
     validated(origin, "processing", [&] {
       p.backend = parse_backend(backend);
       p.chain.column.method = parse_method(method);
       p.chain.column.selection = parse_selection(selection);
+      p.chain.adaptive.estimator = parse_estimator(estimator);
       p.validate();
     });
   }

@@ -23,6 +23,8 @@
 // falls back to raw when the caller gave a RawGeometry.
 #include "io/image_reader.h"
 
+#include "io/channel_mix.h"
+
 #include <png.h>
 #include <tbb/task_arena.h>
 #include <tiffio.h>
@@ -311,7 +313,7 @@ const char* png_color_name(int type) {
 
 class PngReader final : public ReaderBase {
  public:
-  explicit PngReader(fs::path path) : ReaderBase(std::move(path)) {
+  PngReader(fs::path path, ChannelMix channel) : ReaderBase(std::move(path)), channel_(std::move(channel)) {
     check_input_file(path_);
     try {
       info_ = open();
@@ -355,9 +357,16 @@ class PngReader final : public ReaderBase {
     if (png_c_read_header(png_, info_ptr_, &h) != 0) {
       input_error(path_, (state_.eof ? "truncated PNG header: " : "corrupt PNG header: ") + libpng_message());
     }
-    if (h.color_type != PNG_COLOR_TYPE_GRAY) {
-      input_error(path_, std::string("unsupported PNG color type ") + png_color_name(h.color_type) +
-                             " (expected 8- or 16-bit grayscale without alpha)");
+    // Colour and alpha are read row by row through libpng and mixed to grey
+    // (channel_mix.h); palette images have no laser channel to pick.
+    switch (h.color_type) {
+      case PNG_COLOR_TYPE_GRAY: channels_ = 1; break;
+      case PNG_COLOR_TYPE_GRAY_ALPHA: channels_ = 2; break;
+      case PNG_COLOR_TYPE_RGB: channels_ = 3; break;
+      case PNG_COLOR_TYPE_RGB_ALPHA: channels_ = 4; break;
+      default:
+        input_error(path_, std::string("unsupported PNG color type ") + png_color_name(h.color_type) +
+                               " (expected 8- or 16-bit grayscale, grayscale+alpha, RGB or RGBA)");
     }
     if (h.bit_depth != 8 && h.bit_depth != 16) {
       input_error(path_, "unsupported PNG bit depth " + std::to_string(h.bit_depth) + " (expected 8 or 16)");
@@ -368,6 +377,7 @@ class PngReader final : public ReaderBase {
     check_dimensions(path_, h.width, h.height);
     ImageInfo info{static_cast<int>(h.width), static_cast<std::int64_t>(h.height),
                    h.bit_depth == 16 ? PixelFormat::Mono16 : PixelFormat::Mono8};
+    if (channels_ > 1) colour_row_.assign(static_cast<std::size_t>(h.width) * static_cast<std::size_t>(channels_) * (h.bit_depth / 8), std::byte{0});
     // A recording's frame height, in a tEXt "Description" before the image data.
     png_textp text = nullptr;
     const int texts = png_get_text(png_, info_ptr_, &text, nullptr);
@@ -387,7 +397,11 @@ class PngReader final : public ReaderBase {
     // on 2 cores the processing then lost more than the decode gained
     // (bench/README.md). It pays where cores are to spare.
     if (mode_ == Mode::Unknown)
-      mode_ = next_row_ == 0 && tbb::this_task_arena::max_concurrency() >= 4 && inflate_whole() ? Mode::Fast : Mode::Libpng;
+      mode_ = channels_ == 1 && next_row_ == 0 && tbb::this_task_arena::max_concurrency() >= 4 && inflate_whole() ? Mode::Fast : Mode::Libpng;
+    if (channels_ > 1) {
+      read_colour_rows(dst, rows);
+      return;
+    }
     if (mode_ == Mode::Fast) {
       detail::png_unfilter(filtered_.data() + static_cast<std::size_t>(next_row_) * (rb + 1), dst, previous_.data(), rb,
                            bytes_per_pixel(info_.format), rows);
@@ -396,19 +410,39 @@ class PngReader final : public ReaderBase {
       return;
     }
     std::int64_t done = 0;
-    if (png_c_read_rows(png_, reinterpret_cast<unsigned char*>(dst), row_bytes(), rows, &done) != 0) {
-      const std::int64_t at = next_row_ + done;
+    if (png_c_read_rows(png_, reinterpret_cast<unsigned char*>(dst), row_bytes(), rows, &done) != 0) fail_at(next_row_ + done);
+    check_end(rows);
+  }
+
+  void fail_at(std::int64_t at) {
+    {
       if (state_.eof) {
         input_error(path_, "file ends at row " + std::to_string(at) + ", expected " + std::to_string(info_.height) +
                                " rows (truncated PNG)");
       }
       input_error(path_, "corrupt PNG data at row " + std::to_string(at) + ": " + libpng_message());
     }
+  }
+
+  void check_end(std::int64_t rows) {
     if (next_row_ + rows == info_.height && png_c_read_end(png_) != 0) {
       input_error(path_, std::string(state_.eof ? "truncated PNG after the last row: "
                                                 : "corrupt PNG after the last row: ") +
                              libpng_message());
     }
+  }
+
+  // One row at a time through the colour row buffer, mixed to grey.
+  void read_colour_rows(std::byte* dst, std::int64_t rows) {
+    const std::size_t rb = row_bytes();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::int64_t done = 0;
+      if (png_c_read_rows(png_, reinterpret_cast<unsigned char*>(colour_row_.data()), colour_row_.size(), 1, &done) != 0)
+        fail_at(next_row_ + r);
+      mix_to_grey(colour_row_.data(), channels_, static_cast<std::size_t>(info_.width), info_.format == PixelFormat::Mono16, channel_,
+                  dst + static_cast<std::size_t>(r) * rb);
+    }
+    check_end(rows);
   }
 
   void do_rewind() override {
@@ -430,6 +464,9 @@ class PngReader final : public ReaderBase {
   enum class Mode { Unknown, Fast, Libpng };
   Mode mode_ = Mode::Unknown;  // decided at the first read of a pass
   std::vector<std::byte> filtered_, previous_;
+  ChannelMix channel_;
+  int channels_ = 1;                  // samples per pixel in the file (2-4: mixed to grey)
+  std::vector<std::byte> colour_row_;  // one file row of a colour image
   PngState state_;
   FilePtr file_;
   png_structp png_ = nullptr;
@@ -483,8 +520,10 @@ std::unique_ptr<ImageReader> open_image(const std::filesystem::path& path, Image
     }
   }
   switch (format) {
-    case ImageFileFormat::Tiff: return detail::open_tiff(path, options);
-    case ImageFileFormat::Png: return std::make_unique<PngReader>(path);
+    case ImageFileFormat::Tiff:
+      check_input_file(path);
+      return detail::tiff_is_colour(path) ? detail::open_colour_tiff(path, options) : detail::open_tiff(path, options);
+    case ImageFileFormat::Png: return std::make_unique<PngReader>(path, options.channel);
     case ImageFileFormat::Pgm: return open_pgm(path);
     case ImageFileFormat::Raw: return open_raw(path, raw);
     case ImageFileFormat::Auto: break;

@@ -4,9 +4,10 @@
 // into the caller's memory (a pinned batch buffer), so a recording of any
 // height never has to fit in memory twice.
 //
-// Formats: TIFF (8/16-bit, single channel, strips or tiles, one or more pages
+// Formats: TIFF (8/16-bit, single channel, strips or tiles, or RGB(A) in
+// strips, mixed to grey by ImageReadOptions::channel; one or more pages
 // of the same width and depth read one after the other... see .cpp), PNG
-// (8/16-bit grey), binary PGM (P5, maxval <= 65535), and raw (headerless,
+// (8/16-bit grey, grey+alpha, RGB, RGBA: colour mixed to grey), binary PGM (P5, maxval <= 65535), and raw (headerless,
 // dimensions and depth given by the caller, 16-bit little-endian).
 //
 // Every problem with the file is an InputError whose message names the file
@@ -24,6 +25,7 @@
 #include <string>
 
 #include "core/types.h"
+#include "io/channel_mix.h"
 
 namespace stripeline::io {
 
@@ -45,6 +47,9 @@ struct ImageReadOptions {
   // every strip through libtiff's codecs (still in parallel, one handle per
   // thread). Other compressions always go through libtiff.
   bool native_tiff_codecs = true;
+  // Colour recordings (RGB/RGBA TIFF and PNG, grey+alpha PNG): how a pixel
+  // becomes grey (channel_mix.h). Grey files ignore it.
+  ChannelMix channel;
 };
 
 // For raw files (no header) the caller supplies the geometry.

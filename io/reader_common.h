@@ -93,5 +93,8 @@ class ReaderBase : public ImageReader {
 
 // The TIFF reader (tiff_reader.cpp).
 std::unique_ptr<ImageReader> open_tiff(const std::filesystem::path& path, const ImageReadOptions& options);
+// Colour (2-4 samples per pixel) TIFFs, mixed to grey (colour_tiff_reader.cpp).
+bool tiff_is_colour(const std::filesystem::path& path);
+std::unique_ptr<ImageReader> open_colour_tiff(const std::filesystem::path& path, const ImageReadOptions& options);
 
 }  // namespace stripeline::io::detail

@@ -9,17 +9,26 @@
 //
 // `Column` is any callable `uint32_t (int y)` returning the pixel at row y of
 // the frame (0 <= y < height). `Emit` is a callable
-// `void (int slot, int32_t position, uint32_t intensity, uint32_t width)`.
+// `void (int slot, int32_t position, uint32_t intensity, uint32_t width, uint32_t quality)`;
+// quality is the point's contrast in pixel units (see each method).
 // Every function returns the number of peaks *found* (which may exceed the
 // slots it emitted into: the caller records it so overflow is visible).
+//
+// The legacy methods (cog, max, window, local-max, all) use one absolute
+// threshold; `adaptive` (kernels/adaptive_extract.h) estimates the background
+// of each column locally and offers several sub-pixel estimators.
 #include <cstdint>
 
 #include "core/fixed_point.h"
 
 namespace stripeline::kernels {
 
-enum class ColumnMethod : std::int32_t { Cog = 0, Max = 1, Window = 2, LocalMax = 3, All = 4 };
+enum class ColumnMethod : std::int32_t { Cog = 0, Max = 1, Window = 2, LocalMax = 3, All = 4, Adaptive = 5 };
 enum class SpotSelection : std::int32_t { Strongest = 0, Top = 1, Bottom = 2, All = 3 };
+// adaptive: how the sub-pixel centre of a detected stripe is computed.
+enum class SubpixelEstimator : std::int32_t { Centroid = 0, Gauss = 1, Parabola = 2, Steger = 3 };
+
+inline constexpr int kMaxDerivativeRadius = 7;  // adaptive/steger: derivative-of-Gaussian taps j = -7..7
 
 // Plain data, copied by value into kernels.
 struct ColumnParams {
@@ -30,8 +39,19 @@ struct ColumnParams {
   std::int32_t max_width = 0;     // cog: ... and at most this long (0 = no limit)
   std::int32_t window = 10;       // window: pixels scanned from the first above-threshold one
   std::int32_t neighbours = 3;    // local-max: must beat this many pixels above and below
-  SpotSelection selection = SpotSelection::Strongest;  // local-max: which peaks to report
+  SpotSelection selection = SpotSelection::Strongest;  // local-max, adaptive: which peaks to report
   std::int32_t slots = 1;         // output slots per column
+
+  // adaptive (filled by validate_chain from the user's AdaptiveConfig; pixel units)
+  SubpixelEstimator estimator = SubpixelEstimator::Centroid;
+  std::uint32_t min_contrast = 10;    // a stripe's prominence above its surroundings at least this
+  std::uint32_t level_q8 = 128;       // the stripe's run: pixels above background + level * contrast (1/256 units)
+  std::uint32_t centroid_level_q8 = 32;  // centroid: weights u - centroid_level * contrast, between the background anchors
+  std::uint32_t noise_q4 = 64;        // contrast >= noise_q4/16 x mean |row-to-row step| of the column outside the stripe (0: off)
+  std::int32_t stripe_max_width = 16; // the run at `level` at most this many pixels; also the background search radius
+  std::uint32_t saturation = 255;     // a peak at this value is a saturated (flat) top
+  std::int32_t dog_radius = 0;        // steger: derivative taps dog[1..radius] (dog[-j] = -dog[j], dog[0] = 0)
+  std::int32_t dog[kMaxDerivativeRadius + 1] = {};
 };
 
 // Signed integer division rounded half away from zero (d > 0).
@@ -81,7 +101,7 @@ STRIPELINE_HD int column_cog(const Column& col, int height, const ColumnParams& 
     sum_wy += w * static_cast<std::uint64_t>(r - first);
   }
   const std::int64_t offset = round_div(static_cast<std::int64_t>(sum_wy) * kPositionOne, static_cast<std::int64_t>(sum_w));
-  emit(0, static_cast<std::int32_t>(first * kPositionOne + offset), peak, static_cast<std::uint32_t>(width));
+  emit(0, static_cast<std::int32_t>(first * kPositionOne + offset), peak, static_cast<std::uint32_t>(width), peak - p.threshold);
   return 1;
 }
 
@@ -93,7 +113,7 @@ STRIPELINE_HD int column_max(const Column& col, int height, const ColumnParams& 
   if (peak < p.threshold) return 0;
   int first = 0, last = 0;
   run_around(col, height, y, p.threshold, first, last);
-  emit(0, y * kPositionOne, peak, static_cast<std::uint32_t>(last - first + 1));
+  emit(0, y * kPositionOne, peak, static_cast<std::uint32_t>(last - first + 1), peak - p.threshold);
   return 1;
 }
 
@@ -116,7 +136,7 @@ STRIPELINE_HD int column_window(const Column& col, int height, const ColumnParam
   }
   int first = 0, last = 0;
   run_around(col, height, best, p.threshold, first, last);
-  emit(0, best * kPositionOne, peak, static_cast<std::uint32_t>(last - first + 1));
+  emit(0, best * kPositionOne, peak, static_cast<std::uint32_t>(last - first + 1), peak - p.threshold);
   return 1;
 }
 
@@ -133,7 +153,8 @@ STRIPELINE_HD bool is_local_max(const Column& col, int height, int y, std::uint3
   return true;
 }
 
-// Sub-pixel refinement of a local maximum by a parabola through (y-1, y, y+1).
+// Sub-pixel refinement of a local maximum by a parabola through (y-1, a),
+// (y, b), (y+1, c): vertex at y + (a - c) / (2 (a - 2b + c)) = y - (a - c) / (2 curvature).
 // A flat top (a saturated stripe) is located at the centre of its plateau.
 template <class Column>
 STRIPELINE_HD std::int32_t parabolic_position(const Column& col, int height, int y, std::uint32_t v) {
@@ -144,7 +165,7 @@ STRIPELINE_HD std::int32_t parabolic_position(const Column& col, int height, int
   const std::int64_t a = col(y - 1), b = v, c = col(y + 1);
   const std::int64_t curvature = 2 * b - a - c;  // > 0 for a strict maximum
   if (curvature <= 0) return y * kPositionOne;
-  return static_cast<std::int32_t>(y * kPositionOne + round_div((a - c) * (kPositionOne / 2), curvature));
+  return static_cast<std::int32_t>(y * kPositionOne + round_div((c - a) * (kPositionOne / 2), curvature));
 }
 
 // local-max: pixels brighter than their neighbours (seeds' algorithm 4);
@@ -163,7 +184,7 @@ STRIPELINE_HD int column_local_max(const Column& col, int height, const ColumnPa
         if (found <= p.slots) {
           int first = 0, last = 0;
           run_around(col, height, y, p.threshold, first, last);
-          emit(found - 1, parabolic_position(col, height, y, v), v, static_cast<std::uint32_t>(last - first + 1));
+          emit(found - 1, parabolic_position(col, height, y, v), v, static_cast<std::uint32_t>(last - first + 1), v - p.threshold);
         }
         break;
       case SpotSelection::Strongest:
@@ -181,7 +202,8 @@ STRIPELINE_HD int column_local_max(const Column& col, int height, const ColumnPa
   if (chosen < 0) return 0;
   int first = 0, last = 0;
   run_around(col, height, chosen, p.threshold, first, last);
-  emit(0, parabolic_position(col, height, chosen, chosen_value), chosen_value, static_cast<std::uint32_t>(last - first + 1));
+  emit(0, parabolic_position(col, height, chosen, chosen_value), chosen_value, static_cast<std::uint32_t>(last - first + 1),
+       chosen_value - p.threshold);
   return 1;
 }
 
@@ -192,11 +214,17 @@ STRIPELINE_HD int column_all(const Column& col, int height, const ColumnParams& 
   for (int y = 0; y < height; ++y) {
     const std::uint32_t v = col(y);
     if (v < p.threshold) continue;
-    if (found < p.slots) emit(found, y * kPositionOne, v, 1u);
+    if (found < p.slots) emit(found, y * kPositionOne, v, 1u, v - p.threshold);
     ++found;
   }
   return found;
 }
+
+}  // namespace stripeline::kernels
+
+#include "kernels/adaptive_extract.h"
+
+namespace stripeline::kernels {
 
 template <class Column, class Emit>
 STRIPELINE_HD int extract_column(const Column& col, int height, const ColumnParams& p, const Emit& emit) {
@@ -206,6 +234,7 @@ STRIPELINE_HD int extract_column(const Column& col, int height, const ColumnPara
     case ColumnMethod::Window: return column_window(col, height, p, emit);
     case ColumnMethod::LocalMax: return column_local_max(col, height, p, emit);
     case ColumnMethod::All: return column_all(col, height, p, emit);
+    case ColumnMethod::Adaptive: return column_adaptive(col, height, p, emit);
   }
   return 0;
 }

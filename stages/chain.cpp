@@ -1,5 +1,6 @@
 #include "stages/chain.h"
 
+#include <cmath>
 #include <string>
 
 #include "core/errors.h"
@@ -15,6 +16,17 @@ const char* to_string(ColumnMethod m) {
     case ColumnMethod::Window: return "window";
     case ColumnMethod::LocalMax: return "local-max";
     case ColumnMethod::All: return "all";
+    case ColumnMethod::Adaptive: return "adaptive";
+  }
+  return "?";
+}
+
+const char* to_string(SubpixelEstimator e) {
+  switch (e) {
+    case SubpixelEstimator::Centroid: return "centroid";
+    case SubpixelEstimator::Gauss: return "gauss";
+    case SubpixelEstimator::Parabola: return "parabola";
+    case SubpixelEstimator::Steger: return "steger";
   }
   return "?";
 }
@@ -30,9 +42,15 @@ const char* to_string(SpotSelection s) {
 }
 
 ColumnMethod parse_method(const std::string& text) {
-  for (auto m : {ColumnMethod::Cog, ColumnMethod::Max, ColumnMethod::Window, ColumnMethod::LocalMax, ColumnMethod::All})
+  for (auto m : {ColumnMethod::Cog, ColumnMethod::Max, ColumnMethod::Window, ColumnMethod::LocalMax, ColumnMethod::All, ColumnMethod::Adaptive})
     if (text == to_string(m)) return m;
-  throw ConfigError("method '" + text + "' is not known (expected cog, max, window, local-max or all)");
+  throw ConfigError("method '" + text + "' is not known (expected adaptive, cog, max, window, local-max or all)");
+}
+
+SubpixelEstimator parse_estimator(const std::string& text) {
+  for (auto e : {SubpixelEstimator::Centroid, SubpixelEstimator::Gauss, SubpixelEstimator::Parabola, SubpixelEstimator::Steger})
+    if (text == to_string(e)) return e;
+  throw ConfigError("estimator '" + text + "' is not known (expected centroid, gauss, parabola or steger)");
 }
 
 SpotSelection parse_selection(const std::string& text) {
@@ -43,15 +61,43 @@ SpotSelection parse_selection(const std::string& text) {
 
 int output_slots(const ChainConfig& c, int frame_height) {
   switch (c.column.method) {
-    case ColumnMethod::LocalMax: return c.column.selection == SpotSelection::All ? c.max_peaks : 1;
+    case ColumnMethod::LocalMax:
+    case ColumnMethod::Adaptive: return c.column.selection == SpotSelection::All ? c.max_peaks : 1;
     case ColumnMethod::All: return c.max_points > 0 ? (c.max_points < frame_height ? c.max_points : frame_height) : frame_height;
     default: return 1;
   }
 }
 
+std::uint32_t threshold_stage_level(const ChainConfig& c, const kernels::ColumnParams& p) {
+  return c.threshold_stage && p.method != ColumnMethod::Adaptive ? p.threshold : 0u;
+}
+
 namespace {
 [[noreturn]] void bad(const std::string& key, long long value, const std::string& expected) {
   throw ConfigError(key + " = " + std::to_string(value) + " is out of range (expected " + expected + ")");
+}
+
+[[noreturn]] void bad_number(const std::string& key, double value, const std::string& expected) {
+  std::string text = std::to_string(value);
+  while (text.find('.') != std::string::npos && (text.back() == '0' || text.back() == '.')) {
+    const bool dot = text.back() == '.';
+    text.pop_back();
+    if (dot) break;
+  }
+  throw ConfigError(key + " = " + text + " is out of range (expected " + expected + ")");
+}
+
+// Derivative-of-Gaussian taps for the steger estimator: dog[j] ~ j exp(-j^2 / 2 sigma^2),
+// j = 1..ceil(3 sigma) (at most 7), scaled so that a ramp of slope 1 answers 1
+// after the kernel's >> 12 (2 sum j dog[j] = 4096).
+void set_derivative_taps(double sigma, kernels::ColumnParams& p) {
+  int radius = static_cast<int>(std::ceil(3.0 * sigma));
+  if (radius > kernels::kMaxDerivativeRadius) radius = kernels::kMaxDerivativeRadius;
+  double norm = 0.0;
+  for (int j = 1; j <= radius; ++j) norm += 2.0 * j * j * std::exp(-0.5 * j * j / (sigma * sigma));
+  p.dog_radius = radius;
+  for (int j = 0; j <= kernels::kMaxDerivativeRadius; ++j)
+    p.dog[j] = j >= 1 && j <= radius ? static_cast<std::int32_t>(std::lround(4096.0 * j * std::exp(-0.5 * j * j / (sigma * sigma)) / norm)) : 0;
 }
 }  // namespace
 
@@ -74,7 +120,36 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
   if (p.window < 1 || p.window > kMaxFrameHeight) bad("window", p.window, "1..4096 (larger than the frame means the whole frame)");
   if (p.neighbours < 1 || p.neighbours > 64) bad("neighbours", p.neighbours, "1..64");
   if (c.max_peaks < 1 || c.max_peaks > 64) bad("max_peaks", c.max_peaks, "1..64");
+  if (p.method == ColumnMethod::Adaptive && p.selection == SpotSelection::All && c.max_peaks > kernels::kMaxAdaptivePeaks)
+    bad("max_peaks", c.max_peaks, "1..16 with method adaptive and selection all");
   if (c.max_points < 0 || c.max_points > kMaxFrameHeight) bad("max_points", c.max_points, "0 (frame height)..4096");
+
+  // adaptive
+  const AdaptiveConfig& a = c.adaptive;
+  const int format_bits = layout.format == PixelFormat::Mono8 ? 8 : 16;
+  const int bits = a.pixel_bits == 0 ? format_bits : a.pixel_bits;
+  if (a.pixel_bits != 0 && (a.pixel_bits < 8 || a.pixel_bits > format_bits || (format_bits == 8 && a.pixel_bits != 8)))
+    bad("pixel_bits", a.pixel_bits, format_bits == 8 ? "0 or 8 for Mono8" : "0 (16) or 8..16 for Mono16");
+  if (!(a.min_contrast >= 0.0 && a.min_contrast <= 255.0)) bad_number("min_contrast", a.min_contrast, "0..255, in 8-bit units");
+  if (!(a.level > 0.0 && a.level < 1.0)) bad_number("contrast_level", a.level, "more than 0 and less than 1");
+  if (!(a.centroid_level >= 0.0 && a.centroid_level < 1.0)) bad_number("centroid_level", a.centroid_level, "0 or more and less than 1");
+  if (!(a.noise_factor >= 0.0 && a.noise_factor <= 64.0)) bad_number("noise_factor", a.noise_factor, "0 (off)..64");
+  if (a.max_width < 1 || a.max_width > 256) bad("stripe_max_width", a.max_width, "1..256 pixels");
+  if (!(a.steger_sigma >= 0.5 && a.steger_sigma <= 2.3)) bad_number("steger_sigma", a.steger_sigma, "0.5..2.3 pixels");
+  p.estimator = a.estimator;
+  const double scale = std::ldexp(1.0, bits - 8);
+  p.min_contrast = static_cast<std::uint32_t>(std::llround(a.min_contrast * scale));
+  if (p.min_contrast < 1) p.min_contrast = 1;
+  p.level_q8 = static_cast<std::uint32_t>(std::lround(a.level * 256.0));
+  if (p.level_q8 < 1) p.level_q8 = 1;
+  if (p.level_q8 > 255) p.level_q8 = 255;
+  p.centroid_level_q8 = static_cast<std::uint32_t>(std::lround(a.centroid_level * 256.0));
+  if (p.centroid_level_q8 > 255) p.centroid_level_q8 = 255;
+  p.noise_q4 = static_cast<std::uint32_t>(std::lround(a.noise_factor * 16.0));
+  p.stripe_max_width = a.max_width;
+  p.saturation = (1u << bits) - 1u;
+  set_derivative_taps(a.steger_sigma, p);
+
   p.slots = output_slots(c, layout.frame_height);
   return p;
 }

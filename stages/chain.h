@@ -18,26 +18,49 @@ namespace stripeline {
 
 using kernels::ColumnMethod;
 using kernels::SpotSelection;
+using kernels::SubpixelEstimator;
+
+// The `adaptive` method's settings, in the user's units (validate_chain turns
+// them into ColumnParams' integer fields). See docs/extraction.md.
+struct AdaptiveConfig {
+  SubpixelEstimator estimator = SubpixelEstimator::Centroid;
+  double min_contrast = 24.0;  // stripe prominence floor, 8-bit units (x 2^(pixel_bits - 8)); 24 keeps smooth surface texture out (docs/extraction.md)
+  double level = 0.5;          // the stripe's run: above background + level x contrast (0 < level < 1)
+  double centroid_level = 0.125;  // centroid: weights above background + centroid_level x contrast (0 <= . < 1)
+  double noise_factor = 4.0;   // contrast >= noise_factor x mean |row-to-row step| outside the stripe (0: off)
+  int max_width = 16;          // run width limit at `level`, pixels; also the background search radius
+  double steger_sigma = 1.0;   // steger: derivative-of-Gaussian sigma, pixels (0.5..2.3)
+  int pixel_bits = 0;          // significant bits of the pixels: 0 = the format's (8 or 16); 10/12 for such cameras in 16-bit words
+};
 
 struct ChainConfig {
   int blur_size = 5;         // odd 3..15, or 0 for no blur
   double blur_sigma = 0.0;   // 0: from the size (OpenCV's rule)
   bool threshold_stage = true;  // zero the pixels below the threshold before extraction
-  kernels::ColumnParams column;  // method, threshold, gates, spot selection
+  // method, threshold, gates, spot selection. The default method is adaptive
+  // (local background, contrast gates, centroid): chosen from the measured
+  // tables in docs/extraction.md.
+  kernels::ColumnParams column{.method = ColumnMethod::Adaptive};
   int max_peaks = 4;         // local-max with selection 'all': slots per column
   int max_points = 0;        // 'all' method: slots per column (0 = frame height)
+  AdaptiveConfig adaptive;   // 'adaptive' method
 };
 
 const char* to_string(ColumnMethod m);
 const char* to_string(SpotSelection s);
+const char* to_string(SubpixelEstimator e);
 ColumnMethod parse_method(const std::string& text);       // ConfigError if unknown
 SpotSelection parse_selection(const std::string& text);   // ConfigError if unknown
+SubpixelEstimator parse_estimator(const std::string& text);  // ConfigError if unknown
 
 // Checks every value against the frame geometry; throws ConfigError naming the
 // key. Returns the column parameters with `slots` filled in.
 kernels::ColumnParams validate_chain(const ChainConfig& config, const BatchLayout& layout);
 // Output slots per column for this config and frame height.
 int output_slots(const ChainConfig& config, int frame_height);
+// Pixels below this are zeroed before extraction (the threshold stage); 0 =
+// none. The adaptive method needs the background, so it never has one.
+std::uint32_t threshold_stage_level(const ChainConfig& config, const kernels::ColumnParams& params);
 
 // One processing lane. The backend-independent work happens here, once, in
 // the non-virtual submit()/wait(): layout checks, the frame header (count,

@@ -138,7 +138,7 @@ TEST(Config, MistakesNameTheFileAndTheKey) {
                        Case{"[processing]\nbatch_frames = 0\n", "batch_frames"},
                        Case{"[processing]\nbackend = \"opencl\"\n", "opencl"},
                        Case{"[synthetic]\nbeam_sigma = -1.0\n", "beam_sigma"},
-                       Case{"[synthetic]\ndepth = 12\n", "depth"},
+                       Case{"[synthetic]\ndepth = 10\n", "depth"},
                        Case{"[output]\nheight_bits = 9\n", "height_bits"},
                        Case{"[output]\nply_format = \"xml\"\n", "ply_format"},
                        Case{"[source]\nkind = \"file\"\n", "path"},

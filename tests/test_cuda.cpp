@@ -122,6 +122,7 @@ struct MethodCase {
   const char* name;
   ColumnMethod method;
   SpotSelection selection;
+  SubpixelEstimator estimator = SubpixelEstimator::Centroid;  // adaptive only
 };
 const MethodCase kMethods[] = {
     {"cog", ColumnMethod::Cog, SpotSelection::Strongest},
@@ -132,6 +133,12 @@ const MethodCase kMethods[] = {
     {"local-max/bottom", ColumnMethod::LocalMax, SpotSelection::Bottom},
     {"local-max/all", ColumnMethod::LocalMax, SpotSelection::All},
     {"all", ColumnMethod::All, SpotSelection::Strongest},
+    {"adaptive/centroid", ColumnMethod::Adaptive, SpotSelection::Strongest, SubpixelEstimator::Centroid},
+    {"adaptive/gauss", ColumnMethod::Adaptive, SpotSelection::Strongest, SubpixelEstimator::Gauss},
+    {"adaptive/parabola", ColumnMethod::Adaptive, SpotSelection::Strongest, SubpixelEstimator::Parabola},
+    {"adaptive/steger", ColumnMethod::Adaptive, SpotSelection::Strongest, SubpixelEstimator::Steger},
+    {"adaptive/steger/all", ColumnMethod::Adaptive, SpotSelection::All, SubpixelEstimator::Steger},
+    {"adaptive/centroid/top", ColumnMethod::Adaptive, SpotSelection::Top, SubpixelEstimator::Centroid},
 };
 constexpr int kMethodCount = static_cast<int>(sizeof kMethods / sizeof kMethods[0]);
 const int kBlurSizes[] = {0, 3, 5, 15};
@@ -154,6 +161,15 @@ ChainConfig make_config(const MethodCase& m, int blur, bool threshold_stage, Pix
   c.column.neighbours = variant % 2 ? 5 : 3;
   c.max_peaks = variant % 2 ? 7 : 4;
   c.max_points = variant % 2 ? 5 : 0;
+  // adaptive: every knob moves with the variant (gates on and off, narrow and wide runs)
+  c.adaptive.estimator = m.estimator;
+  c.adaptive.min_contrast = variant % 2 ? 10.0 : 24.0;
+  c.adaptive.noise_factor = variant % 3 == 1 ? 0.0 : 4.0;
+  c.adaptive.max_width = variant % 2 ? 8 : 16;
+  c.adaptive.level = variant == 2 ? 0.3 : 0.5;
+  c.adaptive.centroid_level = variant == 3 ? 0.0 : 0.125;
+  c.adaptive.steger_sigma = variant % 2 ? 1.6 : 1.0;
+  c.adaptive.pixel_bits = f == PixelFormat::Mono16 && variant == 3 ? 12 : 0;
   return c;
 }
 

@@ -733,10 +733,6 @@ TEST(IoBadInput, UnsupportedPngKinds) {
   } cases[] = {
       {"one_bit.png", 1, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, 1, "bit depth 1"},
       {"four_bit.png", 4, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, 4, "bit depth 4"},
-      {"rgb.png", 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, 24, "RGB"},
-      {"rgb16.png", 16, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, 48, "RGB"},
-      {"rgba.png", 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE, 32, "RGBA"},
-      {"ga.png", 8, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_INTERLACE_NONE, 16, "alpha"},
       {"palette.png", 8, PNG_COLOR_TYPE_PALETTE, PNG_INTERLACE_NONE, 8, "palette"},
       {"adam7.png", 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_ADAM7, 8, "interlaced"},
   };
@@ -746,6 +742,15 @@ TEST(IoBadInput, UnsupportedPngKinds) {
               0)
         << c.name;
     EXPECT_INPUT_ERROR(open_image(path), path, c.fragment);
+  }
+  // Colour and alpha are read, mixed to grey (test_colour.cpp checks the values).
+  for (auto [name, depth, type, row_bytes] : {std::tuple{"rgb.png", 8, PNG_COLOR_TYPE_RGB, 24}, std::tuple{"rgb16.png", 16, PNG_COLOR_TYPE_RGB, 48},
+                                              std::tuple{"rgba.png", 8, PNG_COLOR_TYPE_RGB_ALPHA, 32}, std::tuple{"ga.png", 8, PNG_COLOR_TYPE_GRAY_ALPHA, 16}}) {
+    const fs::path path = dir / name;
+    ASSERT_EQ(write_png_custom(path.c_str(), 8, 8, depth, type, PNG_INTERLACE_NONE, data.data(), row_bytes), 0) << name;
+    auto reader = open_image(path);
+    std::vector<std::byte> grey(8 * 8 * static_cast<std::size_t>(depth / 8));
+    EXPECT_NO_THROW(reader->read_rows(grey.data(), 8)) << name;
   }
   // Absurd width in the header.
   const fs::path wide = dir / "wide.png";
@@ -784,13 +789,20 @@ TEST(IoBadInput, UnsupportedTiffKinds) {
   TiffSpec palette;
   palette.photometric = PHOTOMETRIC_PALETTE;
   const Case cases[] = {{"one_bit.tif", one_bit, "bit depth 1"},   {"four_bit.tif", four_bit, "bit depth 4"},
-                        {"rgb.tif", rgb, "3 samples per pixel"},   {"ga.tif", grey_alpha, "2 samples per pixel"},
                         {"float.tif", fp, ""},                     {"int16.tif", int16, "sample format"},
                         {"white.tif", white, "min-is-white"},      {"palette.tif", palette, "photometric"}};
   for (const Case& c : cases) {
     const fs::path path = dir / c.name;
     write_tiff_custom(path, c.spec, data);
     EXPECT_INPUT_ERROR(open_image(path), path, c.fragment);
+  }
+  // RGB and grey+alpha are read, mixed to grey (test_colour.cpp checks the values).
+  for (auto [name, spec] : {std::pair{"rgb.tif", rgb}, std::pair{"ga.tif", grey_alpha}}) {
+    const fs::path path = dir / name;
+    write_tiff_custom(path, spec, data);
+    auto reader = open_image(path);
+    std::vector<std::byte> grey(static_cast<std::size_t>(reader->info().width) * static_cast<std::size_t>(reader->info().height));
+    EXPECT_NO_THROW(reader->read_rows(grey.data(), reader->info().height)) << name;
   }
   TiffSpec wide;
   wide.width = 100000;

@@ -220,8 +220,9 @@ TEST(ExtractLocalMax, SelectionsAndSubpixel) {
   set_column(b, 0, 0, col);
   auto pr = params(ColumnMethod::LocalMax);
   pr.neighbours = 2;
-  // Parabola at 12: a=100 b=200 c=150 -> offset (a-c)/(2(2b-a-c)) = -50/300 px = -42.67/256 -> -43.
-  const std::int32_t second = 12 * 256 - 43;
+  // Parabola at 12: a=100 b=200 c=150 -> vertex offset (a-c)/(2(a-2b+c)) = -50/-300 px = +42.67/256 -> +43
+  // (towards the brighter neighbour).
+  const std::int32_t second = 12 * 256 + 43;
   pr.selection = SpotSelection::Strongest;
   EXPECT_EQ(extract(b, pr).position[0], second);
   pr.selection = SpotSelection::Top;
@@ -280,6 +281,7 @@ TEST(ExtractAll, Mono16Values) {
 TEST(ChainValidation, RejectsOutOfRangeValuesNamingTheKey) {
   BatchLayout l{64, 16, 10, PixelFormat::Mono8};
   ChainConfig c;
+  c.column.method = ColumnMethod::Cog;  // the fixed-threshold keys (adaptive does not use them)
   c.column.threshold = 300;
   try {
     validate_chain(c, l);
@@ -291,9 +293,11 @@ TEST(ChainValidation, RejectsOutOfRangeValuesNamingTheKey) {
   c.blur_size = 4;
   EXPECT_THROW(validate_chain(c, l), ConfigError);
   c = ChainConfig{};
+  c.column.method = ColumnMethod::Window;
   c.column.window = 0;
   EXPECT_THROW(validate_chain(c, l), ConfigError);
   c = ChainConfig{};
+  c.column.method = ColumnMethod::Cog;
   c.column.min_width = 17;  // longer than the frame: cog could never detect anything
   EXPECT_THROW(validate_chain(c, l), ConfigError);
   c.column.method = ColumnMethod::Max;  // ...but max does not use it

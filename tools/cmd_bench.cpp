@@ -198,6 +198,15 @@ struct BenchOptions {
   int buffers = 6;
   std::string calibration, roi_offset;           // --calibration FILE, --roi-offset X,Y
   std::shared_ptr<const AppliedCalibration> sheet;  // loaded from them
+  std::string method = "default";     // the extraction chain timed: the default, or a method by name
+  std::string estimator = "centroid";  // with method adaptive
+  bool production_only = false;
+  ChainConfig chain() const {
+    ChainConfig c;  // the built-in default (adaptive, centroid)
+    if (method != "default") c.column.method = parse_method(method);  // cog etc. with their default threshold 40 / min_peak 50
+    c.adaptive.estimator = parse_estimator(estimator);
+    return c;
+  }
 };
 
 Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
@@ -210,7 +219,7 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
               shape.width, shape.frames * shape.frame_height, shape.mb());
 
   const BatchLayout layout = shape.layout();
-  ChainConfig chain;  // the default chain: blur 5, threshold 40, cog
+  const ChainConfig chain = o.chain();
   Batch batch(layout, &allocate_host);
   SyntheticScanner scanner(scanner_config(shape));
   {  // synthetic rendering, on its own line
@@ -353,6 +362,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     po.backend = backend;
     po.batch_frames = k;
     po.buffers = 8;
+    po.chain = o.chain();
     Pipeline(po).run(src, {&sink});
     std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(frames / 10), lat.end());  // skip the warm-up tenth
     std::sort(steady.begin(), steady.end());
@@ -380,6 +390,9 @@ Subcommand add_bench(CLI::App& app) {
   sub->add_flag("--quick", o->quick, "Few repetitions (a smoke test, not figures to publish)");
   sub->add_option("--calibration", o->calibration, "Also run the CUDA streaming with this calibration applied to every point (docs/calibration.md)");
   sub->add_option("--roi-offset", o->roi_offset, "With --calibration: X,Y offset of the benchmark's frames on the sensor (default 0,0)");
+  sub->add_option("--method", o->method, "Extraction timed: default (adaptive), or adaptive, cog, max, window, local-max, all")->capture_default_str();
+  sub->add_option("--estimator", o->estimator, "With --method adaptive/default: centroid, gauss, parabola or steger")->capture_default_str();
+  sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
   return {sub, [o] {
             if (!o->calibration.empty()) {
               CalibrationFileSettings cs;
@@ -396,6 +409,10 @@ Subcommand add_bench(CLI::App& app) {
             std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
             std::printf("stripeline bench %s  %s  host %s, %u CPU threads\n", STRIPELINE_VERSION, date, host, std::thread::hardware_concurrency());
             std::printf("device: %s\n", cuda ? cuda_status().c_str() : ("none (" + cuda_status() + ")").c_str());
+            const ChainConfig chain = o->chain();  // validated here: a bad name is one line, exit 2
+            std::printf("extraction: %s%s%s, blur %d\n", to_string(chain.column.method),
+                        chain.column.method == ColumnMethod::Adaptive ? " / " : "",
+                        chain.column.method == ColumnMethod::Adaptive ? to_string(chain.adaptive.estimator) : "", chain.blur_size);
             if (cuda) std::printf("CUDA start-up (once per process, outside every figure below): %.1f ms\n", cuda_startup_ms());
             Json root;
             root.field("version", STRIPELINE_VERSION);
@@ -404,11 +421,13 @@ Subcommand add_bench(CLI::App& app) {
             root.field("cpu_threads", std::thread::hardware_concurrency());
             root.field("device", cuda ? cuda_status() : "none");
             root.field("cuda_startup_ms", cuda ? cuda_startup_ms() : 0.0);
+            root.field("method", to_string(chain.column.method));
+            root.field("estimator", to_string(chain.adaptive.estimator));
             const std::vector<Shape> shapes = {{"production", 2048, 52, 300}, {"seeds-1936x504", 1936, 504, 30}, {"recording-1936", 1936, 50, 304}};
             Json per_shape;
             for (const auto& s : shapes) {
               per_shape.object(s.name, bench_shape(s, *o, cuda));
-              if (o->quick) break;
+              if (o->quick || o->production_only) break;
             }
             root.object("shapes", per_shape);
             root.object("latency", bench_latency(shapes[0], *o, cuda ? Backend::Cuda : Backend::Cpu));

@@ -166,7 +166,7 @@ Subcommand add_run(CLI::App& app) {
 Subcommand add_replay(CLI::App& app) {
   auto* sub = app.add_subcommand("replay", "Replay a recorded concatenated stripe image (TIFF, PNG, PGM, raw)");
   struct Flags : CommonFlags {
-    std::string input, ply, heightmap, preview, summary, method, format, selection, publish;
+    std::string input, ply, heightmap, preview, summary, method, format, selection, publish, channel, estimator;
     int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1;
     std::int64_t threshold = -1;
     double rate = -1;
@@ -183,7 +183,9 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--preview", f->preview, "Write an 8-bit preview PNG here");
   sub->add_option("--summary", f->summary, "Write a JSON summary here");
   sub->add_option("--height-bits", f->height_bits, "Fractional bits of the 16-bit height code (default 6 = 1/64 px)");
-  sub->add_option("-m,--method", f->method, "cog, max, window, local-max or all");
+  sub->add_option("-m,--method", f->method, "adaptive (default), cog, max, window, local-max or all");
+  sub->add_option("--estimator", f->estimator, "adaptive: sub-pixel centre: centroid (default), gauss, parabola or steger");
+  sub->add_option("--channel", f->channel, "Colour recordings: red, green, blue, luma (default) or weights \"R,G,B\"");
   sub->add_option("--selection", f->selection, "local-max spot selection: strongest, top, bottom or all");
   sub->add_option("-t,--threshold", f->threshold, "Stripe threshold (pixel value)");
   sub->add_option("-b,--blur", f->blur, "Gaussian blur size (odd 3..15, 0 = off)");
@@ -229,6 +231,8 @@ Subcommand add_replay(CLI::App& app) {
             if (!f->summary.empty()) c.output.summary = f->summary;
             if (f->height_bits >= 0) c.output.height_bits = f->height_bits;
             if (!f->method.empty()) c.pipeline.chain.column.method = parse_method(f->method);
+            if (!f->estimator.empty()) c.pipeline.chain.adaptive.estimator = parse_estimator(f->estimator);
+            if (!f->channel.empty()) c.file.channel = io::parse_channel_mix(f->channel, "--channel");
             if (!f->selection.empty()) c.pipeline.chain.column.selection = parse_selection(f->selection);
             if (f->threshold >= 0) {
               if (f->threshold > 65535) throw InputError("--threshold " + std::to_string(f->threshold) + " is out of range (expected 1..65535)");

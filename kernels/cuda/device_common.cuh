@@ -27,7 +27,8 @@ __device__ __forceinline__ void extract_and_store(const Column& column, int heig
   }
   std::int32_t position0 = kNoPeak;
   std::uint32_t value0 = 0, width0 = 0;
-  auto emit = [&](int slot, std::int32_t position, std::uint32_t value, std::uint32_t run) {
+  // quality: carried by the kernels, not stored yet (no profile array for it).
+  auto emit = [&](int slot, std::int32_t position, std::uint32_t value, std::uint32_t run, std::uint32_t /*quality*/) {
     if (slot == 0) {
       position0 = position;
       value0 = value;

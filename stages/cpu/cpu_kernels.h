@@ -76,7 +76,8 @@ void extract_tile(const Pixel& pixel, int height, int x0, int x1, int f, const k
       stripe_width[i] = 0;
     }
     auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
-    auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width) {
+    // quality: carried by the kernels, not stored yet (no profile array for it).
+    auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width, std::uint32_t /*quality*/) {
       const std::size_t i = out.slot_index(f, slot, x);
       position[i] = pos;
       intensity[i] = static_cast<std::uint16_t>(value);

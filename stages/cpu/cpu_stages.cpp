@@ -125,7 +125,7 @@ class CpuProcessor final : public BatchProcessor {
   CpuProcessor(const BatchLayout& l, const ChainConfig& c)
       : BatchProcessor(l, validate_chain(c, l)),
         taps_(kernels::make_gaussian_taps(c.blur_size, c.blur_sigma)),
-        threshold_stage_(c.threshold_stage),
+        threshold_stage_(threshold_stage_level(c, params()) != 0),
         grid_(l),
         scratch_(make_scratch(l)) {}
 

@@ -154,7 +154,7 @@ class CudaProcessorImpl final : public CudaProcessor {
         lane_(l.frames <= kLowLatencyFrames ? DeviceLane::Wait::Spin : DeviceLane::Wait::Sleep) {
     const kernels::GaussianTaps taps = kernels::make_gaussian_taps(c.blur_size, c.blur_sigma);
     chain_.taps = kc::to_blur_taps(taps);
-    chain_.zero_below = c.threshold_stage ? params().threshold : 0u;
+    chain_.zero_below = threshold_stage_level(c, params());
     chain_.column = params();
     const std::size_t shared = kc::fused_shared_bytes(static_cast<int>(bytes_per_pixel(l.format)), l.frame_height, taps.size);
     fused_ = options.allow_fused && shared <= max_shared_bytes_per_block();

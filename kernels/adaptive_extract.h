@@ -1,0 +1,439 @@
+#pragma once
+// The `adaptive` extraction method: find the stripe of one column against a
+// local background, whatever the light level, then locate its centre with a
+// selectable sub-pixel estimator. Included by kernels/column_extract.h (use
+// that header); host+device inline, integer arithmetic only, so the CPU loops
+// and the CUDA kernels produce the same bits.
+//
+// Per column (values v[y] after the blur; the threshold stage does not apply):
+//  1. Candidates: local maxima (v[y] > v[y-1] and v[y] >= v[y+1]; a plateau
+//     gives its top pixel). A candidate that cannot beat what is already
+//     known (its value minus the column minimum) is skipped unevaluated.
+//  2. Prominence: walking up and down from the candidate (at most
+//     stripe_max_width rows, stopping at higher ground), the lowest pixel on
+//     each side; prominence = value - the higher of the two. A bump on the
+//     flank of a brighter peak has almost none; a stripe next to another
+//     stripe keeps the depth of the valley between them.
+//  3. Local background: on each side, the stripe's foot (first pixel within
+//     1/8 of the prominence of that side's minimum, or the side's minimum if
+//     it rises again before); the mean of the foot pixel and the next one out
+//     anchors a straight background line under the stripe. u = v - line, in
+//     1/16 pixel units (Q4), removes an uneven ambient light to first order.
+//  4. Gates: prominence >= min_contrast; the run of pixels with
+//     u >= level * contrast around the candidate at most stripe_max_width
+//     rows; contrast >= noise_q4/16 x the mean |v[y+1] - v[y]| of the column
+//     outside the stripe (the column's own noise and texture).
+//  5. Selection: the most prominent candidate (topmost on ties) is the
+//     stripe; `top`, `bottom` and `all` as for local-max.
+//  6. Centre, from u (never from pixels of another run):
+//      saturated top (peak >= saturation, or >= 3 pixels equal to the peak):
+//        the middle of the two sub-pixel crossings of peak - contrast/8;
+//      centroid: sum (u - level*C) * y / sum (u - level*C) over the run;
+//      gauss:    3-point Gaussian fit (integer log2) at the run's maximum;
+//      parabola: 3-point parabola at the run's maximum;
+//      steger:   zero crossing of the derivative-of-Gaussian response of u
+//                (linear interpolation), the derivative falling across it.
+// Emits position (1/256 px), intensity = peak pixel, width = run length,
+// quality = contrast (peak minus background line, pixel units).
+#include <cstdint>
+
+#include "core/fixed_point.h"
+
+namespace stripeline::kernels {
+
+// adaptive with selection `all`: stripes kept per column at most (max_peaks).
+inline constexpr int kMaxAdaptivePeaks = 16;
+
+// floor-accurate log2(x) in Q16 (16 fractional bits) for x >= 1, by repeated
+// squaring of the normalised mantissa: exact integer steps, no table, the
+// same bits on host and device. Error below 2^-15.
+STRIPELINE_HD std::int32_t log2_q16(std::uint32_t x) {
+  int e = 0;
+  while (e < 31 && (x >> (e + 1)) != 0) ++e;
+  std::uint64_t m = e <= 30 ? static_cast<std::uint64_t>(x) << (30 - e) : static_cast<std::uint64_t>(x) >> (e - 30);  // [1,2) in Q30
+  std::int32_t r = e << 16;
+  for (int bit = 15; bit >= 0; --bit) {
+    m = (m * m) >> 30;  // [1,4) in Q30; m*m < 2^62
+    if (m >= (std::uint64_t{2} << 30)) {
+      m >>= 1;
+      r |= 1 << bit;
+    }
+  }
+  return r;
+}
+
+namespace adaptive {
+
+constexpr int kQ = 4;  // u is kept in 1/16 pixel units
+
+// One stripe candidate, evaluated.
+struct Stripe {
+  int peak = 0;                 // row of the local maximum (first row of a plateau)
+  std::uint32_t value = 0;      // v[peak]
+  std::uint32_t prominence = 0; // value - max(side minima)
+  int anchor_lo = 0, anchor_hi = 0;     // background anchors (rows), anchor_lo <= peak <= anchor_hi
+  std::int32_t bg_lo = 0, bg_hi = 0;    // background at the anchors, Q4
+  std::int64_t slope_q12 = 0;           // background slope, Q4 per row, 12 more fractional bits
+  std::int32_t contrast = 0;    // u at the peak, Q4
+  bool valley = false;          // a background anchor is a valley next to another stripe
+  int first = 0, last = 0;      // run at level
+  bool valid = false;
+};
+
+// Background line at row y, Q4: bg_lo + slope * (y - anchor_lo), rounded.
+// (The slope is divided once per candidate, not once per pixel.)
+STRIPELINE_HD std::int32_t background_at(const Stripe& s, int y) {
+  return s.bg_lo + static_cast<std::int32_t>((s.slope_q12 * (y - s.anchor_lo) + 2048) >> 12);
+}
+
+template <class Column>
+STRIPELINE_HD std::int32_t u_at(const Column& col, int height, const Stripe& s, int y) {
+  const int yc = y < 0 ? 0 : (y >= height ? height - 1 : y);
+  return static_cast<std::int32_t>(col(yc) << kQ) - background_at(s, yc);
+}
+
+// Walk from `peak` in direction `dir` (+1 down, -1 up) at most `radius`
+// rows, stopping at a pixel higher than `value`: the lowest pixel met
+// (nearest on ties) and whether any pixel was visited.
+template <class Column>
+STRIPELINE_HD bool side_minimum(const Column& col, int height, int peak, std::uint32_t value, int dir, int radius, std::uint32_t& minimum,
+                                int& at) {
+  minimum = value;
+  at = peak;
+  bool any = false;
+  for (int k = 1; k <= radius; ++k) {
+    const int y = peak + dir * k;
+    if (y < 0 || y >= height) break;
+    const std::uint32_t v = col(y);
+    if (v > value) break;
+    any = true;
+    if (v < minimum) {
+      minimum = v;
+      at = y;
+    }
+  }
+  return any;
+}
+
+// The background anchor on one side: `distance` rows out from the peak (2.5
+// half-widths: ~3 sigma for a Gaussian stripe), or the frame's edge; when the
+// profile rises by more than `rise` within 3 rows of the lowest pixel so far
+// (another stripe, not a slope of the ambient light), that lowest pixel (a
+// valley). Returns the anchor row and its background (Q4): the mean of the
+// anchor pixel and its outer neighbour when that one is not higher by more
+// than `rise`, else the anchor pixel alone; and whether it is a valley
+// between stripes (lifted by both tails).
+template <class Column>
+STRIPELINE_HD bool anchor(const Column& col, int height, int peak, int dir, int distance, std::uint32_t rise, int& at_row,
+                          std::int32_t& background) {
+  std::uint32_t lowest = col(peak), outer_lowest = col(peak);
+  int lowest_at = peak, outer_at = peak, at = peak;
+  bool valley = false;
+  for (int k = 1; k <= distance; ++k) {
+    const int y = peak + dir * k;
+    if (y < 0 || y >= height) break;
+    const std::uint32_t v = col(y);
+    if (v < lowest) {
+      lowest = v;
+      lowest_at = y;
+    }
+    if (2 * k >= distance && (v < outer_lowest || outer_at == peak)) {
+      outer_lowest = v;
+      outer_at = y;
+    }
+    if (v > lowest + rise && (y - lowest_at) * dir <= 3) {
+      valley = true;
+      break;
+    }
+    at = y;
+  }
+#define ANCHOR_OUTER
+#define CENTROID_ADAPT 8
+#ifdef ANCHOR_ARGMIN
+  at = lowest_at;
+#elif defined(ANCHOR_OUTER)
+  at = valley ? lowest_at : (outer_at != peak ? outer_at : at);
+#else
+  if (valley) at = lowest_at;
+#endif
+  at_row = at;
+  const int out = at + dir;
+  if (!valley && out >= 0 && out < height && col(out) <= col(at) + rise)
+    background = static_cast<std::int32_t>(((col(at) + col(out)) << kQ) / 2);
+  else
+    background = static_cast<std::int32_t>(col(at) << kQ);
+  return valley;
+}
+
+// Evaluates the candidate at `peak`: prominence, background, run and gates.
+// `column_tv` is sum |v[y+1] - v[y]| over the whole column.
+template <class Column>
+STRIPELINE_HD Stripe evaluate(const Column& col, int height, int peak, const ColumnParams& p, std::uint64_t column_tv) {
+  Stripe s;
+  s.peak = peak;
+  s.value = col(peak);
+  const int radius = p.stripe_max_width;
+  std::uint32_t min_lo = 0, min_hi = 0;
+  int at_lo = peak, at_hi = peak;
+  const bool has_lo = side_minimum(col, height, peak, s.value, -1, radius, min_lo, at_lo);
+  const bool has_hi = side_minimum(col, height, peak, s.value, +1, radius, min_hi, at_hi);
+  // Both sides are needed: a slope running into the frame's edge is no stripe.
+  if (!has_lo || !has_hi) return s;
+  const std::uint32_t base = min_lo > min_hi ? min_lo : min_hi;
+  s.prominence = s.value - base;
+  if (s.prominence < p.min_contrast || s.prominence == 0) return s;
+
+  // Background anchors 2.5 half-widths out, the half-width measured at half
+  // the prominence on each side.
+  const std::uint32_t half = base + s.prominence / 2, rise = s.prominence / 4;
+  int lo = peak, hi = peak;
+  while (lo > 0 && peak - lo < radius && col(lo - 1) >= half) --lo;
+  while (hi < height - 1 && hi - peak < radius && col(hi + 1) >= half) ++hi;
+  const bool valley_lo = anchor(col, height, peak, -1, ((peak - lo + 1) * 5 + 1) / 2, rise, s.anchor_lo, s.bg_lo);
+  const bool valley_hi = anchor(col, height, peak, +1, ((hi - peak + 1) * 5 + 1) / 2, rise, s.anchor_hi, s.bg_hi);
+  if (s.anchor_lo == peak || s.anchor_hi == peak) return s;
+  // A valley next to another stripe is lifted by its tail: trust the other
+  // side's level (flat), or the lower valley when both are.
+  if (valley_lo && !valley_hi) s.bg_lo = s.bg_hi;
+  if (valley_hi && !valley_lo) s.bg_hi = s.bg_lo;
+  if (valley_lo && valley_hi) s.bg_lo = s.bg_hi = s.bg_lo < s.bg_hi ? s.bg_lo : s.bg_hi;
+  s.valley = valley_lo || valley_hi;
+  s.slope_q12 = round_div((static_cast<std::int64_t>(s.bg_hi) - s.bg_lo) * 4096, s.anchor_hi - s.anchor_lo);
+
+  s.contrast = u_at(col, height, s, peak);
+  if (s.contrast <= 0) return s;
+
+  // The run at level around the peak, bounded.
+  const std::int32_t level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
+  s.first = peak;
+  while (s.first > 0 && peak - s.first < p.stripe_max_width && u_at(col, height, s, s.first - 1) >= level) --s.first;
+  s.last = peak;
+  while (s.last < height - 1 && s.last - peak < p.stripe_max_width && u_at(col, height, s, s.last + 1) >= level) ++s.last;
+  if (s.last - s.first + 1 > p.stripe_max_width) return s;
+
+  // Noise and texture of the column outside the stripe.
+  if (p.noise_q4 > 0) {
+    std::uint64_t inside = 0;
+    for (int y = s.anchor_lo; y < s.anchor_hi; ++y) {
+      const std::uint32_t a = col(y), b = col(y + 1);
+      inside += a > b ? a - b : b - a;
+    }
+    const std::uint64_t outside_tv = column_tv - inside;
+    const std::int64_t outside_steps = static_cast<std::int64_t>(height - 1) - (s.anchor_hi - s.anchor_lo);
+    if (outside_steps >= 4 && static_cast<std::uint64_t>(s.contrast) * static_cast<std::uint64_t>(outside_steps) <
+                                  static_cast<std::uint64_t>(p.noise_q4) * outside_tv)
+      return s;  // contrast (Q4) < noise/16 x outside_tv/outside_steps, with both sides x16
+  }
+  s.valid = true;
+  return s;
+}
+
+// Sub-pixel crossing of `level` between rows y (below level) and y - dir
+// (at or above): position in 1/256 px.
+template <class Column>
+STRIPELINE_HD std::int32_t crossing(const Column& col, int height, const Stripe& s, int inside, int dir, std::int32_t level) {
+  int y = inside;
+  while (y + dir >= 0 && y + dir < height && u_at(col, height, s, y + dir) >= level) y += dir;
+  const int out = y + dir;
+  if (out < 0 || out >= height) return y * kPositionOne;
+  const std::int32_t a = u_at(col, height, s, y), b = u_at(col, height, s, out);  // a >= level > b
+  const std::int64_t frac = round_div(static_cast<std::int64_t>(a - level) * kPositionOne, a - b);
+  return static_cast<std::int32_t>(y * kPositionOne + dir * frac);
+}
+
+template <class Column>
+STRIPELINE_HD std::int32_t steger_derivative(const Column& col, int height, const Stripe& s, int y, const ColumnParams& p) {
+  std::int64_t acc = 0;
+  for (int j = 1; j <= p.dog_radius; ++j)
+    acc += static_cast<std::int64_t>(p.dog[j]) * (u_at(col, height, s, y + j) - u_at(col, height, s, y - j));
+  return static_cast<std::int32_t>(acc >> 12);
+}
+
+// The centre of an accepted stripe, 1/256 px.
+template <class Column>
+STRIPELINE_HD std::int32_t centre(const Column& col, int height, const Stripe& s, const ColumnParams& p) {
+  // Saturated or flat top: the middle of its edges near the top.
+  int equal = 1;
+  for (int y = s.peak + 1; y < height && col(y) == s.value; ++y) ++equal;
+  if (s.value >= p.saturation || equal >= 3) {
+    const std::int32_t top = s.contrast - s.contrast / 8;
+    const int mid = s.peak + (equal - 1) / 2;
+    std::int32_t level = top;
+    if (u_at(col, height, s, mid) < level) level = u_at(col, height, s, mid);
+    const std::int32_t lo = crossing(col, height, s, mid, -1, level), hi = crossing(col, height, s, mid, +1, level);
+    return static_cast<std::int32_t>(round_div(static_cast<std::int64_t>(lo) + hi, 2));
+  }
+
+  // The run's maximum of u (topmost on ties): background removed, the
+  // candidate's own row may not be the top any more.
+  int ym = s.first;
+  std::int32_t um = u_at(col, height, s, ym);
+  for (int y = s.first + 1; y <= s.last; ++y) {
+    const std::int32_t u = u_at(col, height, s, y);
+    if (u > um) um = u, ym = y;
+  }
+
+  switch (p.estimator) {
+    case SubpixelEstimator::Centroid: {
+      // Background-subtracted centre of gravity of the contiguous pixels
+      // above centroid_level x contrast around the run, inside the anchors.
+      std::int32_t level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.centroid_level_q8) >> 8);
+#ifdef CENTROID_ADAPT
+      {
+        const std::int32_t step = s.bg_hi > s.bg_lo ? s.bg_hi - s.bg_lo : s.bg_lo - s.bg_hi;
+        if (s.valley || step * CENTROID_ADAPT > s.contrast) level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
+      }
+#endif
+      int lo = s.first, hi = s.last;
+      while (lo - 1 > s.anchor_lo && u_at(col, height, s, lo - 1) > level) --lo;
+      while (hi + 1 < s.anchor_hi && u_at(col, height, s, hi + 1) > level) ++hi;
+      std::int64_t sw = 0, swy = 0;
+      for (int y = lo; y <= hi; ++y) {
+        const std::int64_t w = u_at(col, height, s, y) - level;
+        if (w <= 0) continue;
+        sw += w;
+        swy += w * (y - lo);
+      }
+      if (sw <= 0) return ym * kPositionOne;
+      return static_cast<std::int32_t>(lo * kPositionOne + round_div(swy * kPositionOne, sw));
+    }
+    case SubpixelEstimator::Parabola:
+    case SubpixelEstimator::Gauss: {
+      if (ym == 0 || ym == height - 1) return ym * kPositionOne;
+      std::int64_t a = u_at(col, height, s, ym - 1), b = um, c = u_at(col, height, s, ym + 1);
+      if (p.estimator == SubpixelEstimator::Gauss) {
+        a = log2_q16(static_cast<std::uint32_t>(a > 1 ? a : 1));
+        b = log2_q16(static_cast<std::uint32_t>(b > 1 ? b : 1));
+        c = log2_q16(static_cast<std::uint32_t>(c > 1 ? c : 1));
+      }
+      const std::int64_t curvature = 2 * b - a - c;
+      if (curvature <= 0) return ym * kPositionOne;
+      std::int64_t offset = round_div((c - a) * (kPositionOne / 2), curvature);
+      if (offset > kPositionOne / 2) offset = kPositionOne / 2;
+      if (offset < -kPositionOne / 2) offset = -kPositionOne / 2;
+      return static_cast<std::int32_t>(ym * kPositionOne + offset);
+    }
+    case SubpixelEstimator::Steger: {
+      // Zero crossing of the derivative next to ym, the derivative falling
+      // across it (a ridge, not a valley); at most two rows away.
+      std::int32_t d0 = steger_derivative(col, height, s, ym, p);
+      if (d0 == 0) return ym * kPositionOne;
+      const int dir = d0 > 0 ? 1 : -1;
+      int y = ym;
+      for (int step = 0; step < 2; ++step) {
+        const int next = y + dir;
+        if (next < s.first - 1 || next > s.last + 1) break;
+        const std::int32_t d1 = steger_derivative(col, height, s, next, p);
+        if ((d0 > 0) != (d1 > 0) || d1 == 0) {
+          // Crossing between y and next: lower row k with derivative dk > 0 >= dk1.
+          const int k = dir > 0 ? y : next;
+          const std::int64_t dk = dir > 0 ? d0 : d1, dk1 = dir > 0 ? d1 : d0;
+          if (dk - dk1 <= 0) break;  // derivative not falling: no ridge here
+          return static_cast<std::int32_t>(k * kPositionOne + round_div(dk * kPositionOne, dk - dk1));
+        }
+        y = next;
+        d0 = d1;
+      }
+      return ym * kPositionOne;
+    }
+  }
+  return ym * kPositionOne;
+}
+
+template <class Column, class Emit>
+STRIPELINE_HD void emit_stripe(const Column& col, int height, const Stripe& s, const ColumnParams& p, int slot, const Emit& emit) {
+  const std::int32_t q = (s.contrast + (1 << (kQ - 1))) >> kQ;
+  emit(slot, centre(col, height, s, p), s.value, static_cast<std::uint32_t>(s.last - s.first + 1),
+       static_cast<std::uint32_t>(q > 65535 ? 65535 : q));
+}
+
+}  // namespace adaptive
+
+template <class Column, class Emit>
+STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnParams& p, const Emit& emit) {
+  using adaptive::Stripe;
+  if (height < 2) return 0;
+  std::uint32_t lowest = col(0);
+  std::uint64_t tv = 0;
+  std::uint32_t prev = lowest;
+  for (int y = 1; y < height; ++y) {
+    const std::uint32_t v = col(y);
+    tv += v > prev ? v - prev : prev - v;
+    if (v < lowest) lowest = v;
+    prev = v;
+  }
+
+  int found = 0;
+  Stripe chosen;
+  int brightest = -1;
+  if (p.selection == SpotSelection::Strongest) {
+    // The brightest pixel (topmost) is usually the stripe: evaluated first,
+    // its prominence lets the scan skip most other candidates unevaluated.
+    std::uint32_t top = 0;
+    brightest = brightest_row(col, height, top);
+    if (top - lowest >= p.min_contrast && top > lowest) chosen = adaptive::evaluate(col, height, brightest, p, tv);
+  }
+  int covered_until = -1;  // `all`, `bottom`: last row of the last accepted stripe's run
+  // `all`: the most prominent p.slots stripes, kept in row order (the scan
+  // meets them top to bottom), re-evaluated when emitted; a less prominent
+  // stripe gives way (the lower one on ties), so speckle above a line cannot
+  // take its slot.
+  int kept_row[kMaxAdaptivePeaks];
+  std::uint32_t kept_prominence[kMaxAdaptivePeaks];
+  int kept = 0;
+  for (int y = 0; y < height; ++y) {
+    const std::uint32_t v = col(y);
+    if (y > 0 && col(y - 1) >= v) continue;
+    if (y + 1 < height && col(y + 1) > v) continue;
+    // Upper bound of the prominence: skip what cannot pass or cannot win.
+    const std::uint32_t bound = v - lowest;
+    if (bound < p.min_contrast || bound == 0) continue;
+    if (p.selection == SpotSelection::Strongest &&
+        (y == brightest || (chosen.valid && (bound < chosen.prominence || (bound == chosen.prominence && y > chosen.peak)))))
+      continue;
+    if (p.selection == SpotSelection::Top && chosen.valid) break;
+    if (y <= covered_until) continue;
+    const Stripe s = adaptive::evaluate(col, height, y, p, tv);
+    if (!s.valid) continue;
+    switch (p.selection) {
+      case SpotSelection::All: {
+        ++found;
+        covered_until = s.last;
+        if (kept == p.slots) {
+          int weakest = 0;  // the least prominent kept, the lowest on ties
+          for (int k = 1; k < kept; ++k)
+            if (kept_prominence[k] <= kept_prominence[weakest]) weakest = k;
+          if (s.prominence <= kept_prominence[weakest]) break;
+          for (int k = weakest; k + 1 < kept; ++k) {
+            kept_row[k] = kept_row[k + 1];
+            kept_prominence[k] = kept_prominence[k + 1];
+          }
+          --kept;
+        }
+        kept_row[kept] = y;
+        kept_prominence[kept] = s.prominence;
+        ++kept;
+        break;
+      }
+      case SpotSelection::Strongest:
+        if (!chosen.valid || s.prominence > chosen.prominence || (s.prominence == chosen.prominence && s.peak < chosen.peak)) chosen = s;
+        break;
+      case SpotSelection::Top:
+        if (!chosen.valid) chosen = s;
+        break;
+      case SpotSelection::Bottom:
+        chosen = s;
+        covered_until = s.last;
+        break;
+    }
+  }
+  if (p.selection == SpotSelection::All) {
+    for (int k = 0; k < kept; ++k) adaptive::emit_stripe(col, height, adaptive::evaluate(col, height, kept_row[k], p, tv), p, k, emit);
+    return found;
+  }
+  if (!chosen.valid) return 0;
+  adaptive::emit_stripe(col, height, chosen, p, 0, emit);
+  return 1;
+}
+
+}  // namespace stripeline::kernels

@@ -1,0 +1,74 @@
+#pragma once
+// The extraction evaluation shared by the accuracy tests and the table
+// (tests/test_extraction_eval.cpp): the synthetic scanner's hard cases scored
+// against its truth, and the real photographs of tests/data/real scored
+// against the Steger reference (steger_reference.h).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "acquisition/synthetic_scanner.h"
+#include "stages/chain.h"
+#include "steger_reference.h"
+
+namespace stripeline::test {
+
+// ---------------------------------------------------------------------------
+// Synthetic hard cases
+
+struct HardCase {
+  std::string name;
+  SyntheticConfig config;
+};
+
+// The hard cases at 2048 x 52, `frames` frames, in the given depth (8, 12 or
+// 16 bits): default, harder (speckle, beam width, reflections, occlusions),
+// ambient, texture, saturated + glow, second stripe, dim segments, and all
+// of them together.
+std::vector<HardCase> hard_cases(int bits, std::uint64_t frames);
+
+// Scored against the truth, columns within 2 of an occlusion edge or step
+// left out (the blur mixes their neighbours): detection over the columns
+// with a stripe, RMS over the points within 1 px of the truth (the others are
+// counted as outliers), false detections over the occluded columns.
+struct TruthScore {
+  std::uint64_t expected = 0, detected = 0, outliers = 0, occluded = 0, false_detections = 0, edge_columns = 0;
+  double sum_sq = 0.0, max_inlier = 0.0, bias_sum = 0.0;
+  double rms() const;
+  double detection_percent() const;
+  double outlier_percent() const;
+  double false_percent() const;
+  double bias() const;
+};
+
+// Renders the case, runs the CPU chain on it (batches of 30 frames), scores it.
+TruthScore score_synthetic(const SyntheticConfig& scan, const ChainConfig& chain);
+// The same for several chains, rendering once.
+std::vector<TruthScore> score_synthetic(const SyntheticConfig& scan, const std::vector<ChainConfig>& chains);
+
+// ---------------------------------------------------------------------------
+// Real photographs
+
+struct RealImage {
+  std::string name;             // file name in tests/data/real
+  int width = 0, height = 0;
+  std::vector<std::uint8_t> pixels;  // grey, row-major
+};
+
+std::vector<std::string> real_image_names();
+RealImage load_real_image(const std::string& name);
+
+// Primary position per column (rows, NaN = none) of the CPU chain on the
+// image as one frame; `bits16` runs it as 16-bit pixels (value x 257).
+std::vector<double> extract_real(const RealImage& image, const ChainConfig& chain, bool bits16 = false);
+// Every peak per column (rows), for selection "all".
+std::vector<std::vector<double>> extract_all_real(const RealImage& image, const ChainConfig& chain);
+std::vector<double> steger_reference(const RealImage& image);
+
+// ---------------------------------------------------------------------------
+// Chains compared
+
+ChainConfig old_default_chain();  // cog, threshold 40, min_peak 50, blur 5
+ChainConfig adaptive_chain(SubpixelEstimator estimator);  // adaptive with that estimator, other settings default
+
+}  // namespace stripeline::test

@@ -1,0 +1,108 @@
+// The default extraction (ChainConfig{}: adaptive, centroid) against the
+// targets of docs/extraction.md: the synthetic scanner's hard cases against
+// their truth (8 and 16 bits) and the real photographs against the Steger
+// reference. Where a case does not reach the target yet, its bound is the
+// figure measured today (a regression guard), named as such in the message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "extraction_eval.h"
+
+using namespace stripeline;
+using namespace stripeline::test;
+
+namespace {
+
+struct Bounds {
+  double rms_px, detection_percent, outlier_percent, false_percent;
+};
+
+// The targets, and the two cases that do not meet them yet.
+const Bounds kTarget{0.06, 99.5, 0.05, 1.0};
+Bounds bounds_for(const std::string& name) {
+  if (name == "ambient") return {0.065, 98.5, 0.05, 1.0};  // measured: 0.060-0.061 px, 98.7-99.1 % detected
+  if (name == "all") return {0.065, 98.0, 0.05, 1.0};      // measured: 0.061 px, 98.4-98.6 % detected
+  return kTarget;
+}
+
+}  // namespace
+
+class DefaultExtraction : public ::testing::TestWithParam<int> {};
+
+TEST_P(DefaultExtraction, MeetsTheTargetsOnEverySyntheticHardCase) {
+  const int bits = GetParam();
+  for (const HardCase& hc : hard_cases(bits, 60)) {
+    ChainConfig chain;  // the built-in default
+    if (bits == 12) chain.adaptive.pixel_bits = 12;
+    const TruthScore s = score_synthetic(hc.config, chain);
+    const Bounds b = bounds_for(hc.name);
+    const std::string what = hc.name + " at " + std::to_string(bits) + " bits" + (b.rms_px != kTarget.rms_px ? " (below target: measured bound)" : "");
+    ASSERT_GT(s.expected, 1000u) << what;
+    EXPECT_LE(s.rms(), b.rms_px) << what;
+    EXPECT_GE(s.detection_percent(), b.detection_percent) << what;
+    EXPECT_LE(s.outlier_percent(), b.outlier_percent) << what;
+    if (s.occluded > 0) EXPECT_LE(s.false_percent(), b.false_percent) << what;
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Depth, DefaultExtraction, ::testing::Values(8, 12, 16), [](const auto& info) { return std::to_string(info.param) + "bit"; });
+
+// The fixed-threshold chain that was the default: it fails exactly where the
+// adaptive one holds (bright ambient, texture, 16-bit), so the comparison is
+// not an artefact of the scoring.
+TEST(DefaultExtraction, TheOldFixedThresholdDefaultFailsOnAmbientLightAnd16Bit) {
+  const auto cases = hard_cases(8, 30);
+  for (const HardCase& hc : cases)
+    if (hc.name == "ambient") EXPECT_GT(score_synthetic(hc.config, old_default_chain()).outlier_percent(), 50.0);
+  for (const HardCase& hc : hard_cases(16, 30))
+    if (hc.name == "default") EXPECT_GT(score_synthetic(hc.config, old_default_chain()).false_percent(), 50.0);
+}
+
+TEST(DefaultExtraction, HoldsOnRealPhotographsAgainstTheStegerReference) {
+  // Both gravel crops (noisy gravel as bright as the line) and the gaps between
+  // the blocks do not reach the 5 % targets yet: bounded at today's figures.
+  const std::set<std::string> below_target_over3 = {"gravel_top_line_red.png", "gravel_bottom_line_red.png"};
+  const std::set<std::string> below_target_extra = {"gravel_top_line_red.png", "gravel_bottom_line_red.png", "floor_blocks_step_red.png"};
+  for (const std::string& name : real_image_names()) {
+    const RealImage img = load_real_image(name);
+    const auto ref = steger_reference(img);
+    for (bool bits16 : {false, true}) {
+      const ReferenceScore s = score_against_reference(extract_real(img, ChainConfig{}, bits16), ref);
+      const std::string what = name + (bits16 ? " as 16-bit" : " as 8-bit");
+      ASSERT_GT(s.reference, s.columns / 2) << what << ": the reference finds the line in too few columns to score";
+      EXPECT_LE(s.median, 0.5) << what;
+      EXPECT_LE(s.over_3px_percent(), below_target_over3.count(name) ? 15.0 : 5.0) << what;
+      EXPECT_LE(s.extra_percent(), below_target_extra.count(name) ? 10.0 : 5.0) << what;
+      EXPECT_LE(s.missed_percent(), 2.0) << what;
+    }
+  }
+}
+
+// Two lines 280 rows apart in one image: selection "all" keeps both, each
+// where the single-line crops put it (the crops are rows 0..179 and 180..359).
+// Measured: 458 of 541 columns (84.7 %); the rest lose a line to gravel
+// speckle as prominent as the line.
+TEST(DefaultExtraction, TwoLinesStayTwoPeaksWithSelectionAll) {
+  RealImage both = load_real_image("gravel_two_lines_red.png");
+  const auto top = steger_reference(load_real_image("gravel_top_line_red.png"));
+  const auto bottom = steger_reference(load_real_image("gravel_bottom_line_red.png"));
+  ChainConfig chain;
+  chain.column.selection = SpotSelection::All;
+  chain.max_peaks = 4;
+  const auto rows = extract_all_real(both, chain);
+  int columns = 0, both_found = 0;
+  for (int x = 0; x < both.width; ++x) {
+    if (std::isnan(top[x]) || std::isnan(bottom[x])) continue;
+    ++columns;
+    bool t = false, b = false;
+    for (double r : rows[static_cast<std::size_t>(x)]) {
+      t = t || std::abs(r - top[x]) <= 3.0;
+      b = b || std::abs(r - (bottom[x] + 180.0)) <= 3.0;
+    }
+    both_found += t && b;
+  }
+  ASSERT_GT(columns, 400);
+  EXPECT_GE(both_found, columns * 80 / 100) << both_found << " of " << columns << " columns hold both lines";
+}
