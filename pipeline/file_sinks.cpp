@@ -1,6 +1,7 @@
 #include "pipeline/file_sinks.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include "core/errors.h"
@@ -23,7 +24,9 @@ void PlySink::begin(const ScanInfo& info) {
     // docs/calibration.md: world frame of the sheet-of-light model.
     comments.push_back("units mm (x across the laser line, y along the motion, z height up toward the sensor; right-handed)");
     comments.push_back("calibration sheet-of-light id " + c->id + (c->file_sha.empty() ? "" : " file_fnv1a " + c->file_sha) + " file " + c->file);
-    comments.push_back("calibration y_step_mm " + std::to_string(c->model.y_step) + (c->model.y_from_encoder ? " per encoder count" : " per frame") +
+    char step[48];
+    std::snprintf(step, sizeof step, "%.12g", c->model.y_step);
+    comments.push_back(std::string("calibration y_step_mm ") + step + (c->model.y_from_encoder ? " per encoder count" : " per frame") +
                        " roi_offset " + std::to_string(c->roi_x) + "," + std::to_string(c->roi_y));
   } else {
     comments.push_back(std::string("units ") + info.calibration.unit() +

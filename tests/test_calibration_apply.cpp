@@ -9,6 +9,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
+
+#include <unistd.h>
 
 #include "calibration/calibration_file.h"
 #include "calibration_fixtures.h"
@@ -276,6 +279,36 @@ TEST(RangeMapRows, RulesAndGapFill) {
   EXPECT_EQ(kernels::range_code(1.2344f, 0, 0.001), 1234);
   EXPECT_EQ(kernels::range_code(-1.0f, 0, 0.001), 1);
   EXPECT_EQ(kernels::range_code(100.0f, 0, 0.001), 65535);
+}
+
+// The stream carries the model in series-start (rows stay in rows): the
+// subscriber's PLY is the publisher's, point for point.
+TEST_F(CalibrationApplied, SubscriberMapsTheStreamToTheSameMillimetres) {
+  ASSERT_EQ(calibrate_rc_, 0) << calibrate_out_;
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(20000 + ::getpid() % 20000);
+  std::string sub_out;
+  int sub_rc = -1;
+  std::thread subscriber([&] {
+    sub_rc = test::run_cli("subscribe " + endpoint + " --ascii --ply " + path("sub.ply").string() + " --timeout 60", &sub_out);
+  });
+  std::string out;
+  const int rc = test::run_cli("replay " + path("gauge.tiff").string() + " -H 232 -q --ascii --ply " + path("pub.ply").string() + " --calibration " +
+                                   path("cal.toml").string() + " --roi-offset 160,460 --publish " + endpoint + " --wait-subscriber 30",
+                               &out);
+  subscriber.join();
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_EQ(sub_rc, 0) << sub_out;
+  EXPECT_NE(sub_out.find("mm"), std::string::npos) << sub_out;
+  const Ply pub = read_ascii_ply(path("pub.ply")), sub = read_ascii_ply(path("sub.ply"));
+  EXPECT_TRUE(has_comment(sub, "units mm"));
+  EXPECT_TRUE(has_comment(sub, "calibration sheet-of-light id " + load_calibration(path("cal.toml")).id));
+  ASSERT_EQ(pub.points.size(), sub.points.size());
+  ASSERT_GT(pub.points.size(), 10000u);
+  for (std::size_t i = 0; i < pub.points.size(); ++i) {
+    ASSERT_EQ(pub.points[i].x, sub.points[i].x) << i;
+    ASSERT_EQ(pub.points[i].y, sub.points[i].y) << i;
+    ASSERT_EQ(pub.points[i].z, sub.points[i].z) << i;
+  }
 }
 
 TEST_F(CalibrationApplied, BadCalibrationFilesGiveOneLineAndExitTwo) {

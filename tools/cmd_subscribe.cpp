@@ -117,7 +117,7 @@ int subscribe(const Flags& f) {
           const LinearCalibration cal = wire::calibration_from_json(d.header.value("calibration", nlohmann::json::object()));
           if (!f.quiet)
             std::printf("series %s started: %s, width %d, %s\n", series.c_str(), d.header.value("source", "?").c_str(),
-                        d.header.value("width", 0), cal.unit());
+                        d.header.value("width", 0), d.header.value("point_unit", std::string(cal.unit())).c_str());
           break;
         }
         case wire::Topic::Profile: {
