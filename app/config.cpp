@@ -291,12 +291,18 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("stripe_max_width", p.chain.adaptive.max_width);
     s.read("steger_sigma", p.chain.adaptive.steger_sigma);
     s.read("pixel_bits", p.chain.adaptive.pixel_bits);
+    std::string ambient = to_string(p.ambient.mode);
+    s.read("ambient", ambient);
+    s.read("dark_frame", p.ambient.dark_frame_path);
+    s.read("ambient_off_first", p.ambient.off_first);
     s.finish();
     validated(origin, "processing", [&] {
       p.backend = parse_backend(backend);
       p.chain.column.method = parse_method(method);
       p.chain.column.selection = parse_selection(selection);
       p.chain.adaptive.estimator = parse_estimator(estimator);
+      p.ambient.mode = parse_ambient_mode(ambient);
+      if (p.ambient.mode != AmbientMode::DarkFrame) p.ambient.dark_frame_path.clear();
       p.validate();
     });
   }

@@ -166,7 +166,8 @@ Subcommand add_run(CLI::App& app) {
 Subcommand add_replay(CLI::App& app) {
   auto* sub = app.add_subcommand("replay", "Replay a recorded concatenated stripe image (TIFF, PNG, PGM, raw)");
   struct Flags : CommonFlags {
-    std::string input, ply, heightmap, preview, summary, method, format, selection, publish, channel, estimator;
+    std::string input, ply, heightmap, preview, summary, method, format, selection, publish, channel, estimator, dark_frame;
+    bool alternate = false, off_first = false;
     int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1;
     std::int64_t threshold = -1;
     double rate = -1;
@@ -185,6 +186,9 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--height-bits", f->height_bits, "Fractional bits of the 16-bit height code (default 6 = 1/64 px)");
   sub->add_option("-m,--method", f->method, "adaptive (default), cog, max, window, local-max or all");
   sub->add_option("--estimator", f->estimator, "adaptive: sub-pixel centre: centroid (default), gauss, parabola or steger");
+  sub->add_option("--dark-frame", f->dark_frame, "Subtract this laser-off image (one frame) from every frame");
+  sub->add_flag("--alternate", f->alternate, "Frames alternate laser on/off: each pair becomes one frame, on minus off");
+  sub->add_flag("--off-first", f->off_first, "With --alternate: each pair starts with the laser-off frame");
   sub->add_option("--channel", f->channel, "Colour recordings: red, green, blue, luma (default) or weights \"R,G,B\"");
   sub->add_option("--selection", f->selection, "local-max spot selection: strongest, top, bottom or all");
   sub->add_option("-t,--threshold", f->threshold, "Stripe threshold (pixel value)");
@@ -233,6 +237,13 @@ Subcommand add_replay(CLI::App& app) {
             if (!f->method.empty()) c.pipeline.chain.column.method = parse_method(f->method);
             if (!f->estimator.empty()) c.pipeline.chain.adaptive.estimator = parse_estimator(f->estimator);
             if (!f->channel.empty()) c.file.channel = io::parse_channel_mix(f->channel, "--channel");
+            if (!f->dark_frame.empty() && f->alternate) throw InputError("--dark-frame and --alternate exclude each other (pick one ambient suppression)");
+            if (!f->dark_frame.empty()) {
+              c.pipeline.ambient.mode = AmbientMode::DarkFrame;
+              c.pipeline.ambient.dark_frame_path = f->dark_frame;
+            }
+            if (f->alternate) c.pipeline.ambient.mode = AmbientMode::Alternate;
+            if (f->off_first) c.pipeline.ambient.off_first = true;
             if (!f->selection.empty()) c.pipeline.chain.column.selection = parse_selection(f->selection);
             if (f->threshold >= 0) {
               if (f->threshold > 65535) throw InputError("--threshold " + std::to_string(f->threshold) + " is out of range (expected 1..65535)");

@@ -38,7 +38,9 @@ std::string summary_line(const RunReport& r) {
   std::snprintf(buf, sizeof buf, "frames %llu, profiles %llu, points %llu, %.1f MB/s, %.0f profiles/s (%s backend, %.3f s)",
                 static_cast<unsigned long long>(s.frames), static_cast<unsigned long long>(s.profiles),
                 static_cast<unsigned long long>(s.points), s.mb_per_s(), s.profiles_per_s(), to_string(s.backend), s.seconds);
-  return buf;
+  std::string line = buf;
+  if (s.ambient_frames > 0) line += ", " + std::to_string(s.ambient_frames) + " laser-off frames consumed";
+  return line;
 }
 
 std::string acquisition_line(const AcquisitionCounters& a) {
