@@ -180,7 +180,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   spdlog::debug("pipeline: {} backend, {} slots of {} frames ({:.1f} MB, {}), {} lanes", to_string(stats.backend), pool.size(),
                 layout.frames, pool.bytes() / 1e6, stats.pinned ? "pinned" : "pageable", lanes);
 
-  const ScanInfo info{layout, params.slots, options_.chain, options_.calibration, source.describe(), stats.backend};
+  const ScanInfo info{layout, params.slots, options_.chain, options_.calibration, source.describe(), stats.backend, options_.sheet};
   std::size_t begun = 0;
   try {
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);

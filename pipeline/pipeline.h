@@ -34,6 +34,9 @@ struct PipelineOptions {
   ChainConfig chain;
   AmbientConfig ambient;            // laser-off frames: none, a dark frame, or alternate frames (stages/ambient.h)
   LinearCalibration calibration;
+  // [calibration] file (or --calibration): the sheet-of-light model every
+  // point goes through (app/calibration_setup.h loads it); null = none.
+  std::shared_ptr<const AppliedCalibration> sheet;
 
   // Ranges of batch_frames, buffers and lanes (ConfigError naming the key);
   // the chain is checked against the frame geometry when a run starts.

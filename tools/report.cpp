@@ -86,6 +86,20 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
                         {"underruns", a.underruns},              {"batches_full", a.batches_full},
                         {"batches_flushed", a.batches_flushed}};
   }
+  // Units and the calibration's identity (docs/calibration.md, report keys).
+  if (const AppliedCalibration* c = r.calibration.get()) {
+    j["unit"] = "mm";
+    j["calibration"] = {{"model", c->model.kind == SheetOfLightModel::Kind::Linear ? "linear" : "sheet-of-light"},
+                        {"id", c->id},
+                        {"file", c->file},
+                        {"file_fnv1a", c->file_sha},
+                        {"y_step_mm", c->model.y_step},
+                        {"y_source", c->model.y_from_encoder ? "encoder" : "frame"},
+                        {"roi_offset", {c->roi_x, c->roi_y}}};
+  } else {
+    j["unit"] = r.linear.unit();
+    j["calibration"] = {{"model", r.linear.enabled ? "linear-keys" : "none"}};
+  }
   j["outputs"] = nlohmann::ordered_json::array();
   for (const auto& o : r.outputs) j["outputs"].push_back(o.string());
   io::write_file_atomically(path, j.dump(2) + "\n");
