@@ -69,6 +69,21 @@ class Section {
     }
   }
 
+  void read_ints(const char* key, std::vector<std::int64_t>& out) {
+    if (!table_) return;
+    used_.insert(key);
+    const toml::node* node = table_->get(key);
+    if (!node) return;
+    const toml::array* arr = node->as_array();
+    if (!arr) fail(key, "expected an array of integers");
+    out.clear();
+    for (const auto& e : *arr) {
+      auto v = e.value<std::int64_t>();
+      if (!v || *v < 0 || *v > 1000000) fail(key, "expected an array of integers >= 0");
+      out.push_back(*v);
+    }
+  }
+
   void finish() const {
     if (!table_) return;
     for (const auto& [k, v] : *table_)
@@ -276,12 +291,18 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("stripe_max_width", p.chain.adaptive.max_width);
     s.read("steger_sigma", p.chain.adaptive.steger_sigma);
     s.read("pixel_bits", p.chain.adaptive.pixel_bits);
+    std::string ambient = to_string(p.ambient.mode);
+    s.read("ambient", ambient);
+    s.read("dark_frame", p.ambient.dark_frame_path);
+    s.read("ambient_off_first", p.ambient.off_first);
     s.finish();
     validated(origin, "processing", [&] {
       p.backend = parse_backend(backend);
       p.chain.column.method = parse_method(method);
       p.chain.column.selection = parse_selection(selection);
       p.chain.adaptive.estimator = parse_estimator(estimator);
+      p.ambient.mode = parse_ambient_mode(ambient);
+      if (p.ambient.mode != AmbientMode::DarkFrame) p.ambient.dark_frame_path.clear();
       p.validate();
     });
   }
@@ -310,6 +331,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
   {  // [calibration]
     Section s(root["calibration"].as_table(), "calibration", origin);
     auto& k = c.pipeline.calibration;
+    std::vector<std::int64_t> roi;
     s.read("enabled", k.enabled);
     s.read("x_scale", k.x_scale);
     s.read("x_offset", k.x_offset);
@@ -318,7 +340,22 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("z_scale", k.z_scale);
     s.read("z_offset", k.z_offset);
     s.read("y_from_encoder", k.y_from_encoder);
+    // A sheet-of-light calibration file (docs/calibration.md).
+    auto& f = c.calibration;
+    std::string file;
+    s.read("file", file);
+    s.read("y_step_mm", f.y_step_mm);
+    s.read_ints("roi_offset", roi);
     s.finish();
+    if (!file.empty()) f.file = file;  // as source.path: relative to the working directory
+    if (!roi.empty()) {
+      if (roi.size() != 2) s.fail("roi_offset", "expected [x, y]: two sensor-pixel offsets");
+      f.roi_x = static_cast<int>(roi[0]);
+      f.roi_y = static_cast<int>(roi[1]);
+    }
+    if (!file.empty() && k.enabled)
+      s.fail("file", "cannot be used with enabled = true (expected either a calibration file or the linear keys)");
+    validated(origin, "calibration", [&] { f.validate(); });
   }
   {  // [publisher]
     Section s(root["publisher"].as_table(), "publisher", origin);

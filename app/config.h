@@ -16,6 +16,7 @@
 #include "acquisition/camera_source.h"
 #include "acquisition/file_source.h"
 #include "acquisition/synthetic_scanner.h"
+#include "app/calibration_setup.h"
 #include "app/outputs.h"
 #include "app/service_config.h"
 #include "pipeline/pipeline.h"
@@ -31,6 +32,7 @@ struct Config {
   FileSourceConfig file;
   CameraConfig camera;               // [camera]: a live GenICam camera (docs/cameras.md)
   PipelineOptions pipeline;
+  CalibrationFileSettings calibration;  // [calibration] file, y_step_mm, roi_offset (sheet-of-light)
   OutputConfig output;
   bool publish = false;              // [publisher] enabled: run/replay/daemon stream rows over ZeroMQ
   PublisherConfig publisher;         // [publisher] and [security]

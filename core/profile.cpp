@@ -14,7 +14,7 @@ ProfileSpan ProfileSpan::subspan(int first, int n) const {
   s.position = position + off;
   s.intensity = intensity + off;
   s.stripe_width = stripe_width + off;
-  s.quality = quality != nullptr ? quality + off : nullptr;
+  s.quality = quality + off;
   s.count = count + static_cast<std::size_t>(first) * width;
   return s;
 }

@@ -36,9 +36,7 @@ struct ProfileSpan {
   const std::int32_t* position = nullptr;    // [frame][slot][column]
   const std::uint16_t* intensity = nullptr;  // [frame][slot][column]
   const std::uint16_t* stripe_width = nullptr;
-  // Point quality: the kernel's contrast (peak above its background, pixel
-  // units, saturated at 65535); null where the producer has none.
-  const std::uint16_t* quality = nullptr;
+  const std::uint16_t* quality = nullptr;    // [frame][slot][column]: contrast above the local background, pixel units (saturated at 65535)
   const std::uint8_t* count = nullptr;       // [frame][column]
 
   std::size_t slot_index(int frame, int slot, int column) const {

@@ -24,6 +24,12 @@ ProfileMapping::ProfileMapping(const LinearCalibration& calibration, int height_
   validate_height_bits(height_bits);
 }
 
+ProfileMapping::ProfileMapping(const LinearCalibration& calibration, int height_bits, std::shared_ptr<const AppliedCalibration> sheet)
+    : ProfileMapping(calibration, height_bits) {
+  sheet_ = std::move(sheet);
+  if (sheet_) map_ = sheet_->model.map<double>();
+}
+
 std::int32_t ProfileMapping::position_from_z(double z) const {
   const double row = calibration_.enabled ? (z - calibration_.z_offset) / calibration_.z_scale : z;
   return static_cast<std::int32_t>(std::lround(row * kPositionOne));

@@ -7,9 +7,15 @@
 // Without calibration: x = column, y = global frame index, z = row within the
 // frame in pixels from the top row's centre (core/fixed_point.h). With the
 // linear calibration (core/calibration.h), each axis is scaled and offset; y
-// may come from the encoder count.
+// may come from the encoder count. With a sheet-of-light calibration
+// (core/applied_calibration.h) a point is the model's image_to_world of
+// (u, v) = (roi_x + column, roi_y + sub-pixel row), in mm; height codes and
+// the stream's z stay in rows (the sensor form), see docs/calibration.md.
 #include <cstdint>
+#include <memory>
 
+#include "core/applied_calibration.h"
+#include "core/calibrated_point.h"
 #include "core/calibration.h"
 #include "core/fixed_point.h"
 #include "core/profile.h"
@@ -26,10 +32,35 @@ class ProfileMapping {
   ProfileMapping() = default;
   // Throws ConfigError for bad height_bits.
   ProfileMapping(const LinearCalibration& calibration, int height_bits);
+  // With a sheet-of-light calibration (nullptr: as above). It replaces the
+  // linear one for points (point(), point_y()).
+  ProfileMapping(const LinearCalibration& calibration, int height_bits, std::shared_ptr<const AppliedCalibration> sheet);
 
   const LinearCalibration& calibration() const { return calibration_; }
+  const AppliedCalibration* sheet() const { return sheet_.get(); }
   int height_bits() const { return bits_; }
-  const char* unit() const { return calibration_.unit(); }
+  // Unit of point(): "mm" with any calibration, "px" without.
+  const char* unit() const { return sheet_ ? "mm" : calibration_.unit(); }
+
+  // Y of profile f's points in the unit of point(): the sheet's motion axis
+  // (frame index or encoder count times its step), or y() below.
+  double point_y(std::uint64_t index, const FrameMeta& meta) const {
+    if (!sheet_) return y(index, meta);
+    return motion_y(map_, index, meta.has_encoder ? meta.encoder : static_cast<std::int64_t>(index));
+  }
+  // The point of a detection at `column` with `position` in a frame whose
+  // motion position is y (point_y). False when the sheet-of-light model has
+  // no point there (beyond the laser plane's horizon). The same function
+  // (core/calibrated_point.h) runs in the CUDA kernel.
+  bool point(double y, int column, std::int32_t position, double& X, double& Y, double& Z) const {
+    if (!sheet_) {
+      X = x(column);
+      Y = y;
+      Z = z(position);
+      return true;
+    }
+    return calibrated_point(map_, sheet_->roi_x, sheet_->roi_y, column, position, y, X, Y, Z);
+  }
 
   double x(int column) const { return calibration_.x(column); }
   // Scan axis of profile f: the global frame index, or the encoder count
@@ -56,6 +87,8 @@ class ProfileMapping {
 
  private:
   LinearCalibration calibration_;
+  std::shared_ptr<const AppliedCalibration> sheet_;
+  SheetOfLightMap<double> map_{};
   int bits_ = kDefaultHeightCodeBits;
 };
 

@@ -71,7 +71,8 @@ std::optional<PublisherConfig> stream_of(const Config& c) {
 
 class Daemon {
  public:
-  explicit Daemon(std::filesystem::path path) : path_(std::move(path)), metrics_(registry_) {}
+  Daemon(std::filesystem::path path, std::function<void(Config&)> overrides)
+      : path_(std::move(path)), overrides_(std::move(overrides)), metrics_(registry_) {}
   int run();
 
  private:
@@ -87,6 +88,12 @@ class Daemon {
   bool wait_before_reconnect();  // false when stopping
 
   const std::filesystem::path path_;
+  const std::function<void(Config&)> overrides_;
+  Config load() const {
+    Config c = load_config(path_);
+    if (overrides_) overrides_(c);
+    return c;
+  }
   const bool verbose_ = spdlog::get_level() <= spdlog::level::debug;
   const std::string run_stamp_ = utc_stamp();
   Registry registry_;
@@ -149,7 +156,7 @@ void Daemon::on_signal(int sig) {
   if (sig == SIGHUP) {
     spdlog::info("daemon: SIGHUP: reloading {}", path_.string());
     try {
-      Config c = load_config(path_);
+      Config c = load();
       c.publisher.curve.check_key_files();  // a reload must not fail later on a key file
       std::lock_guard lock(mu_);
       if (!(c.http == cfg_.http)) spdlog::warn("daemon: [http] changes take effect at the next start");
@@ -287,7 +294,14 @@ Daemon::End Daemon::generation(const Config& cfg) {
         notifier_.ready(fmt::format("running: publisher {}", endpoint));
       },
       [&](const ScanResult&) { metrics_.scan_completed(); });
-  Pipeline pipeline(cfg.pipeline);
+  PipelineOptions options = cfg.pipeline;
+  {  // the calibration file (InputError at the first start: exit 2), the ROI offsets from the camera's read-back
+    const BatchLayout layout = inner->frame_layout();
+    auto* cam = dynamic_cast<CameraSource*>(inner.get());
+    options.sheet = load_applied_calibration(cfg.calibration, layout.width, layout.frame_height, cam ? &cam->settings() : nullptr);
+    if (options.sheet) spdlog::info("daemon: calibration {} (id {}) applied: points in mm", options.sheet->file, options.sheet->id);
+  }
+  Pipeline pipeline(options);
   metrics_.new_pipeline();
   {
     std::lock_guard lock(mu_);
@@ -348,7 +362,7 @@ bool Daemon::wait_before_reconnect() {
 
 int Daemon::run() {
   block_daemon_signals();  // before any thread exists
-  cfg_ = load_config(path_);
+  cfg_ = load();
   apply_log_level(cfg_);
   registry_.set_collector([this] { collect(); });
   SignalThread signals([this](int sig) { on_signal(sig); });
@@ -460,8 +474,8 @@ int Daemon::run() {
 
 }  // namespace
 
-int run_daemon(const std::filesystem::path& config_path) {
-  Daemon d(config_path);
+int run_daemon(const std::filesystem::path& config_path, std::function<void(Config&)> overrides) {
+  Daemon d(config_path, std::move(overrides));
   return d.run();
 }
 

@@ -14,11 +14,16 @@
 // with nothing stuck in flight); RELOADING=1 and STOPPING=1.
 // HTTP: /healthz and /metrics (Prometheus).
 #include <filesystem>
+#include <functional>
+
+#include "app/config.h"
 
 namespace stripeline::daemon {
 
 // Loads the configuration (ConfigError: exit 2 before anything starts), then
 // runs until stopped. Returns the exit code.
-int run_daemon(const std::filesystem::path& config_path);
+// `overrides` (command-line flags such as --calibration) are applied after
+// every load of the file, SIGHUP reloads included.
+int run_daemon(const std::filesystem::path& config_path, std::function<void(Config&)> overrides = {});
 
 }  // namespace stripeline::daemon

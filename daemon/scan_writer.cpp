@@ -74,6 +74,8 @@ void ScanWriter::close_scan(const std::string& reason) {
                         {"unit", info_.calibration.unit()},
                         {"calibration", wire::calibration_json(info_.calibration)},
                         {"source", info_.source},
+                        {"point_unit", info_.sheet ? "mm" : info_.calibration.unit()},
+                        {"sheet_calibration", info_.sheet ? wire::sheet_calibration_json(*info_.sheet) : nlohmann::json()},
                         {"files", nlohmann::json::array()}};
     if (files_.heightmap && !output_.heightmap_filters.empty())
       j["heightmap_filters"] = {{"steps", output_.heightmap_filters}, {"backend", to_string(files_.heightmap->filter_backend())}};

@@ -54,11 +54,6 @@ struct ColumnParams {
   std::int32_t dog[kMaxDerivativeRadius + 1] = {};
 };
 
-// The stored quality (a uint16 profile array): contrast saturated at 65535.
-STRIPELINE_HD std::uint16_t saturate_quality(std::uint32_t q) {
-  return static_cast<std::uint16_t>(q > 65535u ? 65535u : q);
-}
-
 // Signed integer division rounded half away from zero (d > 0).
 STRIPELINE_HD std::int64_t round_div(std::int64_t n, std::int64_t d) {
   return n >= 0 ? (2 * n + d) / (2 * d) : -((-2 * n + d) / (2 * d));

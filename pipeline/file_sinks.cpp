@@ -1,6 +1,7 @@
 #include "pipeline/file_sinks.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include "core/errors.h"
@@ -13,14 +14,24 @@ namespace stripeline {
 PlySink::PlySink(std::filesystem::path path, io::PlyEncoding encoding) : path_(std::move(path)), encoding_(encoding) {}
 
 void PlySink::begin(const ScanInfo& info) {
-  mapping_ = ProfileMapping(info.calibration, kDefaultHeightCodeBits);
+  mapping_ = ProfileMapping(info.calibration, kDefaultHeightCodeBits, info.sheet);
   std::vector<std::string> comments = {
       "stripeline " STRIPELINE_VERSION,
       "source " + info.source,
       std::string("method ") + to_string(info.chain.column.method),
-      std::string("units ") + info.calibration.unit() +
-          (info.calibration.enabled ? "" : " (x = column, y = frame index, z = row in frame from the top row's centre)"),
   };
+  if (const AppliedCalibration* c = info.sheet.get()) {
+    // docs/calibration.md: world frame of the sheet-of-light model.
+    comments.push_back("units mm (x across the laser line, y along the motion, z height up toward the sensor; right-handed)");
+    comments.push_back("calibration sheet-of-light id " + c->id + (c->file_sha.empty() ? "" : " file_fnv1a " + c->file_sha) + " file " + c->file);
+    char step[48];
+    std::snprintf(step, sizeof step, "%.12g", c->model.y_step);
+    comments.push_back(std::string("calibration y_step_mm ") + step + (c->model.y_from_encoder ? " per encoder count" : " per frame") +
+                       " roi_offset " + std::to_string(c->roi_x) + "," + std::to_string(c->roi_y));
+  } else {
+    comments.push_back(std::string("units ") + info.calibration.unit() +
+                       (info.calibration.enabled ? "" : " (x = column, y = frame index, z = row in frame from the top row's centre)"));
+  }
   writer_ = std::make_unique<io::PlyWriter>(path_, encoding_, comments);
   buffer_.reserve(static_cast<std::size_t>(info.layout.width) * info.profile_slots);
 }
@@ -28,13 +39,15 @@ void PlySink::begin(const ScanInfo& info) {
 void PlySink::consume(const ProfileSpan& p) {
   for (int f = 0; f < p.frames; ++f) {
     buffer_.clear();
-    const float y = static_cast<float>(mapping_.y(p, f));
+    const double y = mapping_.point_y(p.index(f), p.meta[f]);
     for (int x = 0; x < p.width; ++x) {
       const int n = p.peaks(f, x);
       for (int s = 0; s < n; ++s) {
         const std::size_t i = p.slot_index(f, s, x);
-        buffer_.push_back({static_cast<float>(mapping_.x(x)), y, static_cast<float>(mapping_.z(p.position[i])),
-                           static_cast<float>(p.intensity[i]), p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f});
+        double X, Y, Z;
+        if (!mapping_.point(y, x, p.position[i], X, Y, Z)) continue;  // beyond the sheet's horizon: no point
+        buffer_.push_back({static_cast<float>(X), static_cast<float>(Y), static_cast<float>(Z), static_cast<float>(p.intensity[i]),
+                           p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f});
       }
     }
     writer_->write(buffer_.data(), buffer_.size());

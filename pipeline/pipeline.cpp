@@ -3,12 +3,17 @@
 // (parallel, one processor lane per batch) -> SinkFilter (serial, in order).
 #include "pipeline/pipeline.h"
 
+#include <algorithm>
+#include <memory>
+#include <optional>
+
 #include <tbb/concurrent_queue.h>
 #include <tbb/parallel_pipeline.h>
 
 #include <spdlog/spdlog.h>
 
 #include "core/errors.h"
+#include "io/image_reader.h"
 #include "pipeline/buffer_pool.h"
 
 namespace stripeline {
@@ -20,24 +25,46 @@ void PipelineOptions::validate() const {
   if (batch_frames < 1 || batch_frames > kMaxBatchFrames) bad("batch_frames", batch_frames, "1.." + std::to_string(kMaxBatchFrames));
   if (buffers < 1 || buffers > 64) bad("buffers", buffers, "1..64");
   if (lanes < 0 || lanes > 64) bad("lanes", lanes, "0 (automatic)..64");
+  ambient.validate();
+  if (ambient.mode == AmbientMode::Alternate && batch_frames % 2 != 0)
+    bad("batch_frames", batch_frames, "an even number with ambient = \"alternate\" (laser-on/off pairs never straddle two batches)");
 }
 
 namespace {
 
 using clock = std::chrono::steady_clock;
 
+// The laser-off reference, read once at set-up (InputError naming the file).
+std::shared_ptr<const DarkFrame> load_dark_frame(const std::string& path, const BatchLayout& frames) {
+  auto reader = io::open_image(path);
+  const io::ImageInfo& info = reader->info();
+  auto d = std::make_shared<DarkFrame>();
+  d->origin = path;
+  d->width = info.width;
+  d->height = static_cast<int>(std::min<std::int64_t>(info.height, std::int64_t{1} << 30));
+  d->format = info.format;
+  if (info.height != frames.frame_height || info.width != frames.width || info.format != frames.format) return d;  // the suppressor names the mismatch
+  d->pixels.resize(frames.frame_pixels() * bytes_per_pixel(frames.format));
+  reader->read_rows(d->pixels.data(), info.height);
+  return d;
+}
+
 // 1. A free slot, filled by the source; the pipeline numbers the batch.
 class AcquireFilter {
  public:
-  AcquireFilter(FrameSource& source, BufferPool& pool, const std::atomic<bool>& stop) : source_(source), pool_(pool), stop_(stop) {}
+  AcquireFilter(FrameSource& source, BufferPool& pool, const std::atomic<bool>& stop, const AmbientSuppressor* ambient, std::uint64_t& consumed)
+      : source_(source), pool_(pool), stop_(stop), ambient_(ambient), consumed_(consumed) {}
   Slot* operator()(tbb::flow_control& fc) const {
     if (stop_.load()) return end(fc);
     Slot* slot = pool_.acquire();
-    slot->batch.frames = 0;
-    if (!source_.fill(slot->batch) || slot->batch.frames == 0) {
-      pool_.release(slot);
-      return end(fc);
-    }
+    do {  // a batch whose frames were all laser-off frames is refilled
+      slot->batch.frames = 0;
+      if (!source_.fill(slot->batch) || slot->batch.frames == 0) {
+        pool_.release(slot);
+        return end(fc);
+      }
+      if (ambient_ != nullptr) consumed_ += ambient_->apply(slot->batch);
+    } while (slot->batch.frames == 0);
     slot->batch.sequence = next_sequence_++;
     slot->batch.first_index = next_index_;
     next_index_ += static_cast<std::uint64_t>(slot->batch.frames);
@@ -52,6 +79,8 @@ class AcquireFilter {
   FrameSource& source_;
   BufferPool& pool_;
   const std::atomic<bool>& stop_;
+  const AmbientSuppressor* ambient_;  // null: none
+  std::uint64_t& consumed_;
   // Serial filter: one call at a time, so plain counters (mutable: TBB takes the filter by const reference).
   mutable std::uint64_t next_sequence_ = 0, next_index_ = 0;
 };
@@ -130,6 +159,13 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   BatchLayout layout = source.frame_layout();
   layout.frames = options_.batch_frames;
   const kernels::ColumnParams params = validate_chain(options_.chain, layout);
+  std::optional<AmbientSuppressor> ambient;
+  if (options_.ambient.mode != AmbientMode::None) {
+    AmbientConfig a = options_.ambient;
+    if (a.mode == AmbientMode::DarkFrame && !a.dark) a.dark = load_dark_frame(a.dark_frame_path, layout);
+    ambient.emplace(a, layout);
+  }
+  std::uint64_t ambient_frames = 0;
 
   // Set-up: everything is allocated here, nothing in the steady state.
   BufferPool pool(layout, params.slots, options_.buffers, host_allocator_for(stats.backend));
@@ -144,17 +180,18 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   spdlog::debug("pipeline: {} backend, {} slots of {} frames ({:.1f} MB, {}), {} lanes", to_string(stats.backend), pool.size(),
                 layout.frames, pool.bytes() / 1e6, stats.pinned ? "pinned" : "pageable", lanes);
 
-  const ScanInfo info{layout, params.slots, options_.chain, options_.calibration, source.describe(), stats.backend};
+  const ScanInfo info{layout, params.slots, options_.chain, options_.calibration, source.describe(), stats.backend, options_.sheet};
   std::size_t begun = 0;
   try {
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);
     const auto start = clock::now();
     tbb::parallel_pipeline(static_cast<std::size_t>(pool.size()),
-                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_)) &
+                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames)) &
                                tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, ProcessFilter(free_lanes, pool)) &
                                tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order,
                                                              SinkFilter(sinks, pool, stats, start, progress)));
     pool.wait_all_returned();
+    stats.ambient_frames = ambient_frames;
     stats.seconds = std::chrono::duration<double>(clock::now() - start).count();
     for (ProfileSink* sink : sinks) sink->finish();
   } catch (...) {

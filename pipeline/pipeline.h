@@ -20,6 +20,7 @@
 #include "acquisition/source.h"
 #include "core/calibration.h"
 #include "pipeline/sink.h"
+#include "stages/ambient.h"
 #include "stages/chain.h"
 
 namespace stripeline {
@@ -31,7 +32,11 @@ struct PipelineOptions {
   int buffers = 4;                  // slots in the pool = batches in flight
   int lanes = 0;                    // processors working at once (0 = buffers - 1, at least 1)
   ChainConfig chain;
+  AmbientConfig ambient;            // laser-off frames: none, a dark frame, or alternate frames (stages/ambient.h)
   LinearCalibration calibration;
+  // [calibration] file (or --calibration): the sheet-of-light model every
+  // point goes through (app/calibration_setup.h loads it); null = none.
+  std::shared_ptr<const AppliedCalibration> sheet;
 
   // Ranges of batch_frames, buffers and lanes (ConfigError naming the key);
   // the chain is checked against the frame geometry when a run starts.
@@ -44,6 +49,7 @@ struct PipelineStats {
   std::uint64_t profiles = 0;    // profiles emitted (one per frame)
   std::uint64_t points = 0;      // detected points written to the sinks
   std::uint64_t overflow = 0;    // points found beyond the output slots (counted, not written)
+  std::uint64_t ambient_frames = 0;  // laser-off frames consumed by ambient = "alternate" (not profiles)
   std::uint64_t batches = 0;
   std::uint64_t bytes = 0;       // pixel bytes processed
   double seconds = 0.0;          // wall time from first fill to last sink

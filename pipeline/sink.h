@@ -2,8 +2,10 @@
 // Where profiles go. Sinks see profiles in acquisition order, one span at a
 // time (the pipeline's last filter is serial and in order). A span is a view
 // (core/profile.h): it is valid during consume() only.
+#include <memory>
 #include <string>
 
+#include "core/applied_calibration.h"
 #include "core/calibration.h"
 #include "core/profile.h"
 #include "core/types.h"
@@ -18,6 +20,7 @@ struct ScanInfo {
   LinearCalibration calibration;
   std::string source;            // describe() of the source
   Backend backend = Backend::Cpu;
+  std::shared_ptr<const AppliedCalibration> sheet;  // sheet-of-light calibration in use, or none
 };
 
 class ProfileSink {

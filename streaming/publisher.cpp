@@ -193,6 +193,11 @@ class Publisher::Impl {
           h["heightmap_rows"] = cfg.heightmap_rows;
           h["software"] = "stripeline " STRIPELINE_VERSION;
           h["format"] = wire::kFormatVersion;
+          // Rows stay in the sensor form (z = row); the model maps them to mm.
+          if (scan.sheet) {
+            h["sheet_calibration"] = wire::sheet_calibration_json(*scan.sheet);
+            h["point_unit"] = "mm";
+          }
           if (!cfg.heightmap_filters.empty())
             h["heightmap_filters"] = {{"steps", cfg.heightmap_filters}, {"backend", to_string(resolve_backend(cfg.filter_backend))}};
           for (auto it = series.annotations.begin(); it != series.annotations.end(); ++it)

@@ -50,6 +50,7 @@ void SeriesRebuilder::start(const wire::Decoded& d) {
   info_.layout.width = d.header.value("width", 0);
   info_.layout.frame_height = d.header.value("frame_height", 0);
   info_.source = d.header.value("source", std::string("stream"));
+  info_.sheet = override_ ? override_ : wire::sheet_calibration_from_json(d.header.value("sheet_calibration", nlohmann::json()));
   try {
     info_.chain.column.method = parse_method(d.header.value("method", std::string("cog")));
   } catch (const ConfigError&) {

@@ -55,7 +55,10 @@ class SeriesRebuilder {
  public:
   explicit SeriesRebuilder(std::vector<ProfileSink*> sinks) : sinks_(std::move(sinks)) {}
   // series-start: what the header says of the scan (frame height, source, method).
+  // Its `sheet_calibration` (if any) maps the rebuilt points, unless
+  // use_calibration() was given one (subscribe --calibration).
   void start(const wire::Decoded& series_start);
+  void use_calibration(std::shared_ptr<const AppliedCalibration> sheet) { override_ = std::move(sheet); }
   // A profile message's rows (its calibration and height code in `mapping`).
   void rows(const wire::RowBlock& block, const ProfileMapping& mapping);
   // Finishes the sinks if any rows came; returns whether they did.
@@ -69,6 +72,7 @@ class SeriesRebuilder {
 
   std::vector<ProfileSink*> sinks_;
   ScanInfo info_;
+  std::shared_ptr<const AppliedCalibration> override_;
   bool begun_ = false;
   std::uint64_t next_row_ = 0;  // series row expected next
   // One block's profiles (reused).

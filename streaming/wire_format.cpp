@@ -167,6 +167,56 @@ LinearCalibration calibration_from_json(const nlohmann::json& j) {
   return c;
 }
 
+nlohmann::json sheet_calibration_json(const AppliedCalibration& c) {
+  const SheetOfLightModel& m = c.model;
+  return {{"model", m.kind == SheetOfLightModel::Kind::Linear ? "linear" : "sheet-of-light"},
+          {"id", c.id},
+          {"file", c.file},
+          {"file_fnv1a", c.file_sha},
+          {"unit", m.unit},
+          {"roi_offset", {c.roi_x, c.roi_y}},
+          {"y_source", m.y_from_encoder ? "encoder" : "frame"},
+          {"y_step_mm", m.y_step},
+          {"y_offset_mm", m.y_offset},
+          {"centre", {m.cu, m.cv}},
+          {"scale", m.scale},
+          {"distortion", std::vector<double>(m.distortion, m.distortion + sol::kDistortionCount)},
+          {"homography", std::vector<double>(m.homography, m.homography + 9)},
+          {"skew_about_x_deg", m.skew_about_x_deg},
+          {"skew_about_z_deg", m.skew_about_z_deg}};
+}
+
+std::shared_ptr<const AppliedCalibration> sheet_calibration_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return nullptr;
+  try {
+    auto c = std::make_shared<AppliedCalibration>();
+    SheetOfLightModel& m = c->model;
+    m.kind = j.at("model").get<std::string>() == "linear" ? SheetOfLightModel::Kind::Linear : SheetOfLightModel::Kind::SheetOfLight;
+    c->id = j.value("id", std::string());
+    c->file = j.value("file", std::string());
+    c->file_sha = j.value("file_fnv1a", std::string());
+    m.unit = j.value("unit", std::string("mm"));
+    c->roi_x = j.at("roi_offset").at(0).get<int>();
+    c->roi_y = j.at("roi_offset").at(1).get<int>();
+    m.y_from_encoder = j.value("y_source", std::string("frame")) == "encoder";
+    m.y_step = j.at("y_step_mm").get<double>();
+    m.y_offset = j.value("y_offset_mm", 0.0);
+    m.cu = j.at("centre").at(0).get<double>();
+    m.cv = j.at("centre").at(1).get<double>();
+    m.scale = j.at("scale").get<double>();
+    const auto d = j.at("distortion").get<std::vector<double>>();
+    const auto h = j.at("homography").get<std::vector<double>>();
+    if (d.size() != sol::kDistortionCount || h.size() != 9 || !(m.scale > 0)) return nullptr;
+    for (int i = 0; i < sol::kDistortionCount; ++i) m.distortion[i] = d[i];
+    for (int i = 0; i < 9; ++i) m.homography[i] = h[i];
+    m.skew_about_x_deg = j.value("skew_about_x_deg", 0.0);
+    m.skew_about_z_deg = j.value("skew_about_z_deg", 0.0);
+    return c;
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;
+  }
+}
+
 std::size_t Message::bytes() const {
   std::size_t n = 0;
   for (const auto& p : parts) n += p.size();

@@ -11,6 +11,7 @@
 //           each [rows, slots, width].
 // No sockets here (streaming/sender.h sends), so the format is tested on its own.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "core/applied_calibration.h"
 #include "core/calibration.h"
 #include "core/profile.h"
 #include "core/profile_mapping.h"
@@ -64,6 +66,12 @@ struct RowBlock {
 
 nlohmann::json calibration_json(const LinearCalibration& c);
 LinearCalibration calibration_from_json(const nlohmann::json& j);
+// A sheet-of-light calibration as series-start and scan.json carry it
+// (`sheet_calibration`, docs/wire-format.md): identity, motion, ROI offsets
+// and every model value, enough for a subscriber to map rows itself.
+nlohmann::json sheet_calibration_json(const AppliedCalibration& c);
+// The inverse; nullptr for a missing or malformed object.
+std::shared_ptr<const AppliedCalibration> sheet_calibration_from_json(const nlohmann::json& j);
 
 // One encoded message, ready to send: parts[0] topic, parts[1] header, parts[2..] arrays.
 struct Message {

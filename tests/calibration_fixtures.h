@@ -279,8 +279,8 @@ struct GaugeMeasurement {
 };
 
 // x_origin: the truth frame's X of the fit's X = 0 (truth_x_origin), to find the parts.
-inline GaugeMeasurement measure_gauge_blocks(const ObservationSet& scan, const SheetOfLightModel& m, double x_origin) {
-  const auto pts = calibrated_points(scan, m, GaugeScene::kYStep);
+// From calibrated points (a PLY's, or calibrated_points()).
+inline GaugeMeasurement measure_gauge_blocks(const std::vector<Point3>& pts, double x_origin) {
   std::vector<Point3> base;
   for (const auto& p : pts) {
     const double x = p.x + x_origin;
@@ -305,6 +305,10 @@ inline GaugeMeasurement measure_gauge_blocks(const ObservationSet& scan, const S
     g.top_points[i] = n;
   }
   return g;
+}
+
+inline GaugeMeasurement measure_gauge_blocks(const ObservationSet& scan, const SheetOfLightModel& m, double x_origin) {
+  return measure_gauge_blocks(calibrated_points(scan, m, GaugeScene::kYStep), x_origin);
 }
 
 struct SphereRampMeasurement {

@@ -115,6 +115,18 @@ TEST(Config, CameraSourceWithoutAravisSaysHowToGetIt) {
 }
 #endif
 
+TEST(Config, CalibrationFileSection) {
+  const Config c = parse_config("[calibration]\nfile = \"cal/sensor.toml\"\ny_step_mm = 0.25\nroi_offset = [16, 412]\n", "test.toml");
+  EXPECT_EQ(c.calibration.file, std::filesystem::path("cal/sensor.toml"));
+  EXPECT_EQ(c.calibration.y_step_mm, 0.25);
+  EXPECT_EQ(c.calibration.roi_x, 16);
+  EXPECT_EQ(c.calibration.roi_y, 412);
+  EXPECT_FALSE(c.pipeline.calibration.enabled);
+  const Config none = parse_config("[calibration]\n", "test.toml");
+  EXPECT_TRUE(none.calibration.file.empty());
+  EXPECT_FALSE(none.calibration.roi_x.has_value());
+}
+
 TEST(Config, MistakesNameTheFileAndTheKey) {
   struct Case {
     const char* text;
@@ -142,7 +154,12 @@ TEST(Config, MistakesNameTheFileAndTheKey) {
                        Case{"[processing\nthreshold = 4\n", "test.toml:1"},
                        Case{"[processing]\nthreshold = 99999999999\n", "threshold"},
                        Case{"[output]\nheightmap_filters = [\"median 4\"]\n", "heightmap_filters"},
-                       Case{"[output]\nheightmap_filters = \"median 3\"\n", "heightmap_filters"}}) {
+                       Case{"[output]\nheightmap_filters = \"median 3\"\n", "heightmap_filters"},
+                       Case{"[calibration]\nfile = \"c.toml\"\ny_step_mm = -0.1\n", "calibration.y_step_mm"},
+                       Case{"[calibration]\nfile = \"c.toml\"\nroi_offset = [1]\n", "calibration.roi_offset"},
+                       Case{"[calibration]\nroi_offset = [-4, 2]\n", "calibration.roi_offset"},
+                       Case{"[calibration]\nfile = 3\n", "calibration.file"},
+                       Case{"[calibration]\nfile = \"c.toml\"\nenabled = true\n", "calibration.file"}}) {
     const std::string err = error_of(c.text);
     ASSERT_FALSE(err.empty()) << "accepted: " << c.text;
     EXPECT_NE(err.find("test.toml"), std::string::npos) << err;

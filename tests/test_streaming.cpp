@@ -199,6 +199,41 @@ TEST(WireFormat, RowsRoundTripWithNaNForNoDetectionAndCalibration) {
   EXPECT_DOUBLE_EQ(d.calibration.z_scale, 0.5);
 }
 
+// series-start's sheet_calibration carries the whole model: a subscriber maps
+// the rows to the same millimetres as the publisher's files.
+static std::vector<double> model_values(const SheetOfLightModel& m) {
+  std::vector<double> v = {m.cu, m.cv, m.scale, m.y_step, m.y_offset, m.skew_about_x_deg, m.skew_about_z_deg, m.y_from_encoder ? 1.0 : 0.0,
+                           m.kind == SheetOfLightModel::Kind::Linear ? 1.0 : 0.0};
+  v.insert(v.end(), m.distortion, m.distortion + sol::kDistortionCount);
+  v.insert(v.end(), m.homography, m.homography + 9);
+  return v;
+}
+
+TEST(WireFormat, SheetCalibrationRoundTripsBitIdentical) {
+  AppliedCalibration c;
+  c.model.kind = SheetOfLightModel::Kind::SheetOfLight;
+  c.model.unit = "mm";
+  c.model.cu = 1023.5, c.model.cv = 543.25, c.model.scale = 1024.0;
+  const double h[9] = {50.0 / 3.0, 0.1, 0.2, -0.3, -95.0, 12.0, 0.01, 0.35, 1.0};
+  for (int i = 0; i < 9; ++i) c.model.homography[i] = h[i];
+  c.model.distortion[0] = -0.081234567890123;
+  c.model.distortion[4] = 1e-5;
+  c.model.y_step = 0.1, c.model.y_offset = -2.0, c.model.y_from_encoder = true;
+  c.model.skew_about_x_deg = 0.75;
+  c.roi_x = 16, c.roi_y = 412;
+  c.id = "0123456789abcdef", c.file = "cal.toml", c.file_sha = "feedbeef00000000";
+  const nlohmann::json j = nlohmann::json::parse(wire::sheet_calibration_json(c).dump());
+  const auto back = wire::sheet_calibration_from_json(j);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->id, c.id);
+  EXPECT_EQ(back->file_sha, c.file_sha);
+  EXPECT_EQ(back->roi_x, 16);
+  EXPECT_EQ(back->roi_y, 412);
+  EXPECT_EQ(model_values(back->model), model_values(c.model));
+  EXPECT_FALSE(wire::sheet_calibration_from_json(nlohmann::json{{"model", "sheet-of-light"}}));
+  EXPECT_FALSE(wire::sheet_calibration_from_json(nlohmann::json()));
+}
+
 TEST(WireFormat, MalformedMessagesAreRejected) {
   wire::RowBlock rows;
   rows.clear(4, 1);

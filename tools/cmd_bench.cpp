@@ -19,6 +19,8 @@
 #include "pipeline/pipeline.h"
 #include "stages/chain.h"
 #include "stages/device_info.h"
+#include "app/calibration_setup.h"
+#include "tools/bench_calibrated.h"
 #include "tools/commands.h"
 #if STRIPELINE_HAVE_CUDA
 #include "stages/cuda/cuda_stages.h"
@@ -194,6 +196,8 @@ struct BenchOptions {
   bool cpu = true;
   double rate = 20000.0;
   int buffers = 6;
+  std::string calibration, roi_offset;           // --calibration FILE, --roi-offset X,Y
+  std::shared_ptr<const AppliedCalibration> sheet;  // loaded from them
   std::string method = "default";     // the extraction chain timed: the default, or a method by name
   std::string estimator = "centroid";  // with method adaptive
   bool production_only = false;
@@ -309,6 +313,31 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
     c.field("buffers", o.buffers);
     j.object("cuda_streaming", c);
   }
+  if (o.sheet) {  // the same run with a calibration applied to every detection (tools/bench_calibrated.h)
+    PrefilledSource src(shape, o.batches + static_cast<std::uint64_t>(o.buffers));
+    TimingSink sink(static_cast<std::uint64_t>(o.buffers));
+    CalibratedPointsSink mapped(o.sheet);
+    PipelineOptions po;
+    po.backend = Backend::Cuda;
+    po.batch_frames = shape.frames;
+    po.buffers = o.buffers;
+    po.chain = chain;
+    po.sheet = o.sheet;
+    Pipeline(po).run(src, {&mapped, &sink});
+    const double s = sink.seconds();
+    const double mbps = static_cast<double>(sink.timed_bytes_) / 1e6 / s;
+    const double ms_per_batch = s * 1e3 / static_cast<double>(sink.timed_batches_);
+    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of pinned H2D; %.0f points mapped per batch)\n",
+                "CUDA streaming + calibrated points", ms_per_batch, mbps, sink.timed_frames_ / s, 100.0 * mbps / (bw.h2d_gb_per_s * 1e3),
+                static_cast<double>(mapped.points()) / static_cast<double>(sink.timed_batches_ + static_cast<std::uint64_t>(o.buffers)));
+    Json c;
+    c.field("ms_per_batch", ms_per_batch);
+    c.field("mb_per_s", mbps);
+    c.field("profiles_per_s", sink.timed_frames_ / s);
+    c.field("fraction_of_h2d", mbps / (bw.h2d_gb_per_s * 1e3));
+    c.field("calibration_id", o.sheet->id);
+    j.object("cuda_streaming_calibrated", c);
+  }
 #endif
   return j;
 }
@@ -359,10 +388,18 @@ Subcommand add_bench(CLI::App& app) {
   sub->add_option("--buffers", o->buffers, "Pinned batch buffers in the streaming run")->capture_default_str();
   sub->add_option("--rate", o->rate, "Frame rate of the low-latency run, frames per second")->capture_default_str();
   sub->add_flag("--quick", o->quick, "Few repetitions (a smoke test, not figures to publish)");
+  sub->add_option("--calibration", o->calibration, "Also run the CUDA streaming with this calibration applied to every point (docs/calibration.md)");
+  sub->add_option("--roi-offset", o->roi_offset, "With --calibration: X,Y offset of the benchmark's frames on the sensor (default 0,0)");
   sub->add_option("--method", o->method, "Extraction timed: default (adaptive), or adaptive, cog, max, window, local-max, all")->capture_default_str();
   sub->add_option("--estimator", o->estimator, "With --method adaptive/default: centroid, gauss, parabola or steger")->capture_default_str();
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
   return {sub, [o] {
+            if (!o->calibration.empty()) {
+              CalibrationFileSettings cs;
+              cs.file = o->calibration;
+              if (!o->roi_offset.empty()) parse_roi_offset(o->roi_offset, "--roi-offset", cs);
+              o->sheet = load_applied_calibration(cs, 0, 0);  // every shape's frames: checked against the sensor per shape is not needed for timing
+            }
             const bool cuda = cuda_available();
             if (o->quick && o->batches == 200) o->batches = 10;
             char host[256] = {};

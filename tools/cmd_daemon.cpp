@@ -7,8 +7,10 @@
 #include <memory>
 
 #include "app/config.h"
+#include "calibration/calibration_file.h"
 #include "daemon/daemon.h"
 #include "streaming/curve.h"
+#include "tools/calibration_flags.h"
 #include "tools/commands.h"
 
 namespace stripeline::tools {
@@ -18,12 +20,16 @@ Subcommand add_daemon(CLI::App& app) {
   struct Flags {
     std::string config, keygen;
     bool check = false;
+    std::string calibration, roi_offset;
+    double y_step = 0.0;
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("-c,--config", f->config, "TOML configuration (see configs/daemon.toml)");
   sub->add_flag("--check", f->check, "Check the configuration (and key files) and exit");
   sub->add_option("--keygen", f->keygen, "Write a CURVE key pair to BASE.pub and BASE.secret (mode 0600) and exit");
+  add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
   return {sub, [f] {
+            auto overrides = [f](Config& c) { apply_calibration_flags(c, f->calibration, f->y_step, f->roi_offset); };
             if (!f->keygen.empty()) {
               const auto [pub, sec] = write_curve_keypair(f->keygen);
               std::printf("wrote %s.pub and %s.secret (public key %s)\n", f->keygen.c_str(), f->keygen.c_str(), pub.c_str());
@@ -35,6 +41,8 @@ Subcommand add_daemon(CLI::App& app) {
             }
             if (f->check) {
               Config c = load_config(f->config);
+              overrides(c);
+              if (!c.calibration.file.empty()) load_calibration(c.calibration.file);  // one line, exit 2
               if (c.publish) c.publisher.curve.check_key_files();
               std::printf("%s: ok\n", f->config.c_str());
               return 0;
@@ -45,7 +53,7 @@ Subcommand add_daemon(CLI::App& app) {
             else
               spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e stripeline[%P]: [%l] %v");
             spdlog::flush_on(spdlog::level::trace);
-            return daemon::run_daemon(f->config);
+            return daemon::run_daemon(f->config, overrides);
           }};
 }
 

@@ -1,17 +1,20 @@
 // `stripeline run` and `stripeline replay`: a source through the pipeline
 // into file sinks, with a progress bar and a summary.
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
+#include "app/calibration_setup.h"
 #include "app/config.h"
 #include "app/outputs.h"
 #include "app/sources.h"
 #include "core/errors.h"
 #include "pipeline/pipeline.h"
+#include "tools/calibration_flags.h"
 #include "tools/commands.h"
 #include "tools/report.h"
 
@@ -24,7 +27,12 @@ struct CommonFlags {
   std::string backend;
   bool quiet = false;
   double wait_subscriber = 0.0;  // --wait-subscriber: seconds to wait for a subscriber before starting
+  std::string calibration;       // --calibration FILE
+  double y_step = 0.0;           // --y-step MM
+  std::string roi_offset;        // --roi-offset X,Y
 };
+
+
 
 
 // Ctrl-C (or SIGTERM) while a camera runs: stop acquiring, finish the files.
@@ -56,15 +64,31 @@ class StopOnSignal {
   void (*old_term_)(int) = nullptr;
 };
 
-int process(const std::string& command, const Config& config, bool quiet, double wait_subscriber = 0.0) {
+int process(const std::string& command, const Config& given, bool quiet, double wait_subscriber = 0.0,
+            const RangeMapOptions* range_map = nullptr) {
+  Config config = given;
   auto source = make_source(config);
+  {  // the calibration file: checked before any output is opened
+    const BatchLayout layout = source->frame_layout();
+    auto* cam = dynamic_cast<CameraSource*>(source.get());
+    config.pipeline.sheet = load_applied_calibration(config.calibration, layout.width, layout.frame_height, cam ? &cam->settings() : nullptr);
+  }
   const auto& out = config.output;
   OutputOptions options;
   options.filter_backend = config.pipeline.backend;
   options.expected_rows = source->total_frames().value_or(0);
   options.publisher = config.publish ? &config.publisher : nullptr;
+  if (range_map && !config.pipeline.sheet)
+    throw InputError("--range-map/--range-codes need a sheet-of-light calibration (expected --calibration FILE or [calibration] file)");
   OutputSinks sinks = make_output_sinks(out, options);
   std::vector<std::filesystem::path> outputs = sinks.files;
+  std::vector<ProfileSink*> all_sinks = sinks.all();
+  std::unique_ptr<RangeMapSink> range_sink;
+  if (range_map) {
+    range_sink = std::make_unique<RangeMapSink>(*range_map);
+    all_sinks.push_back(range_sink.get());
+    for (const auto& p : range_sink->files()) outputs.push_back(p);
+  }
   // Streaming (--publish or [publisher] enabled): docs/wire-format.md.
   Publisher* publisher = sinks.publisher;
   if (publisher) {
@@ -85,7 +109,9 @@ int process(const std::string& command, const Config& config, bool quiet, double
   report.command = command;
   report.source = source->describe();
   report.width = source->frame_layout().width;
-  report.stats = pipeline.run(*source, sinks.all(), [&bar](const PipelineStats& s) { bar.update(s); });
+  report.calibration = config.pipeline.sheet;
+  report.linear = config.pipeline.calibration;
+  report.stats = pipeline.run(*source, all_sinks, [&bar](const PipelineStats& s) { bar.update(s); });
   bar.done();
   report.acquisition = source->acquisition_counters();
   if (source->end_reason() == SourceEnd::DeviceLost) {
@@ -127,8 +153,10 @@ Subcommand add_run(CLI::App& app) {
   sub->add_option("-o,--out", *out_dir, "Output directory (overrides output.dir)");
   sub->add_option("--backend", flags->backend, "auto, cpu or cuda (overrides processing.backend)");
   sub->add_flag("-q,--quiet", flags->quiet, "No progress bar, no list of outputs");
+  add_calibration_flags(sub, flags->calibration, flags->y_step, flags->roi_offset);
   return {sub, [flags, out_dir] {
             Config c = flags->config.empty() ? default_config() : load_config(flags->config);
+            apply_calibration_flags(c, flags->calibration, flags->y_step, flags->roi_offset);
             if (!out_dir->empty()) c.output.dir = *out_dir;
             if (!flags->backend.empty()) c.pipeline.backend = parse_backend(flags->backend);
             return process("run", c, flags->quiet);
@@ -138,12 +166,14 @@ Subcommand add_run(CLI::App& app) {
 Subcommand add_replay(CLI::App& app) {
   auto* sub = app.add_subcommand("replay", "Replay a recorded concatenated stripe image (TIFF, PNG, PGM, raw)");
   struct Flags : CommonFlags {
-    std::string input, ply, heightmap, preview, summary, method, format, selection, publish, channel, estimator;
+    std::string input, ply, heightmap, preview, summary, method, format, selection, publish, channel, estimator, dark_frame;
+    bool alternate = false, off_first = false;
     int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1;
     std::int64_t threshold = -1;
     double rate = -1;
     std::uint64_t loops = 1;
     bool ascii = false;
+    RangeMapFlags range;
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("input", f->input, "Recorded image: frames concatenated vertically")->required();
@@ -156,6 +186,9 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--height-bits", f->height_bits, "Fractional bits of the 16-bit height code (default 6 = 1/64 px)");
   sub->add_option("-m,--method", f->method, "adaptive (default), cog, max, window, local-max or all");
   sub->add_option("--estimator", f->estimator, "adaptive: sub-pixel centre: centroid (default), gauss, parabola or steger");
+  sub->add_option("--dark-frame", f->dark_frame, "Subtract this laser-off image (one frame) from every frame");
+  sub->add_flag("--alternate", f->alternate, "Frames alternate laser on/off: each pair becomes one frame, on minus off");
+  sub->add_flag("--off-first", f->off_first, "With --alternate: each pair starts with the laser-off frame");
   sub->add_option("--channel", f->channel, "Colour recordings: red, green, blue, luma (default) or weights \"R,G,B\"");
   sub->add_option("--selection", f->selection, "local-max spot selection: strongest, top, bottom or all");
   sub->add_option("-t,--threshold", f->threshold, "Stripe threshold (pixel value)");
@@ -171,6 +204,8 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--wait-subscriber", f->wait_subscriber, "With --publish: wait up to this many seconds for a subscriber before starting");
   sub->add_option("--backend", f->backend, "auto, cpu or cuda");
   sub->add_flag("-q,--quiet", f->quiet, "No progress bar, no list of outputs");
+  add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
+  f->range.add(sub);
   return {sub, [f] {
             Config c = f->config.empty() ? default_config() : load_config(f->config);
             if (f->config.empty()) {  // without a config, write only what the flags ask for
@@ -178,6 +213,7 @@ Subcommand add_replay(CLI::App& app) {
               c.output.dir = "";
               c.output.ply = c.output.heightmap = c.output.preview = c.output.summary = "";
             }
+            apply_calibration_flags(c, f->calibration, f->y_step, f->roi_offset);
             c.source = SourceKind::File;
             c.file.path = f->input;
             c.file.frame_height = f->frame_height;
@@ -201,6 +237,13 @@ Subcommand add_replay(CLI::App& app) {
             if (!f->method.empty()) c.pipeline.chain.column.method = parse_method(f->method);
             if (!f->estimator.empty()) c.pipeline.chain.adaptive.estimator = parse_estimator(f->estimator);
             if (!f->channel.empty()) c.file.channel = io::parse_channel_mix(f->channel, "--channel");
+            if (!f->dark_frame.empty() && f->alternate) throw InputError("--dark-frame and --alternate exclude each other (pick one ambient suppression)");
+            if (!f->dark_frame.empty()) {
+              c.pipeline.ambient.mode = AmbientMode::DarkFrame;
+              c.pipeline.ambient.dark_frame_path = f->dark_frame;
+            }
+            if (f->alternate) c.pipeline.ambient.mode = AmbientMode::Alternate;
+            if (f->off_first) c.pipeline.ambient.off_first = true;
             if (!f->selection.empty()) c.pipeline.chain.column.selection = parse_selection(f->selection);
             if (f->threshold >= 0) {
               if (f->threshold > 65535) throw InputError("--threshold " + std::to_string(f->threshold) + " is out of range (expected 1..65535)");
@@ -215,7 +258,8 @@ Subcommand add_replay(CLI::App& app) {
               c.publisher.validate();
             }
             if (f->height_bits >= 0) c.output.validate();
-            return process("replay", c, f->quiet, f->wait_subscriber);
+            const std::unique_ptr<RangeMapOptions> range = f->range.options();
+            return process("replay", c, f->quiet, f->wait_subscriber, range.get());
           }};
 }
 

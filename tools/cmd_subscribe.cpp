@@ -11,10 +11,12 @@
 #include <optional>
 
 #include "app/outputs.h"
+#include "calibration/calibration_file.h"
 #include "core/errors.h"
 #include "core/fixed_point.h"
 #include "streaming/subscriber.h"
 #include "streaming/wire_format.h"
+#include "tools/calibration_flags.h"
 #include "tools/commands.h"
 
 namespace stripeline::tools {
@@ -27,6 +29,8 @@ struct Flags {
   double timeout = 30.0;
   int rcv_hwm = 1000;
   bool ascii = false, fail_on_gap = false, quiet = false;
+  std::string calibration, roi_offset;  // --calibration / --roi-offset: map the rows with this file instead of the series'
+  double y_step = 0.0;
 };
 
 // The files asked for, written by the same sinks a replay uses, with the
@@ -67,6 +71,11 @@ int subscribe(const Flags& f) {
     if (rebuild) return;
     sinks = make_output_sinks(outputs_of(f, d.header.value("height_bits", kDefaultHeightCodeBits)), OutputOptions{});
     rebuild = std::make_unique<SeriesRebuilder>(sinks.all());
+    if (!f.calibration.empty()) {
+      Config c;
+      apply_calibration_flags(c, f.calibration, f.y_step, f.roi_offset);
+      rebuild->use_calibration(load_applied_calibration(c.calibration, d.header.value("width", 0), d.header.value("frame_height", 0)));
+    }
   };
 
   try {
@@ -108,7 +117,7 @@ int subscribe(const Flags& f) {
           const LinearCalibration cal = wire::calibration_from_json(d.header.value("calibration", nlohmann::json::object()));
           if (!f.quiet)
             std::printf("series %s started: %s, width %d, %s\n", series.c_str(), d.header.value("source", "?").c_str(),
-                        d.header.value("width", 0), cal.unit());
+                        d.header.value("width", 0), d.header.value("point_unit", std::string(cal.unit())).c_str());
           break;
         }
         case wire::Topic::Profile: {
@@ -175,7 +184,15 @@ Subcommand add_subscribe(CLI::App& app) {
   sub->add_option("--client-key", f->client_key, "CURVE: this client's secret key file (mode 0600; its public key must be allowed)");
   sub->add_flag("--fail-on-gap", f->fail_on_gap, "Exit 4 when any message or row was missed");
   sub->add_flag("-q,--quiet", f->quiet, "Only the summary");
-  return {sub, [f] { return subscribe(*f); }};
+  add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
+  return {sub, [f] {
+            if (!f->calibration.empty()) {  // a bad file: one line, exit 2, before subscribing
+              Config c;
+              apply_calibration_flags(c, f->calibration, f->y_step, f->roi_offset);
+              load_calibration(c.calibration.file);
+            }
+            return subscribe(*f);
+          }};
 }
 
 }  // namespace stripeline::tools

@@ -12,6 +12,7 @@
 #include "io/atomic_file.h"
 #include "io/recording.h"
 #include "tools/commands.h"
+#include "tools/synth_triangulation.h"
 
 namespace stripeline::tools {
 
@@ -54,6 +55,7 @@ Subcommand add_synth(CLI::App& app) {
     int depth = 8;
     std::string compression = "deflate";
     int frames_per_strip = 1;
+    TriangulationSynthOptions tri;
   };
   auto f = std::make_shared<Flags>();
   f->c.frames = 300;
@@ -72,8 +74,21 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--noise", f->c.noise, "Sensor noise sigma")->capture_default_str();
   sub->add_option("--occlusion", f->c.occlusion, "Fraction of occluded columns")->capture_default_str();
   sub->add_option("--reflection", f->c.reflection, "Fraction of columns with a secondary reflection")->capture_default_str();
-  sub->add_option("--truth", f->truth, "Also write the true stripe centres as CSV here");
+  sub->add_option("--truth", f->truth, "Also write the true stripe centres as CSV here (--scene: the scene's truth as JSON)");
+  sub->add_option("--scene", f->tri.scene,
+                  "Sheet-of-light sensor instead (docs/calibration.md): target (with --target), gauge or sphere-ramp; 2048x1088 sensor");
+  sub->add_option("--target", f->tri.target, "--scene target: the target file (configs/targets/)");
+  sub->add_option("--roi", f->tri.roi, "--scene: X,Y,W,H window of the sensor (default 0,428,2048,256)");
+  sub->add_option("--out-of-view", f->tri.out_of_view, "--scene target: fraction of frames partly out of view");
+  sub->add_option("--corrupted", f->tri.corrupted, "--scene target: fraction of corrupted frames");
   return {sub, [f] {
+            if (!f->tri.scene.empty()) {
+              f->tri.out = f->out;
+              f->tri.truth = f->truth;
+              f->tri.frames = f->c.frames;
+              f->tri.seed = f->c.seed;
+              return synth_triangulation(f->tri);
+            }
             if (f->depth != 8 && f->depth != 16) throw InputError("--depth " + std::to_string(f->depth) + " is not supported (expected 8 or 16)");
             if (f->c.frames == 0) throw InputError("--frames 0: a recording needs at least one frame");
             if (f->compression != "deflate" && f->compression != "none")

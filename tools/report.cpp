@@ -38,7 +38,9 @@ std::string summary_line(const RunReport& r) {
   std::snprintf(buf, sizeof buf, "frames %llu, profiles %llu, points %llu, %.1f MB/s, %.0f profiles/s (%s backend, %.3f s)",
                 static_cast<unsigned long long>(s.frames), static_cast<unsigned long long>(s.profiles),
                 static_cast<unsigned long long>(s.points), s.mb_per_s(), s.profiles_per_s(), to_string(s.backend), s.seconds);
-  return buf;
+  std::string line = buf;
+  if (s.ambient_frames > 0) line += ", " + std::to_string(s.ambient_frames) + " laser-off frames consumed";
+  return line;
 }
 
 std::string acquisition_line(const AcquisitionCounters& a) {
@@ -83,6 +85,20 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
                         {"gap_not_inserted", a.gap_not_inserted}, {"arrived_late", a.arrived_late},
                         {"underruns", a.underruns},              {"batches_full", a.batches_full},
                         {"batches_flushed", a.batches_flushed}};
+  }
+  // Units and the calibration's identity (docs/calibration.md, report keys).
+  if (const AppliedCalibration* c = r.calibration.get()) {
+    j["unit"] = "mm";
+    j["calibration"] = {{"model", c->model.kind == SheetOfLightModel::Kind::Linear ? "linear" : "sheet-of-light"},
+                        {"id", c->id},
+                        {"file", c->file},
+                        {"file_fnv1a", c->file_sha},
+                        {"y_step_mm", c->model.y_step},
+                        {"y_source", c->model.y_from_encoder ? "encoder" : "frame"},
+                        {"roi_offset", {c->roi_x, c->roi_y}}};
+  } else {
+    j["unit"] = r.linear.unit();
+    j["calibration"] = {{"model", r.linear.enabled ? "linear-keys" : "none"}};
   }
   j["outputs"] = nlohmann::ordered_json::array();
   for (const auto& o : r.outputs) j["outputs"].push_back(o.string());

@@ -3,6 +3,7 @@
 // summary at the end, and a JSON summary file.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ struct RunReport {
   PipelineStats stats;
   std::vector<std::filesystem::path> outputs;
   std::optional<AcquisitionCounters> acquisition;  // live sources: what was lost, by cause
+  std::shared_ptr<const AppliedCalibration> calibration;  // sheet-of-light calibration applied, or none
+  LinearCalibration linear;                         // [calibration] linear keys
 };
 
 // "camera: 1000 frames received whole, 12 lost (gap 3, incomplete 9, timeout 0, failed 0; 0 beyond gap_fill_limit); 0 underruns; batches 3 full, 1 flushed"

@@ -28,25 +28,26 @@ __device__ __forceinline__ void extract_and_store(const Column& column, int heig
   }
   std::int32_t position0 = kNoPeak;
   std::uint32_t value0 = 0, width0 = 0, quality0 = 0;
-  auto emit = [&](int slot, std::int32_t position, std::uint32_t value, std::uint32_t run, std::uint32_t quality) {
+  auto emit = [&](int slot, std::int32_t position, std::uint32_t value, std::uint32_t run, std::uint32_t contrast) {
+    const std::uint32_t q = contrast > 65535u ? 65535u : contrast;
     if (slot == 0) {
       position0 = position;
       value0 = value;
       width0 = run;
-      quality0 = quality;
+      quality0 = q;
     } else {
       const std::size_t i = base + static_cast<std::size_t>(slot) * width;
       out.position[i] = position;
       out.intensity[i] = static_cast<std::uint16_t>(value);
       out.stripe_width[i] = static_cast<std::uint16_t>(run);
-      out.quality[i] = saturate_quality(quality);
+      out.quality[i] = static_cast<std::uint16_t>(q);
     }
   };
   const int found = kernels::extract_column(column, height, params, emit);
   out.position[base] = position0;
   out.intensity[base] = static_cast<std::uint16_t>(value0);
   out.stripe_width[base] = static_cast<std::uint16_t>(width0);
-  out.quality[base] = saturate_quality(quality0);
+  out.quality[base] = static_cast<std::uint16_t>(quality0);
   out.count[static_cast<std::size_t>(frame) * width + static_cast<std::size_t>(x)] =
       static_cast<std::uint8_t>(found > 255 ? 255 : found);
 }

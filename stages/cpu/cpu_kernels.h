@@ -78,12 +78,12 @@ void extract_tile(const Pixel& pixel, int height, int x0, int x1, int f, const k
       quality[i] = 0;
     }
     auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
-    auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width, std::uint32_t q) {
+    auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width, std::uint32_t contrast) {
       const std::size_t i = out.slot_index(f, slot, x);
       position[i] = pos;
       intensity[i] = static_cast<std::uint16_t>(value);
       stripe_width[i] = static_cast<std::uint16_t>(width);
-      quality[i] = kernels::saturate_quality(q);
+      quality[i] = static_cast<std::uint16_t>(contrast > 65535u ? 65535u : contrast);
     };
     const int found = kernels::extract_column(column, height, p, emit);
     count[static_cast<std::size_t>(f) * out.width + x] = static_cast<std::uint8_t>(found > 255 ? 255 : found);
