@@ -85,6 +85,10 @@ int process(const std::string& command, const Config& config, bool quiet, double
   report.command = command;
   report.source = source->describe();
   report.width = source->frame_layout().width;
+  report.frame_height = source->frame_layout().frame_height;
+  report.height_bits = out.height_bits;
+  report.method = to_string(config.pipeline.chain.column.method);
+  report.calibration = config.pipeline.calibration;
   report.stats = pipeline.run(*source, sinks.all(), [&bar](const PipelineStats& s) { bar.update(s); });
   bar.done();
   report.acquisition = source->acquisition_counters();

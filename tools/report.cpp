@@ -86,6 +86,19 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
   }
   j["outputs"] = nlohmann::ordered_json::array();
   for (const auto& o : r.outputs) j["outputs"].push_back(o.string());
+  j["height_bits"] = r.height_bits;
+  j["rounding"] = "half up";
+  j["frame_height"] = r.frame_height;
+  j["method"] = r.method;
+  const LinearCalibration& c = r.calibration;
+  if (c.enabled)
+    j["calibration"] = {{"kind", "linear"}, {"x_scale", c.x_scale}, {"x_offset", c.x_offset}, {"y_scale", c.y_scale},
+                        {"y_offset", c.y_offset}, {"z_scale", c.z_scale}, {"z_offset", c.z_offset},
+                        {"y_from_encoder", c.y_from_encoder}};
+  else
+    j["calibration"] = "none";
+  j["unit"] = c.unit();
+  j["software"] = "stripeline " STRIPELINE_VERSION;
   io::write_file_atomically(path, j.dump(2) + "\n");
 }
 

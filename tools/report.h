@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/calibration.h"
 #include "pipeline/pipeline.h"
 
 namespace stripeline::tools {
@@ -31,6 +32,11 @@ struct RunReport {
   PipelineStats stats;
   std::vector<std::filesystem::path> outputs;
   std::optional<AcquisitionCounters> acquisition;  // live sources: what was lost, by cause
+  // How to read the outputs (docs/data-model.md "Self-describing outputs").
+  int height_bits = 6;
+  int frame_height = 0;
+  std::string method;
+  LinearCalibration calibration;
 };
 
 // "camera: 1000 frames received whole, 12 lost (gap 3, incomplete 9, timeout 0, failed 0; 0 beyond gap_fill_limit); 0 underruns; batches 3 full, 1 flushed"

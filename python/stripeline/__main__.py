@@ -54,7 +54,12 @@ def main(argv=None):
     sp.choices["save"].add_argument("--ply", help="write the points here (binary PLY)")
     sp.choices["save"].add_argument("--npz", help="write every array here (numpy .npz)")
     sp.choices["save"].add_argument("--rows", type=int, default=0, help="stop after N rows instead of series-end")
+    d = sp.add_parser("describe", help="print what a PNG/TIFF/PLY/JSON output says about itself")
+    d.add_argument("files", nargs="+")
     args = ap.parse_args(argv)
+    if args.cmd == "describe":
+        from .describe import main as describe_main
+        return describe_main(args.files)
     try:
         with Subscriber(args.endpoint, server_key=args.server_key, client_key=args.client_key) as sub:
             return (_print if args.cmd == "print" else _save)(sub, args)

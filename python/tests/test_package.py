@@ -222,6 +222,37 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(os.path.join(venv, "lib"), r.stdout)  # the installed copy, not the source tree
 
+    def test_heightmaps_describe_their_height_bits(self):
+        """A 16-bit PNG written with --height-bits 8 is told apart from one with 6 (and a TIFF)."""
+        got = {}
+        for bits, ext in ((8, "png"), (6, "png"), (7, "tif")):
+            path = os.path.join(self.tmp.name, f"h{bits}.{ext}")
+            summary = path + ".json"
+            r = subprocess.run([BIN, "replay", self.rec, "--frame-height", "52", "--heightmap", path,
+                                "--height-bits", str(bits), "--summary", summary], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            got[bits] = stripeline.describe(path)
+            got[f"{bits}.json"] = stripeline.describe(summary)
+        for bits in (8, 6, 7):
+            d = got.pop(f"{bits}.json")
+            self.assertEqual((d["height_bits"], d["rounding"], d["frame_height"], d["calibration"], d["unit"]),
+                             (bits, "half up", 52, "none", "px"))
+            self.assertEqual(d["method"], got[bits]["method"])
+        for bits, d in got.items():
+            self.assertEqual(d["height_bits"], bits)
+            self.assertEqual(d["rounding"], "half up")
+            self.assertEqual(d["frame_height"], 52)
+            self.assertEqual(d["calibration"], "none")
+            self.assertEqual(d["unit"], "px")
+            self.assertTrue(d["software"].startswith("stripeline "))
+            self.assertIn("rec.tiff", d["source"])
+        r = subprocess.run([sys.executable, "-m", "stripeline", "describe", os.path.join(self.tmp.name, "h8.png")],
+                           capture_output=True, text=True, cwd=PKG_ROOT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('"height_bits": 8', r.stdout)
+        with self.assertRaises(ValueError):
+            stripeline.describe(__file__)  # not an output of stripeline
+
     def test_cli_save(self):
         ply = os.path.join(self.tmp.name, "c.ply")
         endpoint, proc = self.replay(ply)
