@@ -62,6 +62,51 @@ void PlySink::finish() {
 
 void PlySink::abort() noexcept { writer_.reset(); }  // the writer's AtomicFile removes its temporary
 
+namespace {
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const unsigned char c : text) {
+    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
+    else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// What a reader needs to turn the codes back into heights (docs/data-model.md);
+// `stripeline describe` and the Python package (python/) read it.
+std::string heightmap_description(const ScanInfo& info, int bits, const std::vector<std::string>& filters) {
+  const LinearCalibration& c = info.calibration;
+  std::string cal = "\"none\"";
+  if (c.enabled)
+    cal = "{\"kind\": \"linear\", \"x_scale\": " + json_number(c.x_scale) + ", \"x_offset\": " + json_number(c.x_offset) +
+          ", \"y_scale\": " + json_number(c.y_scale) + ", \"y_offset\": " + json_number(c.y_offset) +
+          ", \"z_scale\": " + json_number(c.z_scale) + ", \"z_offset\": " + json_number(c.z_offset) +
+          ", \"y_from_encoder\": " + (c.y_from_encoder ? "true" : "false") + "}";
+  if (info.sheet)  // the codes stay sensor rows; the calibration maps the points (docs/calibration.md)
+    cal = "{\"kind\": \"sheet-of-light\", \"id\": " + json_string(info.sheet->id) + ", \"file_fnv1a\": " + json_string(info.sheet->file_sha) +
+          ", \"applies_to\": \"points (PLY, range maps), not these row codes\"}";
+  std::string steps = "[";
+  for (std::size_t i = 0; i < filters.size(); ++i) steps += (i ? ", " : "") + json_string(filters[i]);
+  steps += "]";
+  return "{\"stripeline\": \"heightmap\", \"height_bits\": " + std::to_string(bits) +
+         ", \"rounding\": \"half up\", \"code\": \"0 = no detection; else (position_1/256px + 128 + 2^(7-b)) >> (8-b)\"" +
+         ", \"frame_height\": " + std::to_string(info.layout.frame_height) +
+         ", \"method\": " + json_string(to_string(info.chain.column.method)) + ", \"calibration\": " + cal +
+         ", \"unit\": " + json_string(c.unit()) + ", \"filters\": " + steps + ", \"source\": " + json_string(info.source) +
+         ", \"software\": \"stripeline " STRIPELINE_VERSION "\"}";
+}
+}  // namespace
+
 HeightMapSink::HeightMapSink(std::filesystem::path heightmap, std::filesystem::path preview, int bits, std::uint64_t expected_rows)
     : heightmap_(std::move(heightmap)), preview_(std::move(preview)), mapping_(LinearCalibration{}, bits), expected_rows_(expected_rows) {}
 
@@ -69,6 +114,7 @@ void HeightMapSink::begin(const ScanInfo& info) {
   width_ = info.layout.width;
   validate_height_code(mapping_.height_bits(), info.layout.frame_height);
   mapping_ = ProfileMapping(info.calibration, mapping_.height_bits());
+  description_ = heightmap_description(info, mapping_.height_bits(), filters_);
   codes_.clear();
   rows_ = 0;
   if (expected_rows_) codes_.reserve(expected_rows_ * static_cast<std::size_t>(width_));
@@ -122,10 +168,12 @@ void HeightMapSink::finish() {
       make_heightmap_filter(filter_backend_, width_, rows, to8)->run(codes_.data(), preview.data());
     }
   }
-  if (!heightmap_.empty()) io::write_image(heightmap_, codes_.data(), width_, static_cast<std::int64_t>(rows_), PixelFormat::Mono16);
+  io::ImageWriteOptions options;
+  options.description = description_;
+  if (!heightmap_.empty()) io::write_image(heightmap_, codes_.data(), width_, static_cast<std::int64_t>(rows_), PixelFormat::Mono16, options);
   if (!preview_.empty()) {
     if (preview.empty()) preview = make_preview(codes_);
-    io::write_image(preview_, preview.data(), width_, static_cast<std::int64_t>(rows_), PixelFormat::Mono8);
+    io::write_image(preview_, preview.data(), width_, static_cast<std::int64_t>(rows_), PixelFormat::Mono8, options);
   }
 }
 

@@ -59,6 +59,7 @@ class HeightMapSink final : public ProfileSink {
   std::uint64_t rows_ = 0;
   std::vector<std::uint16_t> codes_;
   std::vector<std::string> filters_;
+  std::string description_;  // JSON in the image's tEXt/ImageDescription: how to read its codes
   Backend filter_backend_ = Backend::Cpu;
 };
 

@@ -2,7 +2,7 @@
 # Install what stripeline needs on a bare Debian 12 (run as root, or with sudo
 # available). Safe to run again: it installs only what is missing.
 #   scripts/setup-debian.sh           build dependencies
-#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq for tools/subscribe.py)
+#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq and numpy for the python/ package and its offline venv test)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
@@ -19,7 +19,7 @@ packages=(build-essential cmake ninja-build pkg-config git
 # The camera tests run Aravis' simulated GigE Vision camera inside a private
 # network namespace: aravis-tools, util-linux (unshare) and iproute2 (ip).
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3 python3-numpy python3-open3d python3-zmq aravis-tools util-linux iproute2)
+  packages+=(python3 python3-numpy python3-open3d python3-zmq python3-venv python3-setuptools python3-wheel python3-pip aravis-tools util-linux iproute2)
 fi
 
 missing=()

@@ -17,6 +17,7 @@
 
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
+#include "io/image_reader.h"
 #include "io/ply_writer.h"
 #include "app/config.h"
 #include "app/sources.h"
@@ -537,11 +538,14 @@ TEST(StreamingCli, ReplayPublishesAndSubscribeRebuildsTheSameHeightMapAndTimesOu
   EXPECT_NE(out.find("published 250 of 250 rows"), std::string::npos) << out;
   ASSERT_EQ(sub_rc, 0) << sub_out;
   EXPECT_NE(sub_out.find("complete: every published row received"), std::string::npos) << sub_out;
-  auto read_all = [](const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
+  // Pixels, not bytes: each file's description names its own source (docs/data-model.md).
+  const auto pixels = [](const std::filesystem::path& p) {
+    auto r = io::open_image(p);
+    std::vector<std::byte> px(static_cast<std::size_t>(r->info().width) * r->info().height * 2);
+    r->read_rows(px.data(), r->info().height);
+    return px;
   };
-  EXPECT_EQ(read_all(dir / "sub.png"), read_all(dir / "rep.png")) << "the subscriber's height map differs from the replay's";
+  EXPECT_EQ(pixels(dir / "sub.png"), pixels(dir / "rep.png")) << "the subscriber's height map differs from the replay's";
   EXPECT_EQ(io::read_ply(dir / "sub.ply").size(), io::read_ply(dir / "rep.ply").size());
 
   const auto t0 = steady::now();

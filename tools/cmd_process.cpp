@@ -111,6 +111,9 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   report.width = source->frame_layout().width;
   report.calibration = config.pipeline.sheet;
   report.linear = config.pipeline.calibration;
+  report.frame_height = source->frame_layout().frame_height;
+  report.height_bits = out.height_bits;
+  report.method = to_string(config.pipeline.chain.column.method);
   report.stats = pipeline.run(*source, all_sinks, [&bar](const PipelineStats& s) { bar.update(s); });
   bar.done();
   report.acquisition = source->acquisition_counters();

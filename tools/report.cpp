@@ -98,10 +98,21 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
                         {"roi_offset", {c->roi_x, c->roi_y}}};
   } else {
     j["unit"] = r.linear.unit();
-    j["calibration"] = {{"model", r.linear.enabled ? "linear-keys" : "none"}};
+    const LinearCalibration& l = r.linear;
+    if (l.enabled)
+      j["calibration"] = {{"model", "linear-keys"}, {"x_scale", l.x_scale}, {"x_offset", l.x_offset}, {"y_scale", l.y_scale},
+                          {"y_offset", l.y_offset},     {"z_scale", l.z_scale},   {"z_offset", l.z_offset},
+                          {"y_from_encoder", l.y_from_encoder}};
+    else
+      j["calibration"] = {{"model", "none"}};
   }
   j["outputs"] = nlohmann::ordered_json::array();
   for (const auto& o : r.outputs) j["outputs"].push_back(o.string());
+  j["height_bits"] = r.height_bits;
+  j["rounding"] = "half up";
+  j["frame_height"] = r.frame_height;
+  j["method"] = r.method;
+  j["software"] = "stripeline " STRIPELINE_VERSION;
   io::write_file_atomically(path, j.dump(2) + "\n");
 }
 

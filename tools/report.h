@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/calibration.h"
 #include "pipeline/pipeline.h"
 
 namespace stripeline::tools {
@@ -34,6 +35,10 @@ struct RunReport {
   std::optional<AcquisitionCounters> acquisition;  // live sources: what was lost, by cause
   std::shared_ptr<const AppliedCalibration> calibration;  // sheet-of-light calibration applied, or none
   LinearCalibration linear;                         // [calibration] linear keys
+  // How to read the outputs (docs/data-model.md "Self-describing outputs").
+  int height_bits = 6;
+  int frame_height = 0;
+  std::string method;
 };
 
 // "camera: 1000 frames received whole, 12 lost (gap 3, incomplete 9, timeout 0, failed 0; 0 beyond gap_fill_limit); 0 underruns; batches 3 full, 1 flushed"

@@ -1,68 +1,43 @@
 #!/usr/bin/env python3
-"""Receive a stripeline stream and decode it into numpy arrays.
+"""Receive one stripeline series into numpy arrays: a thin example over the
+`stripeline` package (python/, docs/python.md), which decodes and validates
+every message (docs/wire-format.md).
 
-    python3 tools/subscribe.py tcp://127.0.0.1:5556 [--timeout S] [--messages N]
+    python3 tools/subscribe.py tcp://127.0.0.1:5556 [--timeout S] [--ply out.ply]
 
-The first thing to copy: every message is [topic, JSON header, arrays...];
-header["parts"] gives each array's name, dtype and shape (docs/wire-format.md).
 Needs pyzmq and numpy (Debian: python3-zmq python3-numpy).
 """
 import argparse
-import json
+import os
 import sys
 
-import numpy as np
-import zmq
-
-
-def decode(frames):
-    """[topic, header, arrays...] -> (topic, header dict, {name: ndarray})."""
-    topic = frames[0].decode()
-    header = json.loads(frames[1])
-    arrays = {}
-    for desc, buf in zip(header.get("parts", []), frames[2:]):
-        arrays[desc["name"]] = np.frombuffer(buf, dtype=np.dtype(desc["dtype"])).reshape(desc["shape"])
-    return topic, header, arrays
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import stripeline  # noqa: E402  (pip install ./python makes the line above unnecessary)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("endpoint")
     ap.add_argument("--timeout", type=float, default=30.0, help="give up after this many seconds without a message (exit 3)")
-    ap.add_argument("--messages", type=int, default=0, help="stop after this many messages (default: at series-end)")
+    ap.add_argument("--ply", help="also write the received points here")
     args = ap.parse_args()
-
-    sock = zmq.Context.instance().socket(zmq.SUB)
-    sock.connect(args.endpoint)
-    sock.setsockopt(zmq.SUBSCRIBE, b"")  # every topic; b"profile" for rows only
-
-    last_seq, rows, points, missing, count = None, 0, 0, 0, 0
-    while True:
-        if not sock.poll(int(args.timeout * 1000)):
-            print(f"timeout: no message for {args.timeout} s", file=sys.stderr)
-            return 3
-        topic, h, a = decode(sock.recv_multipart())
-        count += 1
-        if last_seq is not None and h["seq"] > last_seq + 1:
-            missing += h["seq"] - last_seq - 1
-            print(f"gap: seq {last_seq + 1}..{h['seq'] - 1} missing")
-        last_seq = h["seq"]
-        if topic == "series-start":
-            print(f"series-start {h['series']} width {h['width']} unit {h['unit']}")
-        elif topic == "profile":
-            z = a["z"]  # float32 [rows, slots, width], NaN = no detection; mm when calibrated
-            rows += h["rows"]
-            points += int(np.count_nonzero(~np.isnan(z)))
-            print(f"profile seq {h['seq']} frame {h['frame']} rows {h['rows']} z {z.shape} "
-                  f"mean {np.nanmean(z) if np.isfinite(z).any() else float('nan'):.3f} {h['unit']}")
-        elif topic == "series-end":
-            ok = rows == h["profile_rows"] and missing == 0
-            print(f"series-end: received rows {rows} points {points} of {h['profile_rows']} published; "
-                  f"missing messages {missing}; {'complete' if ok else 'INCOMPLETE'}")
-            return 0
-        if args.messages and count >= args.messages:
-            print(f"stopped after {count} messages: rows {rows} points {points}")
-            return 0
+    try:
+        s = stripeline.receive_series(args.endpoint, timeout=args.timeout)
+    except TimeoutError as e:
+        print(f"timeout: {e}", file=sys.stderr)
+        return 3
+    x, y, z, intensity = s.points()  # float32, one entry per detected point, as in the PLY
+    if s.start:
+        print(f"series-start {s.start.series} width {s.start.width} unit {s.start.unit}")
+    for first, count in s.gaps:
+        print(f"gap: seq {first}..{first + count - 1} missing ({count} messages)")
+    published = s.end.profile_rows if s.end else "?"
+    print(f"series-end: received rows {int(s.received.sum())} points {len(x)} of {published} published; "
+          f"missing messages {sum(c for _, c in s.gaps)}; lost rows {len(s.lost)}; missing frames {int(s.missing.sum())}; "
+          f"malformed messages {s.malformed}; {'complete' if s.complete else 'INCOMPLETE'}")
+    if args.ply:
+        stripeline.save_ply(s, args.ply)
+    return 0 if s.complete else 4
 
 
 if __name__ == "__main__":

@@ -1,0 +1,17 @@
+"""stripeline: receive a stripeline ZeroMQ stream (docs/wire-format.md) into numpy arrays.
+
+    import stripeline
+    s = stripeline.receive_series("tcp://127.0.0.1:5556")
+    x, y, z, intensity = s.points()
+"""
+from .client import Subscriber, load_key_file, receive_series
+from .describe import describe
+from .files import read_ply, save_npz, save_ply
+from .series import LinearMapping, Series, SeriesAssembler, mapping_for
+from .wire import (Calibration, MalformedMessage, Message, Rows, SeriesEnd, SeriesStart, Stats,
+                   decode)
+
+__version__ = "1.0.0"
+__all__ = ["describe", "Subscriber", "load_key_file", "receive_series", "read_ply", "save_npz", "save_ply",
+           "LinearMapping", "Series", "SeriesAssembler", "mapping_for", "Calibration",
+           "MalformedMessage", "Message", "Rows", "SeriesEnd", "SeriesStart", "Stats", "decode"]

@@ -1,0 +1,272 @@
+"""Tests of the stripeline Python package (python/), run by ctest as Python.*.
+
+    STRIPELINE_BIN=build/stripeline python3 python/tests/test_package.py [-k pattern]
+
+Exits 77 (ctest: skipped) when pyzmq or numpy is missing. The replay tests start
+a real `stripeline replay --publish` and compare what arrives with its PLY.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+try:
+    import numpy as np
+    import zmq
+except ImportError as e:  # visible skip, not a silent pass
+    print(f"SKIP: {e} (Debian: apt-get install python3-zmq python3-numpy)")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG_ROOT = os.path.dirname(HERE)
+sys.path.insert(0, PKG_ROOT)
+import stripeline  # noqa: E402
+from stripeline.wire import MalformedMessage, decode  # noqa: E402
+
+BIN = os.environ.get("STRIPELINE_BIN", "")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def profile_frames(rows=2, width=3, slots=1, header=None, **over):
+    h = {"htype": "stripeline-profile-1.0", "series": "s1", "seq": 1, "time_ns": 5,
+         "series_row": 0, "index": 10, "frame": 10, "rows": rows, "width": width, "slots": slots,
+         "frame_ids": list(range(10, 10 + rows)), "timestamps_ns": [7] * rows, "encoder": [None] * rows,
+         "missing_rows": [], "unit": "px", "height_bits": 6,
+         "parts": [{"name": "z", "dtype": "<f4", "shape": [rows, slots, width]},
+                   {"name": "intensity", "dtype": "<u2", "shape": [rows, slots, width]},
+                   {"name": "width", "dtype": "<u2", "shape": [rows, slots, width]}]}
+    h.update(over)
+    h.update(header or {})
+    n = rows * slots * width
+    z = np.arange(n, dtype="<f4")
+    return [b"profile", json.dumps(h).encode(), z.tobytes(), np.ones(n, "<u2").tobytes(), np.ones(n, "<u2").tobytes()]
+
+
+class DecodeTest(unittest.TestCase):
+    def test_valid_profile_decodes_to_arrays(self):
+        m = decode(profile_frames())
+        self.assertIsInstance(m, stripeline.Rows)
+        self.assertEqual(m.z.shape, (2, 1, 3))
+        self.assertEqual(m.z[1, 0, 2], 5.0)
+        self.assertEqual(list(m.frame_ids), [10, 11])
+        self.assertFalse(m.has_encoder.any())
+
+    def test_malformed_messages_raise_one_line(self):
+        good = profile_frames()
+        cases = {
+            "one part": good[:1],
+            "unknown topic": [b"nope"] + good[1:],
+            "header not json": good[:1] + [b"{"] + good[2:],
+            "header not object": good[:1] + [b"[1]"] + good[2:],
+            "short z": good[:2] + [good[2][:-1]] + good[3:],
+            "missing array": good[:4],
+            "wrong htype": profile_frames(htype="stripeline-heightmap-1.0"),
+            "major 2": profile_frames(htype="stripeline-profile-2.0"),
+            "rows not int": profile_frames(header={"rows": "2"}),
+            "negative seq": profile_frames(seq=-1),
+            "frame_ids short": profile_frames(frame_ids=[1]),
+            "missing row out of range": profile_frames(missing_rows=[5]),
+            "wrong dtype": profile_frames(parts=[{"name": "z", "dtype": "<f8", "shape": [2, 1, 3]}] * 3),
+            "no series": profile_frames(series=None),
+            "calibration nan": profile_frames(calibration={"x_scale": "a"}),
+        }
+        for name, frames in cases.items():
+            with self.subTest(name):
+                with self.assertRaises(MalformedMessage) as ctx:
+                    decode(frames)
+                self.assertNotIn("\n", str(ctx.exception))
+
+    def test_subscriber_skips_and_counts_malformed(self):
+        ctx = zmq.Context()
+        pub = ctx.socket(zmq.PUB)
+        port = free_port()
+        pub.bind(f"tcp://127.0.0.1:{port}")
+        sub = stripeline.Subscriber(f"tcp://127.0.0.1:{port}", context=ctx)
+        time.sleep(0.3)  # slow joiner
+        pub.send_multipart([b"profile", b"garbage"])
+        pub.send_multipart(profile_frames())
+        it = sub.messages(timeout=5)
+        m = next(it)
+        self.assertEqual(m.topic, "profile")
+        self.assertEqual(sub.malformed, 1)
+        self.assertIn("not JSON", sub.last_error)
+        sub.close()
+        pub.close(0)
+        ctx.term()
+
+    def test_assembler_reports_lost_rows_and_gaps(self):
+        asm = stripeline.SeriesAssembler()
+        start = decode([b"series-start", json.dumps({"htype": "stripeline-series-start-1.0", "series": "s1", "seq": 0,
+                                                      "width": 3, "slots": 1, "unit": "px"}).encode()])
+        asm.add(start)
+        asm.add(decode(profile_frames(seq=2, series_row=2, index=12, missing_rows=[1])))  # seq 1 (rows 0-1) lost
+        end = decode([b"series-end", json.dumps({"htype": "stripeline-series-end-1.0", "series": "s1", "seq": 3,
+                                                  "profile_rows": 4}).encode()])
+        self.assertTrue(asm.add(end))
+        s = asm.series()
+        self.assertEqual(s.rows, 4)
+        self.assertEqual(list(s.lost), [0, 1])
+        self.assertEqual(list(np.flatnonzero(s.missing)), [3])
+        self.assertEqual(s.gaps, [(1, 1)])
+        self.assertFalse(s.complete)
+        self.assertTrue(np.isnan(s.z[0]).all())
+        self.assertEqual(list(s.index[2:]), [12, 13])
+
+    def test_calibrated_mapping(self):
+        cal = stripeline.Calibration(enabled=True, unit="mm", x_scale=0.5, x_offset=1.0, y_scale=2.0, y_offset=-1.0,
+                                     y_from_encoder=True)
+        m = stripeline.LinearMapping(cal)
+        self.assertEqual(list(m.x([0, 2])), [1.0, 2.0])
+        self.assertEqual(list(m.y([3, 4], encoder=[100, 0], has_encoder=[True, False])), [199.0, 7.0])
+
+    def test_key_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "k.secret")
+            with open(p, "w") as f:
+                f.write('#   ****  Generated by stripeline  ****\ncurve\n    public-key = "%s"\n    secret-key = "%s"\n'
+                        % ("a" * 40, "b" * 40))
+            self.assertEqual(stripeline.load_key_file(p), (b"a" * 40, b"b" * 40))
+            with open(p, "w") as f:
+                f.write("nothing\n")
+            with self.assertRaises(ValueError):
+                stripeline.load_key_file(p)
+
+
+@unittest.skipUnless(BIN and os.path.exists(BIN), "STRIPELINE_BIN (the stripeline binary) not given")
+class ReplayTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.rec = os.path.join(cls.tmp.name, "rec.tiff")
+        subprocess.run([BIN, "synth", "--width", "200", "--frames", "70", "--reflection", "0.2", cls.rec],
+                       check=True, stdout=subprocess.DEVNULL)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def replay(self, ply, extra=()):
+        endpoint = f"tcp://127.0.0.1:{free_port()}"
+        proc = subprocess.Popen([BIN, "replay", self.rec, "--frame-height", "52", "--ply", ply, "--publish", endpoint,
+                                 "--wait-subscriber", "20", "--batch-frames", "16", *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return endpoint, proc
+
+    def check_against_ply(self, s, ply):
+        ref = stripeline.read_ply(ply)
+        x, y, z, inten = s.points()
+        self.assertEqual(len(x), len(ref))
+        self.assertGreater(len(x), 0)
+        for a, k in zip((x, y, z, inten), ("x", "y", "z", "intensity")):
+            np.testing.assert_array_equal(a, ref[k], err_msg=k)
+        np.testing.assert_array_equal(s.point_quality(), ref["quality"], err_msg="quality")
+
+    def test_replayed_series_matches_its_ply(self):
+        ply = os.path.join(self.tmp.name, "a.ply")
+        endpoint, proc = self.replay(ply, ["--method", "local-max", "--selection", "all"])
+        s = stripeline.receive_series(endpoint, timeout=30)
+        out = proc.communicate(timeout=60)[0].decode()
+        self.assertEqual(proc.returncode, 0, out)
+        self.assertTrue(s.complete, (s.gaps, s.malformed))
+        self.assertEqual(s.rows, 70)
+        self.assertEqual(s.malformed, 0)
+        self.assertEqual(list(s.index), list(range(70)))
+        self.assertGreater(s.start.slots, 1)
+        self.check_against_ply(s, ply)
+        npz = os.path.join(self.tmp.name, "a.npz")
+        stripeline.save_npz(s, npz)
+        with np.load(npz) as d:
+            np.testing.assert_array_equal(d["z"], s.z)
+
+    def test_acceptance_fresh_venv_pip_install(self):
+        """pip install ./python into a fresh venv; a short script receives the series identical to the PLY."""
+        try:
+            import setuptools  # noqa: F401
+            import wheel  # noqa: F401
+        except ImportError as e:  # offline pip builds with what this interpreter has
+            self.skipTest(f"{e}: an offline `pip install --no-build-isolation` needs setuptools and wheel "
+                          "(Debian: python3-setuptools python3-wheel)")
+        venv = os.path.join(self.tmp.name, "venv")
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], check=True)
+        py = os.path.join(venv, "bin", "python")
+        # Offline: build with the system's setuptools, fetch nothing.
+        r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps", "-q",
+                            PKG_ROOT], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for leftover in ("build", "stripeline.egg-info"):
+            subprocess.run(["rm", "-rf", os.path.join(PKG_ROOT, leftover)])
+        ply = os.path.join(self.tmp.name, "b.ply")
+        endpoint, proc = self.replay(ply)
+        script = (
+            "import sys, numpy as np, stripeline\n"
+            "s = stripeline.receive_series(sys.argv[1], timeout=30)\n"
+            "x, y, z, intensity = s.points()\n"
+            "sys.argv.append(None)\n"
+            "import time; [time.sleep(0.1) for _ in range(50) if not __import__('os').path.exists(sys.argv[2])]\n"
+            "ref = stripeline.read_ply(sys.argv[2])\n"
+            "same = all(np.array_equal(a, ref[k]) for a, k in zip((x, y, z, intensity), ref.dtype.names))\n"
+            "print(stripeline.__file__, len(x), s.complete, same)\n"
+            "sys.exit(0 if same and s.complete and len(x) == len(ref) else 1)\n")
+        env = dict(os.environ)
+        r = subprocess.run([py, "-c", script, endpoint, ply], capture_output=True, text=True, cwd=self.tmp.name,
+                           env=env, timeout=120)
+        proc.communicate(timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(os.path.join(venv, "lib"), r.stdout)  # the installed copy, not the source tree
+
+    def test_heightmaps_describe_their_height_bits(self):
+        """A 16-bit PNG written with --height-bits 8 is told apart from one with 6 (and a TIFF)."""
+        got = {}
+        for bits, ext in ((8, "png"), (6, "png"), (7, "tif")):
+            path = os.path.join(self.tmp.name, f"h{bits}.{ext}")
+            summary = path + ".json"
+            r = subprocess.run([BIN, "replay", self.rec, "--frame-height", "52", "--heightmap", path,
+                                "--height-bits", str(bits), "--summary", summary], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            got[bits] = stripeline.describe(path)
+            got[f"{bits}.json"] = stripeline.describe(summary)
+        for bits in (8, 6, 7):
+            d = got.pop(f"{bits}.json")
+            cal = d["calibration"] if isinstance(d["calibration"], str) else d["calibration"].get("model")
+            self.assertEqual((d["height_bits"], d["rounding"], d["frame_height"], cal, d["unit"]),
+                             (bits, "half up", 52, "none", "px"))
+            self.assertEqual(d["method"], got[bits]["method"])
+        for bits, d in got.items():
+            self.assertEqual(d["height_bits"], bits)
+            self.assertEqual(d["rounding"], "half up")
+            self.assertEqual(d["frame_height"], 52)
+            self.assertEqual(d["calibration"], "none")
+            self.assertEqual(d["unit"], "px")
+            self.assertTrue(d["software"].startswith("stripeline "))
+            self.assertIn("rec.tiff", d["source"])
+        r = subprocess.run([sys.executable, "-m", "stripeline", "describe", os.path.join(self.tmp.name, "h8.png")],
+                           capture_output=True, text=True, cwd=PKG_ROOT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('"height_bits": 8', r.stdout)
+        with self.assertRaises(ValueError):
+            stripeline.describe(__file__)  # not an output of stripeline
+
+    def test_cli_save(self):
+        ply = os.path.join(self.tmp.name, "c.ply")
+        endpoint, proc = self.replay(ply)
+        out_ply = os.path.join(self.tmp.name, "c_py.ply")
+        r = subprocess.run([sys.executable, "-m", "stripeline", "save", endpoint, "--ply", out_ply, "--timeout", "30"],
+                           capture_output=True, text=True, cwd=PKG_ROOT, timeout=120)
+        proc.communicate(timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("complete", r.stdout)
+        a, b = stripeline.read_ply(ply), stripeline.read_ply(out_ply)
+        np.testing.assert_array_equal(a, b)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
