@@ -197,3 +197,21 @@ TEST(Cli, PlyOpensInOpen3d) {
   ASSERT_GT(got, 0u);
   EXPECT_EQ(std::stoull(buf), n);
 }
+
+TEST(Cli, VersionSaysWhatWasBuiltInAndGlobalFlagsWorkAfterTheCommand) {
+  std::string out;
+  ASSERT_EQ(run_cli("--version", &out), 0) << out;
+  EXPECT_NE(out.find("stripeline " STRIPELINE_VERSION), std::string::npos) << out;
+  EXPECT_NE(out.find("backends: CPU"), std::string::npos) << out;
+#if STRIPELINE_HAVE_CUDA
+  EXPECT_NE(out.find("(sm "), std::string::npos) << out;  // the CUDA architectures built
+#else
+  EXPECT_NE(out.find("no CUDA"), std::string::npos) << out;
+#endif
+  EXPECT_NE(out.find("stream: ZeroMQ"), std::string::npos) << out;
+  TempDir dir;
+  // -v before and after the subcommand alike.
+  EXPECT_EQ(run_cli("-v synth " + (dir / "a.tiff").string() + " --frames 3", &out), 0) << out;
+  EXPECT_EQ(run_cli("synth " + (dir / "b.tiff").string() + " --frames 3 -v", &out), 0) << out;
+  EXPECT_EQ(run_cli("synth " + (dir / "c.tiff").string() + " --frames 3 --no-such-flag", &out), 2) << out;
+}

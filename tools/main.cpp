@@ -3,18 +3,41 @@
 // file and the problem); 1 runtime failure.
 #include <spdlog/spdlog.h>
 
+#include <zmq.h>
+
 #include <cstdio>
+#include <string>
 #include <exception>
 #include <vector>
 
 #include "core/errors.h"
 #include "tools/commands.h"
 
+namespace {
+
+// `stripeline --version`: the version and what this build can do.
+std::string version_text() {
+  std::string t = "stripeline " STRIPELINE_VERSION "\n  backends: CPU (oneTBB), " STRIPELINE_BUILD_FEATURES;
+#if STRIPELINE_HAVE_ARAVIS
+  t += "\n  cameras: GigE Vision / USB3 Vision through Aravis " + std::string(ARAVIS_VERSION_TEXT) + ", GenTL producers (.cti)";
+#else
+  t += "\n  cameras: none (built without Aravis: recordings and the simulated scanner only)";
+#endif
+  int major = 0, minor = 0, patch = 0;
+  zmq_version(&major, &minor, &patch);
+  t += "\n  stream: ZeroMQ " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
+       (zmq_has("curve") ? ", CURVE encryption available" : ", no CURVE (libzmq built without it)");
+  t += "\n  daemon: systemd notify and watchdog, HTTP /healthz and /metrics";
+  return t;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace stripeline;
   CLI::App app{"stripeline " STRIPELINE_VERSION ": stripe frames in, calibrated height rows, height maps and PLY point clouds out"};
   app.require_subcommand(1, 1);
-  app.set_version_flag("--version", STRIPELINE_VERSION);
+  app.set_version_flag("--version", version_text());
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Log what happens (debug level)");
 
@@ -23,6 +46,9 @@ int main(int argc, char** argv) {
                                                     tools::add_bench_filters(app), tools::add_cameras(app),
                                                     tools::add_simulate_camera(app), tools::add_calibrate(app),
                                                     tools::add_bench_replay(app)};
+
+  // Global flags (-v) are accepted after the subcommand too.
+  for (const auto& cmd : commands) cmd.app->fallthrough();
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
