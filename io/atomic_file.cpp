@@ -42,6 +42,27 @@ AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)
   if (std::filesystem::is_directory(target_, ec)) {
     throw InputError(target_.string() + ": is a directory (expected a path to a file)");
   }
+  // A stream or device target (FIFO, character device, /dev/stdout) is written
+  // in place: renaming a temporary over it would replace the special file.
+  const auto target_status = std::filesystem::status(target_, ec);
+  if (target_ == "-" || (std::filesystem::exists(target_status) && !std::filesystem::is_regular_file(target_status))) {
+    const bool to_stdout = target_ == "-";
+    if (!to_stdout && !std::filesystem::is_fifo(target_status) && !std::filesystem::is_character_file(target_status))
+      throw InputError(target_.string() + ": exists and is not a regular file, a FIFO or a character device (expected a file path)");
+    const int fd = to_stdout ? ::dup(STDOUT_FILENO) : ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      throw InputError(target_.string() + ": cannot open for writing: " + errno_text(err));
+    }
+    file_ = ::fdopen(fd, "wb");
+    if (file_ == nullptr) {
+      const int err = errno;
+      ::close(fd);
+      throw RuntimeFailure(target_.string() + ": cannot open a stream: " + errno_text(err));
+    }
+    in_place_ = true;
+    return;
+  }
   const std::filesystem::path dir = target_.parent_path();
   if (!dir.empty()) {
     const auto st = std::filesystem::status(dir, ec);
@@ -100,6 +121,12 @@ AtomicFile::~AtomicFile() {
   }
 }
 
+void AtomicFile::require_seekable(const char* what) const {
+  if (in_place_)
+    throw InputError(target_.string() + ": is a stream or device; " + what +
+                     " must seek back into its output (expected a regular file path)");
+}
+
 void AtomicFile::write(const void* data, std::size_t bytes) {
   if (file_ == nullptr) throw std::logic_error("AtomicFile::write on a closed file " + quoted(target_));
   if (bytes == 0) return;
@@ -134,6 +161,13 @@ void AtomicFile::commit() {
   };
 
   if (std::fflush(file_) != 0 || std::ferror(file_) != 0) fail("write failed", errno != 0 ? errno : EIO);
+  if (in_place_) {  // a stream or device: nothing to rename
+    std::FILE* f = file_;
+    file_ = nullptr;
+    committed_ = true;
+    if (std::fclose(f) != 0) fail("close failed", errno);
+    return;
+  }
   if (::fsync(::fileno(file_)) != 0 && errno != EINVAL && errno != EROFS) fail("fsync failed", errno);
   std::FILE* f = file_;
   file_ = nullptr;

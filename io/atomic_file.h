@@ -4,6 +4,11 @@
 //   f.write(...); ...            // or fwrite(..., f.handle())
 //   f.commit();                  // flush, fsync, rename to path
 // Destroying an uncommitted AtomicFile removes the temporary.
+//
+// A target that exists and is not a regular file (a FIFO, a character device,
+// /dev/stdout, or a symbolic link to one of these), and "-" (standard output),
+// is written in place instead: never renamed over. Writers that must seek
+// back (PLY, TIFF) refuse such a target up front (in_place()).
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +28,11 @@ class AtomicFile {
   std::FILE* handle() const { return file_; }
   const std::filesystem::path& temp_path() const { return temp_; }
   const std::filesystem::path& target() const { return target_; }
+  // Written straight into an existing non-regular target (no temporary, no rename).
+  bool in_place() const { return in_place_; }
+  // Throws InputError when the target is written in place: for writers that
+  // seek back into their output; `what` says which.
+  void require_seekable(const char* what) const;
   // Throws RuntimeFailure on a short write (disk full...).
   void write(const void* data, std::size_t bytes);
   void seek(long offset);
@@ -33,6 +43,7 @@ class AtomicFile {
   std::filesystem::path temp_;
   std::FILE* file_ = nullptr;
   bool committed_ = false;
+  bool in_place_ = false;
 };
 
 // The whole of `text` as `path`, atomically (JSON summaries, benchmark results).

@@ -260,6 +260,7 @@ void write_image(const std::filesystem::path& path, const void* pixels, int widt
   }
 
   AtomicFile file(path);
+  if (out == OutFormat::Tiff) file.require_seekable("a TIFF (libtiff writes its directory after the pixels)");
   switch (out) {
     case OutFormat::Png: write_png(file, path, pixels, width, height, format, options); break;
     case OutFormat::Tiff: write_tiff(file, path, pixels, width, height, format, options); break;

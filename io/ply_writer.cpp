@@ -71,6 +71,7 @@ class PlyWriter::Impl {
  public:
   Impl(const fs::path& path, PlyEncoding encoding, std::vector<std::string> comments)
       : file_(path), encoding_(encoding), comments_(std::move(comments)) {
+    file_.require_seekable("a PLY (its vertex count is written into the header at the end)");
     for (std::string& c : comments_) {
       std::replace_if(c.begin(), c.end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
     }

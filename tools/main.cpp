@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
                                                     tools::add_bench_replay(app)};
 
   // Global flags (-v) are accepted after the subcommand too.
-  for (const auto& cmd : commands) cmd.app->fallthrough();
+  // (not for a command that reads its own argument list, such as filter)
+  for (const auto& cmd : commands)
+    if (!cmd.app->get_allow_extras() && !cmd.app->get_prefix_command()) cmd.app->fallthrough();
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
