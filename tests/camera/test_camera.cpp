@@ -243,6 +243,9 @@ PipelineOptions cpu_pipeline(int batch_frames) {
   o.backend = Backend::Cpu;
   o.batch_frames = batch_frames;
   o.buffers = 3;
+  // Aravis' fake camera sends a ramp, not a stripe: the fixed-threshold cog
+  // chain finds points on it (the adaptive default rightly finds none).
+  o.chain.column.method = ColumnMethod::Cog;
   return o;
 }
 
