@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace stripeline {
 
@@ -16,17 +17,19 @@ ProfileSpan ProfileSpan::subspan(int first, int n) const {
   s.stripe_width = stripe_width + off;
   s.quality = quality + off;
   s.count = count + static_cast<std::size_t>(first) * width;
+  if (xyz) s.xyz = xyz + 3 * off;
   return s;
 }
 
-ProfileBatch::ProfileBatch(int w, int cap, int s, HostAllocator alloc)
-    : width(w), capacity(cap), slots(s), meta(cap), layout_(ProfileLayout::make(w, cap, s)), storage_(alloc(layout_.bytes)) {
+ProfileBatch::ProfileBatch(int w, int cap, int s, HostAllocator alloc, bool with_xyz)
+    : width(w), capacity(cap), slots(s), meta(cap), layout_(ProfileLayout::make(w, cap, s, with_xyz)), storage_(alloc(layout_.bytes)) {
   std::byte* base = storage_.data();
   position = reinterpret_cast<std::int32_t*>(base + layout_.position_offset);
   intensity = reinterpret_cast<std::uint16_t*>(base + layout_.intensity_offset);
   stripe_width = reinterpret_cast<std::uint16_t*>(base + layout_.width_offset);
   quality = reinterpret_cast<std::uint16_t*>(base + layout_.quality_offset);
   count = reinterpret_cast<std::uint8_t*>(base + layout_.count_offset);
+  if (layout_.xyz) xyz = reinterpret_cast<float*>(base + layout_.xyz_offset);
 }
 
 ProfileSpan ProfileBatch::span() const {
@@ -42,6 +45,7 @@ ProfileSpan ProfileBatch::span() const {
   s.stripe_width = stripe_width;
   s.quality = quality;
   s.count = count;
+  s.xyz = xyz;
   return s;
 }
 
@@ -71,6 +75,10 @@ void ProfileBatch::clear_frame(int f) {
     std::fill(quality + base, quality + base + width, std::uint16_t{0});
   }
   std::fill(count + static_cast<std::size_t>(f) * width, count + static_cast<std::size_t>(f + 1) * width, std::uint8_t{0});
+  if (xyz) {
+    const float none = std::numeric_limits<float>::quiet_NaN();
+    std::fill(xyz + 3 * slot_index(f, 0, 0), xyz + 3 * slot_index(f + 1, 0, 0), none);
+  }
 }
 
 void ProfileBatch::poison() {

@@ -15,6 +15,10 @@
 //   intensity[frame][slot][column]  uint16, the peak pixel (after blur)
 //   width    [frame][slot][column]  uint16, pixels in the above-threshold run holding the peak
 //   count    [frame][column]        uint8, peaks found (saturates at 255); slots filled = min(count, slots)
+//   xyz      [frame][slot][column][3] float, with a sheet-of-light calibration
+//            only (else null): X, Y relative to the frame's motion position
+//            (ProfileMapping::point_y), Z in mm, computed by the processor on
+//            its backend (on the GPU inside the batch); NaN = no point
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -38,6 +42,7 @@ struct ProfileSpan {
   const std::uint16_t* stripe_width = nullptr;
   const std::uint16_t* quality = nullptr;    // [frame][slot][column]: contrast above the local background, pixel units (saturated at 65535)
   const std::uint8_t* count = nullptr;       // [frame][column]
+  const float* xyz = nullptr;                // [frame][slot][column][3], or null (see above)
 
   std::size_t slot_index(int frame, int slot, int column) const {
     return (static_cast<std::size_t>(frame) * slots + slot) * width + column;
@@ -60,7 +65,8 @@ struct ProfileSpan {
 class ProfileBatch {
  public:
   ProfileBatch() = default;
-  ProfileBatch(int width, int capacity, int slots, HostAllocator alloc);
+  // with_xyz: also hold the calibrated points array (ProfileLayout::xyz).
+  ProfileBatch(int width, int capacity, int slots, HostAllocator alloc, bool with_xyz = false);
   ProfileBatch(ProfileBatch&&) = default;
   ProfileBatch& operator=(ProfileBatch&&) = default;
 
@@ -79,6 +85,7 @@ class ProfileBatch {
   std::uint16_t* stripe_width = nullptr;
   std::uint16_t* quality = nullptr;
   std::uint8_t* count = nullptr;
+  float* xyz = nullptr;  // calibrated points; null unless constructed with_xyz
 
   const ProfileLayout& layout() const { return layout_; }
   const HostBuffer& storage() const { return storage_; }

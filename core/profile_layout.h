@@ -9,6 +9,9 @@
 //   width    [frame][slot][column]  uint16
 //   quality  [frame][slot][column]  uint16 (contrast, pixel units, saturated)
 //   count    [frame][column]        uint8
+//   xyz      [frame][slot][column][3] float, only with a sheet-of-light
+//            calibration: (X, Y - frame's motion position, Z) mm of every
+//            detection, NaN where none (kernels/calibrated_points.h)
 // Each array starts on a 256-byte boundary.
 #include <cstddef>
 
@@ -23,12 +26,14 @@ struct ProfileLayout {
   std::size_t width_offset = 0;
   std::size_t quality_offset = 0;
   std::size_t count_offset = 0;
+  bool xyz = false;            // the points array (xyz) is present
+  std::size_t xyz_offset = 0;  // valid when xyz
   std::size_t bytes = 0;  // the whole allocation
 
   static constexpr std::size_t kAlign = 256;
   static constexpr std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-  static ProfileLayout make(int width, int capacity, int slots) {
+  static ProfileLayout make(int width, int capacity, int slots, bool xyz = false) {
     ProfileLayout l;
     l.width = width;
     l.capacity = capacity;
@@ -41,6 +46,11 @@ struct ProfileLayout {
     l.quality_offset = l.width_offset + align_up(n * 2);
     l.count_offset = l.quality_offset + align_up(n * 2);
     l.bytes = l.count_offset + align_up(c);
+    l.xyz = xyz;
+    if (xyz) {
+      l.xyz_offset = l.bytes;
+      l.bytes += align_up(n * 3 * sizeof(float));
+    }
     return l;
   }
   // Elements of one per-slot array for `frames` frames, and of the count array.

@@ -50,8 +50,9 @@ class ProfileMapping {
   }
   // The point of a detection at `column` with `position` in a frame whose
   // motion position is y (point_y). False when the sheet-of-light model has
-  // no point there (beyond the laser plane's horizon). The same function
-  // (core/calibrated_point.h) runs in the CUDA kernel.
+  // no point there (beyond the laser plane's horizon). With a sheet, X and Z
+  // (and Y - y) are the floats of core/calibrated_point.h, which the CUDA
+  // kernel computes to the same bits.
   bool point(double y, int column, std::int32_t position, double& X, double& Y, double& Z) const {
     if (!sheet_) {
       X = x(column);
@@ -59,7 +60,26 @@ class ProfileMapping {
       Z = z(position);
       return true;
     }
-    return calibrated_point(map_, sheet_->roi_x, sheet_->roi_y, column, position, y, X, Y, Z);
+    float px, pdy, pz;
+    if (!calibrated_point(map_, sheet_->roi_x, sheet_->roi_y, column, position, px, pdy, pz)) return false;
+    X = px;
+    Y = y + static_cast<double>(pdy);
+    Z = pz;
+    return true;
+  }
+  // The point of slot s, column x of span row f (y = point_y of that row):
+  // the processor's points when the span carries them (computed on the
+  // batch's backend, the GPU's inside the batch), else point() above. The
+  // same values either way.
+  bool point(const ProfileSpan& p, int f, int s, int x, double y, double& X, double& Y, double& Z) const {
+    const std::size_t i = p.slot_index(f, s, x);
+    if (p.xyz == nullptr || !sheet_) return point(y, x, p.position[i], X, Y, Z);
+    const float* o = p.xyz + 3 * i;
+    if (o[0] != o[0]) return false;  // NaN: no point there
+    X = o[0];
+    Y = y + static_cast<double>(o[1]);
+    Z = o[2];
+    return true;
   }
 
   double x(int column) const { return calibration_.x(column); }

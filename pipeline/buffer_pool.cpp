@@ -6,13 +6,13 @@
 
 namespace stripeline {
 
-BufferPool::BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc) {
+BufferPool::BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc, bool points) {
   slots_.reserve(count);
   ring_.resize(count);
   for (int i = 0; i < count; ++i) {
     auto s = std::make_unique<Slot>();
     s->batch = Batch(layout, alloc);
-    s->profiles = ProfileBatch(layout.width, layout.frames, profile_slots, alloc);
+    s->profiles = ProfileBatch(layout.width, layout.frames, profile_slots, alloc, points);
     ring_[i] = s.get();
     ++free_count_;
     slots_.push_back(std::move(s));

@@ -27,8 +27,9 @@ struct Slot {
 
 class BufferPool {
  public:
-  // count >= 1 (PipelineOptions::validate).
-  BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc);
+  // count >= 1 (PipelineOptions::validate). points: the profiles hold the
+  // calibrated points array too (a sheet-of-light calibration is applied).
+  BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc, bool points = false);
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 

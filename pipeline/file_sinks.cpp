@@ -45,7 +45,7 @@ void PlySink::consume(const ProfileSpan& p) {
       for (int s = 0; s < n; ++s) {
         const std::size_t i = p.slot_index(f, s, x);
         double X, Y, Z;
-        if (!mapping_.point(y, x, p.position[i], X, Y, Z)) continue;  // beyond the sheet's horizon: no point
+        if (!mapping_.point(p, f, s, x, y, X, Y, Z)) continue;  // beyond the sheet's horizon: no point
         buffer_.push_back({static_cast<float>(X), static_cast<float>(Y), static_cast<float>(Z), static_cast<float>(p.intensity[i]),
                            p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f});
       }

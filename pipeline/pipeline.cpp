@@ -158,7 +158,11 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
 
   BatchLayout layout = source.frame_layout();
   layout.frames = options_.batch_frames;
-  const kernels::ColumnParams params = validate_chain(options_.chain, layout);
+  // A sheet-of-light calibration is the chain's last step: every detection
+  // mapped to mm by the processor, on its backend (the GPU's inside the batch).
+  ChainConfig chain = options_.chain;
+  chain.calibration = options_.sheet;
+  const kernels::ColumnParams params = validate_chain(chain, layout);
   std::optional<AmbientSuppressor> ambient;
   if (options_.ambient.mode != AmbientMode::None) {
     AmbientConfig a = options_.ambient;
@@ -168,19 +172,19 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   std::uint64_t ambient_frames = 0;
 
   // Set-up: everything is allocated here, nothing in the steady state.
-  BufferPool pool(layout, params.slots, options_.buffers, host_allocator_for(stats.backend));
+  BufferPool pool(layout, params.slots, options_.buffers, host_allocator_for(stats.backend), chain.calibration != nullptr);
   stats.pinned = pool.pinned();
   const int lanes = options_.lanes > 0 ? std::min(options_.lanes, options_.buffers) : std::max(1, options_.buffers - 1);
   std::vector<std::unique_ptr<BatchProcessor>> processors;
   tbb::concurrent_bounded_queue<BatchProcessor*> free_lanes;
   for (int i = 0; i < lanes; ++i) {
-    processors.push_back(make_processor(stats.backend, layout, options_.chain));
+    processors.push_back(make_processor(stats.backend, layout, chain));
     free_lanes.push(processors.back().get());
   }
   spdlog::debug("pipeline: {} backend, {} slots of {} frames ({:.1f} MB, {}), {} lanes", to_string(stats.backend), pool.size(),
                 layout.frames, pool.bytes() / 1e6, stats.pinned ? "pinned" : "pageable", lanes);
 
-  const ScanInfo info{layout, params.slots, options_.chain, options_.calibration, source.describe(), stats.backend, options_.sheet};
+  const ScanInfo info{layout, params.slots, chain, options_.calibration, source.describe(), stats.backend, options_.sheet};
   std::size_t begun = 0;
   try {
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);

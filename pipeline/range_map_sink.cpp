@@ -50,7 +50,7 @@ void RangeMapSink::consume(const ProfileSpan& p) {
       const int n = p.peaks(f, x);
       for (int s = 0; s < n; ++s) {
         double X, Y, Z;
-        if (mapping_.point(y, x, p.position[p.slot_index(f, s, x)], X, Y, Z)) acc.add(o_.grid, bins_, X, Z);
+        if (mapping_.point(p, f, s, x, y, X, Y, Z)) acc.add(o_.grid, bins_, X, Z);
       }
     }
     acc.finish(o_.grid, bins_);

@@ -8,8 +8,10 @@
 #include <memory>
 #include <string>
 
+#include "core/applied_calibration.h"
 #include "core/batch.h"
 #include "core/profile.h"
+#include "kernels/calibrated_points.h"
 #include "kernels/column_extract.h"
 #include "kernels/gaussian.h"
 #include "stages/backend.h"
@@ -44,6 +46,11 @@ struct ChainConfig {
   int max_peaks = 4;         // local-max with selection 'all': slots per column
   int max_points = 0;        // 'all' method: slots per column (0 = frame height)
   AdaptiveConfig adaptive;   // 'adaptive' method
+  // The last step, with a sheet-of-light calibration ([calibration] file; the
+  // pipeline sets it): every detection mapped to (X, dY, Z) mm into the
+  // profiles' points array (core/calibrated_point.h), on the processor's
+  // backend, so no output maps points on the host. Null: no points array.
+  std::shared_ptr<const AppliedCalibration> calibration;
 };
 
 const char* to_string(ColumnMethod m);
@@ -93,9 +100,23 @@ class BatchProcessor {
   virtual double last_compute_ms() const { return 0.0; }
 
  protected:
-  // params.slots set (validate_chain).
-  BatchProcessor(const BatchLayout& layout, const kernels::ColumnParams& params) : layout_(layout), params_(params) {}
+  // params.slots set (validate_chain); calibration: ChainConfig::calibration.
+  BatchProcessor(const BatchLayout& layout, const kernels::ColumnParams& params, std::shared_ptr<const AppliedCalibration> calibration)
+      : layout_(layout), params_(params), calibration_(std::move(calibration)) {
+    if (calibration_) points_map_ = calibration_->model.map<double>();
+  }
   const kernels::ColumnParams& params() const { return params_; }
+  // The calibrated-points step: present when the chain has a calibration.
+  bool maps_points() const { return calibration_ != nullptr; }
+  const SheetOfLightMap<double>& points_map() const { return points_map_; }
+  // The step's view over profile arrays (host or device pointers) of `frames` frames.
+  kernels::CalibratedPointsView points_view(const std::int32_t* position, const std::uint8_t* count, float* points, int frames) const {
+    kernels::CalibratedPointsView v;
+    v.position = position, v.count = count, v.points = points;
+    v.frames = frames, v.slots = params_.slots, v.width = layout_.width;
+    v.roi_x = calibration_ ? calibration_->roi_x : 0, v.roi_y = calibration_ ? calibration_->roi_y : 0;
+    return v;
+  }
   // The backend's part: the profile arrays of in.frames frames into out.
   virtual void enqueue(const Batch& in, ProfileBatch& out) = 0;
   // Blocks until what enqueue() started is done (asynchronous backends).
@@ -104,6 +125,8 @@ class BatchProcessor {
  private:
   BatchLayout layout_;
   kernels::ColumnParams params_;
+  std::shared_ptr<const AppliedCalibration> calibration_;
+  SheetOfLightMap<double> points_map_{};
   ProfileBatch* pending_ = nullptr;
 };
 

@@ -47,6 +47,9 @@ void BatchProcessor::submit(const Batch& in, ProfileBatch& out) {
   if (pending_) throw RuntimeFailure("process: a batch was submitted while the previous one was still pending (call wait() first)");
   check_batch(layout_, in, "process");
   check_profiles(layout_, params_.slots, in, out, "process");
+  if (maps_points() != (out.xyz != nullptr))
+    throw RuntimeFailure(maps_points() ? "process: the chain maps calibrated points but the profile batch has no points array"
+                                       : "process: the profile batch has a points array but the chain has no calibration to fill it");
   copy_frame_header(in, out);
   enqueue(in, out);
   pending_ = &out;

@@ -123,7 +123,7 @@ class CpuExtract final : public ExtractStage {
 class CpuProcessor final : public BatchProcessor {
  public:
   CpuProcessor(const BatchLayout& l, const ChainConfig& c)
-      : BatchProcessor(l, validate_chain(c, l)),
+      : BatchProcessor(l, validate_chain(c, l), c.calibration),
         taps_(kernels::make_gaussian_taps(c.blur_size, c.blur_sigma)),
         threshold_stage_(threshold_stage_level(c, params()) != 0),
         grid_(l),
@@ -154,6 +154,12 @@ class CpuProcessor final : public BatchProcessor {
         }
       });
     });
+    if (maps_points()) {  // the calibrated points of every detection, frames spread over the cores
+      const kernels::CalibratedPointsView v = points_view(out.position, out.count, out.xyz, in.frames);
+      tbb::parallel_for(tbb::blocked_range<int>(0, in.frames), [&](const tbb::blocked_range<int>& r) {
+        kernels::calibrated_points_cpu(points_map(), v, r.begin(), r.end());
+      });
+    }
     last_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
 

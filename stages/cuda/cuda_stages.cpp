@@ -11,6 +11,7 @@
 #include "core/cuda/device_lane.h"
 #include "core/cuda/runtime.h"
 #include "core/errors.h"
+#include "kernels/cuda/calibrated_points_kernels.h"
 #include "kernels/cuda/stripe_kernels.h"
 
 namespace stripeline::cuda {
@@ -41,8 +42,8 @@ void download(const DeviceBuffer& from, const Batch& in, Batch& out, cudaStream_
 // in one device buffer, so each array comes down with one copy.
 class DeviceProfiles {
  public:
-  DeviceProfiles(int width, int capacity, int slots)
-      : layout_(ProfileLayout::make(width, capacity, slots)), buffer_(DeviceBuffer::allocate(layout_.bytes, "profiles")) {
+  DeviceProfiles(int width, int capacity, int slots, bool points = false)
+      : layout_(ProfileLayout::make(width, capacity, slots, points)), buffer_(DeviceBuffer::allocate(layout_.bytes, "profiles")) {
     view_.position = buffer_.at_byte<std::int32_t>(layout_.position_offset);
     view_.intensity = buffer_.at_byte<std::uint16_t>(layout_.intensity_offset);
     view_.stripe_width = buffer_.at_byte<std::uint16_t>(layout_.width_offset);
@@ -50,8 +51,10 @@ class DeviceProfiles {
     view_.count = buffer_.at_byte<std::uint8_t>(layout_.count_offset);
     view_.width = width;
     view_.slots = slots;
+    if (points) points_ = buffer_.at_byte<float>(layout_.xyz_offset);
   }
   const kc::ProfileView& view() const { return view_; }
+  float* points() const { return points_; }  // null unless made with points
 
   // Enqueue the copy of the first `frames` frames' profiles into out.
   void download(ProfileBatch& out, int frames, cudaStream_t stream) const {
@@ -63,12 +66,15 @@ class DeviceProfiles {
         cudaMemcpyAsync(out.stripe_width, view_.stripe_width, n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost, stream));
     STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.quality, view_.quality, n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost, stream));
     STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.count, view_.count, c, cudaMemcpyDeviceToHost, stream));
+    if (points_ != nullptr)
+      STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.xyz, points_, 3 * n * sizeof(float), cudaMemcpyDeviceToHost, stream));
   }
 
  private:
   ProfileLayout layout_;
   DeviceBuffer buffer_;
   kc::ProfileView view_;
+  float* points_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------
@@ -150,7 +156,7 @@ constexpr int kLowLatencyFrames = 16;
 class CudaProcessorImpl final : public CudaProcessor {
  public:
   CudaProcessorImpl(const BatchLayout& l, const ChainConfig& c, const CudaProcessorOptions& options)
-      : CudaProcessor(l, validate_chain(c, l)),
+      : CudaProcessor(l, validate_chain(c, l), c.calibration),
         // Small batches are the low-latency mode: spin on completion rather
         // than sleep (a sleeping thread's wake-up costs tens of microseconds).
         lane_(l.frames <= kLowLatencyFrames ? DeviceLane::Wait::Spin : DeviceLane::Wait::Sleep) {
@@ -161,7 +167,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     const std::size_t shared = kc::fused_shared_bytes(static_cast<int>(bytes_per_pixel(l.format)), l.frame_height, taps.size);
     fused_ = options.allow_fused && shared <= max_shared_bytes_per_block();
     in_ = DeviceBuffer::allocate(l.bytes(), "batch pixels");
-    profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots);
+    profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
     if (fused_)
       configure_fused_once();
     else if (taps.size > 0)
@@ -213,6 +219,11 @@ class CudaProcessorImpl final : public CudaProcessor {
         kc::extract<T>(pixels, chain_.zero_below, chain_.column, profiles_->view(), stream);
       }
     });
+    // Calibrated points straight from the device profiles: no host round trip.
+    if (maps_points()) {
+      const kc::ProfileView& p = profiles_->view();
+      kc::launch_calibrated_points(points_map(), points_view(p.position, p.count, profiles_->points(), frames), stream);
+    }
   }
 
   kc::ChainParams chain_;
