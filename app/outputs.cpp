@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "core/profile_mapping.h"
+#include "pipeline/background_sink.h"
 #include "stages/heightmap_filters.h"
 
 namespace stripeline {
@@ -52,7 +53,7 @@ OutputSinks make_output_sinks(const OutputConfig& out, const OutputOptions& opti
     sinks.files.push_back(named(out.ply));
     auto ply = std::make_unique<PlySink>(sinks.files.back(), out.ply_encoding);
     sinks.ply = ply.get();
-    sinks.owned.push_back(std::move(ply));
+    sinks.owned.push_back(std::make_unique<BackgroundSink>(std::move(ply), "PLY writer"));
   }
   if (!out.heightmap.empty() || !out.preview.empty()) {
     const auto hm = named(out.heightmap), pv = named(out.preview);
@@ -61,7 +62,7 @@ OutputSinks make_output_sinks(const OutputConfig& out, const OutputOptions& opti
     auto sink = std::make_unique<HeightMapSink>(hm, pv, out.height_bits, options.expected_rows);
     if (!out.heightmap_filters.empty()) sink->set_filters(out.heightmap_filters, options.filter_backend);
     sinks.heightmap = sink.get();
-    sinks.owned.push_back(std::move(sink));
+    sinks.owned.push_back(std::make_unique<BackgroundSink>(std::move(sink), "height-map writer"));
   }
   if (options.publisher) {
     auto p = std::make_unique<Publisher>(publisher_for_outputs(*options.publisher, out, options.filter_backend));

@@ -46,6 +46,8 @@ struct OutputOptions {
 };
 
 struct OutputSinks {
+  // The sinks in run order; the file writers run on threads of their own
+  // (pipeline/background_sink.h), so `ply` and `heightmap` point inside them.
   std::vector<std::unique_ptr<ProfileSink>> owned;
   std::vector<std::filesystem::path> files;  // the files the sinks will write (PLY, height map, preview), in that order
   PlySink* ply = nullptr;

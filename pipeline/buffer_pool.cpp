@@ -11,12 +11,17 @@ BufferPool::BufferPool(const BatchLayout& layout, int profile_slots, int count, 
   ring_.resize(count);
   for (int i = 0; i < count; ++i) {
     auto s = std::make_unique<Slot>();
+    s->pool = this;
     s->batch = Batch(layout, alloc);
     s->profiles = ProfileBatch(layout.width, layout.frames, profile_slots, alloc, points);
     ring_[i] = s.get();
     ++free_count_;
     slots_.push_back(std::move(s));
   }
+}
+
+void Slot::release() noexcept {
+  if (holders.fetch_sub(1, std::memory_order_acq_rel) == 1) pool->release(this);
 }
 
 Slot* BufferPool::acquire() {

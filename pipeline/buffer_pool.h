@@ -6,6 +6,7 @@
 //
 // Protocol: acquire() -> source fills -> processor -> sinks -> release().
 // At stop, wait_all_returned() blocks until every slot came back.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
@@ -14,15 +15,23 @@
 
 #include "core/batch.h"
 #include "core/profile.h"
+#include "pipeline/sink.h"
 
 namespace stripeline {
 
-struct Slot {
+class BufferPool;
+
+// A slot is also the lease a sink that keeps spans holds (pipeline/sink.h):
+// it goes back to the pool when the last holder releases it.
+struct Slot final : SpanLease {
   Batch batch;
   ProfileBatch profiles;
   double compute_ms = 0.0;     // processor time spent on this batch
   std::uint64_t points = 0;    // detected points in the profiles
   std::uint64_t overflow = 0;  // points beyond the output slots
+  BufferPool* pool = nullptr;
+  std::atomic<int> holders{0};  // the sink stage and every sink keeping the span
+  void release() noexcept override;
 };
 
 class BufferPool {

@@ -1,5 +1,8 @@
 #include "pipeline/file_sinks.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -33,25 +36,42 @@ void PlySink::begin(const ScanInfo& info) {
                        (info.calibration.enabled ? "" : " (x = column, y = frame index, z = row in frame from the top row's centre)"));
   }
   writer_ = std::make_unique<io::PlyWriter>(path_, encoding_, comments);
-  buffer_.reserve(static_cast<std::size_t>(info.layout.width) * info.profile_slots);
+  chunk_frames_ = std::max(1, info.layout.frames);
+  buffer_.resize(static_cast<std::size_t>(info.layout.width) * info.profile_slots * chunk_frames_);
+  counts_.assign(static_cast<std::size_t>(chunk_frames_), 0);
 }
 
-void PlySink::consume(const ProfileSpan& p) {
-  for (int f = 0; f < p.frames; ++f) {
-    buffer_.clear();
-    const double y = mapping_.point_y(p.index(f), p.meta[f]);
-    for (int x = 0; x < p.width; ++x) {
-      const int n = p.peaks(f, x);
-      for (int s = 0; s < n; ++s) {
-        const std::size_t i = p.slot_index(f, s, x);
-        double X, Y, Z;
-        if (!mapping_.point(p, f, s, x, y, X, Y, Z)) continue;  // beyond the sheet's horizon: no point
-        buffer_.push_back({static_cast<float>(X), static_cast<float>(Y), static_cast<float>(Z), static_cast<float>(p.intensity[i]),
-                           p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f});
-      }
+// Frame f's vertices into out (room for width x slots); returns how many.
+std::size_t PlySink::encode_frame(const ProfileSpan& p, int f, io::PlyVertex* out) const {
+  std::size_t n_out = 0;
+  const double y = mapping_.point_y(p.index(f), p.meta[f]);
+  for (int x = 0; x < p.width; ++x) {
+    const int n = p.peaks(f, x);
+    for (int s = 0; s < n; ++s) {
+      const std::size_t i = p.slot_index(f, s, x);
+      double X, Y, Z;
+      if (!mapping_.point(p, f, s, x, y, X, Y, Z)) continue;  // beyond the sheet's horizon: no point
+      out[n_out++] = {static_cast<float>(X), static_cast<float>(Y), static_cast<float>(Z), static_cast<float>(p.intensity[i]),
+                      p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f};
     }
-    writer_->write(buffer_.data(), buffer_.size());
-    points_ += buffer_.size();
+  }
+  return n_out;
+}
+
+// Frames are encoded in parallel (each into its own stretch of the buffer),
+// then written in order: the writer is the only serial part.
+void PlySink::consume(const ProfileSpan& p) {
+  const std::size_t stride = static_cast<std::size_t>(p.width) * p.slots;
+  for (int first = 0; first < p.frames; first += chunk_frames_) {
+    const int frames = std::min(chunk_frames_, p.frames - first);
+    if (buffer_.size() < stride * frames) buffer_.resize(stride * frames);  // only if a span is wider than begin() said
+    tbb::parallel_for(tbb::blocked_range<int>(0, frames), [&](const tbb::blocked_range<int>& r) {
+      for (int f = r.begin(); f != r.end(); ++f) counts_[f] = encode_frame(p, first + f, buffer_.data() + stride * f);
+    });
+    for (int f = 0; f < frames; ++f) {
+      writer_->write(buffer_.data() + stride * f, counts_[f]);
+      points_ += counts_[f];
+    }
   }
 }
 
@@ -121,12 +141,12 @@ void HeightMapSink::begin(const ScanInfo& info) {
 }
 
 void HeightMapSink::consume(const ProfileSpan& p) {
-  for (int f = 0; f < p.frames; ++f) {
-    const std::size_t at = codes_.size();
-    codes_.resize(at + static_cast<std::size_t>(p.width));
-    mapping_.code_row(p, f, codes_.data() + at);
-    ++rows_;
-  }
+  const std::size_t at = codes_.size(), w = static_cast<std::size_t>(p.width);
+  codes_.resize(at + w * p.frames);  // reserved up front when the length is known
+  tbb::parallel_for(tbb::blocked_range<int>(0, p.frames), [&](const tbb::blocked_range<int>& r) {
+    for (int f = r.begin(); f != r.end(); ++f) mapping_.code_row(p, f, codes_.data() + at + w * f);
+  });
+  rows_ += static_cast<std::uint64_t>(p.frames);
 }
 
 std::vector<std::uint8_t> make_preview(const std::vector<std::uint16_t>& codes) {

@@ -121,13 +121,22 @@ class SinkFilter {
              const ProgressCallback& progress)
       : sinks_(sinks), pool_(pool), stats_(stats), start_(start), progress_(progress) {}
   void operator()(Slot* slot) const {
+    // The sink stage holds the slot; so does every sink that keeps the span
+    // (a file writer on its own thread): it returns to the pool after the last.
+    slot->holders.store(1, std::memory_order_relaxed);
     struct Release {
-      BufferPool& pool;
       Slot* slot;
-      ~Release() { pool.release(slot); }
-    } release{pool_, slot};
+      ~Release() { slot->release(); }
+    } release{slot};
     const ProfileSpan span = slot->profiles.span();
-    for (ProfileSink* sink : sinks_) sink->consume(span);
+    for (ProfileSink* sink : sinks_) {
+      if (sink->keeps_spans()) {
+        slot->holders.fetch_add(1, std::memory_order_relaxed);
+        sink->consume_kept(span, *slot);
+      } else {
+        sink->consume(span);
+      }
+    }
     stats_.frames += static_cast<std::uint64_t>(slot->batch.frames);
     stats_.profiles += static_cast<std::uint64_t>(span.frames);
     stats_.points += slot->points;

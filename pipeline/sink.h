@@ -23,6 +23,16 @@ struct ScanInfo {
   std::shared_ptr<const AppliedCalibration> sheet;  // sheet-of-light calibration in use, or none
 };
 
+// A batch a sink keeps after consume_kept() returns (pipeline/background_sink.h):
+// it stays out of the buffer pool until release() is called, once.
+class SpanLease {
+ public:
+  virtual void release() noexcept = 0;
+
+ protected:
+  ~SpanLease() = default;
+};
+
 class ProfileSink {
  public:
   virtual ~ProfileSink() = default;
@@ -32,6 +42,17 @@ class ProfileSink {
   virtual void finish() = 0;
   // The scan failed: drop temporaries, leave nothing half-written. Never throws.
   virtual void abort() noexcept {}
+  // Sinks that work on a thread of their own keep the span past the call:
+  // the pipeline then calls consume_kept(), and the batch returns to the pool
+  // when the sink releases the lease.
+  virtual bool keeps_spans() const { return false; }
+  virtual void consume_kept(const ProfileSpan& profiles, SpanLease& lease) {
+    struct Release {
+      SpanLease& lease;
+      ~Release() { lease.release(); }
+    } release{lease};
+    consume(profiles);
+  }
 };
 
 }  // namespace stripeline

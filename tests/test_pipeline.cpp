@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "io/image_reader.h"
 #include "io/ply_writer.h"
+#include "pipeline/background_sink.h"
 #include "pipeline/buffer_pool.h"
 #include "pipeline/file_sinks.h"
 #include "pipeline/pipeline.h"
@@ -105,6 +106,83 @@ TEST(Pipeline, EveryFrameInOrderWithPartialLastBatchForAnyPoolSize) {
       EXPECT_EQ(sink.meta[52].encoder, 52 * 4);
     }
   }
+}
+
+// File writers run on their own threads (BackgroundSink): every profile in
+// order, every slot back in the pool, the wrapped sink finished.
+TEST(BackgroundSink, KeepsOrderAndReturnsEverySlot) {
+  for (const int buffers : {1, 2, 5}) {
+    SyntheticScanner source(small_scan(203));
+    auto owned = std::make_unique<RecordingSink>();
+    RecordingSink& recording = *owned;
+    BackgroundSink background(std::move(owned), "test writer");
+    PipelineOptions o;
+    o.backend = Backend::Cpu;
+    o.batch_frames = 16;
+    o.buffers = buffers;
+    Pipeline(o).run(source, {&background});  // waits for every slot: a lease never released would hang here
+    EXPECT_TRUE(recording.finished);
+    EXPECT_FALSE(recording.aborted);
+    EXPECT_EQ(recording.rows.size(), 203u) << buffers << " buffers";
+  }
+}
+
+// A writer failing on its thread fails the run on the caller's thread: every
+// sink aborted, every slot back, the error rethrown as it was.
+TEST(BackgroundSink, AFailureOnTheWorkerFailsTheRun) {
+  class Failing final : public ProfileSink {
+   public:
+    void begin(const ScanInfo&) override {}
+    void consume(const ProfileSpan&) override {
+      if (++calls == 3) throw InputError("out.ply: disk full");
+    }
+    void finish() override { finished = true; }
+    void abort() noexcept override { aborted = true; }
+    int calls = 0;
+    bool finished = false, aborted = false;
+  };
+  auto owned = std::make_unique<Failing>();
+  Failing& failing = *owned;
+  BackgroundSink background(std::move(owned), "test writer");
+  RecordingSink plain;
+  SyntheticScanner source(small_scan(400));
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = 8;
+  o.buffers = 3;
+  try {
+    Pipeline(o).run(source, {&background, &plain});
+    FAIL() << "the run should have failed";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "out.ply: disk full");
+  }
+  EXPECT_TRUE(failing.aborted);
+  EXPECT_FALSE(failing.finished);
+  EXPECT_TRUE(plain.aborted);
+  EXPECT_EQ(failing.calls, 3);  // nothing consumed after the failure
+}
+
+// Outside a pipeline (the daemon's scan writer, the subscriber) consume() is
+// synchronous.
+TEST(BackgroundSink, PlainConsumeRunsInOrderOnTheCaller) {
+  auto owned = std::make_unique<RecordingSink>();
+  RecordingSink& recording = *owned;
+  BackgroundSink background(std::move(owned), "test writer");
+  SyntheticScanner source(small_scan(10));
+  BatchLayout l = source.frame_layout();
+  l.frames = 10;
+  Batch b(l, &allocate_host);
+  ASSERT_TRUE(source.fill(b));
+  ProfileBatch p(l.width, 10, 1, &allocate_host);
+  make_processor(Backend::Cpu, l, ChainConfig{})->process(b, p);
+  ScanInfo info;
+  info.layout = l;
+  background.begin(info);
+  background.consume(p.span().subspan(0, 4));
+  background.consume(p.span().subspan(4, 6));
+  background.finish();
+  EXPECT_EQ(recording.rows.size(), 10u);
+  EXPECT_TRUE(recording.finished);
 }
 
 TEST(Pipeline, FramesInFlightNeverExceedThePool) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "acquisition/file_source.h"
+#include "app/outputs.h"
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
@@ -43,6 +44,9 @@ using clock = std::chrono::steady_clock;
 
 struct ReplayBenchOptions {
   std::string json, dir, backend = "auto", kinds;
+  // Kinds also replayed with --ply and --heightmap (TIFF) written, as a
+  // fraction of the same replay without outputs ("" = none).
+  std::string outputs = "synth-deflate,tiff-none,raw";
   std::uint64_t frames = 1200;
   int width = 2048, frame_height = 52, depth = 8;
   std::uint64_t loops = 5;
@@ -212,11 +216,11 @@ struct Rate {
   double cpu_seconds = 0, cpu_bound_profiles_per_s = 0;
 };
 
-Rate run_pipeline(FrameSource& source, Backend backend) {
+Rate run_pipeline(FrameSource& source, Backend backend, const std::vector<ProfileSink*>& sinks = {}) {
   PipelineOptions po;
   po.backend = backend;
   const double cpu0 = process_cpu_seconds();
-  const PipelineStats s = Pipeline(po).run(source, {});
+  const PipelineStats s = Pipeline(po).run(source, sinks);
   const double cpu = process_cpu_seconds() - cpu0;
   const double hw = std::max(1u, std::thread::hardware_concurrency());
   return Rate{s.profiles_per_s(), s.mb_per_s(), s.seconds, cpu, cpu > 0 ? static_cast<double>(s.profiles) / cpu * hw : 0.0};
@@ -379,6 +383,36 @@ int bench_replay(ReplayBenchOptions o) {
       cpu_of_engine[i].push_back(warm_runs[i].back().cpu_bound_profiles_per_s / engine_runs.back().cpu_bound_profiles_per_s);
     }
   }
+  // The same replays writing a PLY and a height map (as `replay --ply
+  // out.ply --heightmap out.tif` does: app/outputs.cpp, the writers on
+  // threads of their own), interleaved with the plain ones again.
+  std::vector<std::size_t> output_kinds;
+  for (std::size_t i = 0; i < kinds.size(); ++i)
+    if (("," + o.outputs + ",").find("," + kinds[i].name + ",") != std::string::npos) output_kinds.push_back(i);
+  std::vector<std::vector<Rate>> plain_runs(kinds.size()), output_runs(kinds.size());
+  std::vector<std::vector<double>> of_plain(kinds.size());
+  std::vector<std::uint64_t> output_bytes(kinds.size(), 0);
+  for (int r = 0; r < o.repeats && !output_kinds.empty(); ++r) {
+    for (const std::size_t i : output_kinds) {
+      FileSource plain(file_config(dir / kinds[i].file, kinds[i], o, o.loops));
+      plain_runs[i].push_back(run_pipeline(plain, backend));
+      OutputConfig out;
+      out.dir = dir;
+      out.ply = "outputs-" + kinds[i].name + ".ply";
+      out.heightmap = "outputs-" + kinds[i].name + ".tif";
+      out.preview = "";
+      out.summary = "";
+      OutputSinks sinks = make_output_sinks(out, OutputOptions{});
+      FileSource src(file_config(dir / kinds[i].file, kinds[i], o, o.loops));
+      output_runs[i].push_back(run_pipeline(src, backend, sinks.all()));
+      of_plain[i].push_back(output_runs[i].back().profiles_per_s / plain_runs[i].back().profiles_per_s);
+      output_bytes[i] = 0;
+      for (const auto& f : sinks.files) {
+        output_bytes[i] += fs::file_size(f);
+        fs::remove(f);
+      }
+    }
+  }
   if (o.cold) {
     for (int r = 0; r < o.repeats; ++r) {
       for (std::size_t i = 0; i < kinds.size(); ++i) {
@@ -420,6 +454,23 @@ int bench_replay(ReplayBenchOptions o) {
     replay[k.name] = j;
   }
   root["replay"] = replay;
+  if (!output_kinds.empty()) {
+    std::printf("\n== replay with outputs (PLY + 16-bit TIFF height map, written on their own threads) vs the same replay without; median of the rounds' ratios\n");
+    std::printf("%-18s %11s %11s %8s %9s %10s\n", "kind", "plain /s", "outputs /s", "ratio", "x engine", "output MB");
+    nlohmann::json outputs = nlohmann::json::object();
+    for (const std::size_t i : output_kinds) {
+      const Rate plain = median_rate(plain_runs[i]), with = median_rate(output_runs[i]);
+      const double ratio = median(of_plain[i]);
+      std::printf("%-18s %11.0f %11.0f %8.3f %9.3f %10.1f\n", kinds[i].name.c_str(), plain.profiles_per_s, with.profiles_per_s, ratio,
+                  with.profiles_per_s / engine.profiles_per_s, static_cast<double>(output_bytes[i]) / 1e6);
+      outputs[kinds[i].name] = {{"plain", rate_json(plain)},
+                                {"with_outputs", rate_json(with)},
+                                {"fraction_of_plain", ratio},
+                                {"fraction_of_engine", with.profiles_per_s / engine.profiles_per_s},
+                                {"output_mb", static_cast<double>(output_bytes[i]) / 1e6}};
+    }
+    root["replay_with_outputs"] = outputs;
+  }
   const auto none = std::find_if(kinds.begin(), kinds.end(), [](const Kind& k) { return k.name == "tiff-none"; });
   for (std::size_t i = 0; i < kinds.size() && none != kinds.end(); ++i) {
     if (kinds[i].name == "tiff-none") continue;
@@ -493,6 +544,7 @@ Subcommand add_bench_replay(CLI::App& app) {
   sub->add_option("--threads", *threads, "Thread counts of the decode sweep")->capture_default_str();
   sub->add_option("--kinds", o->kinds, "Only these kinds, comma-separated: synth-deflate, tifffile-deflate, libtiff-deflate, png, tiff-none, pgm, raw");
   sub->add_flag("!--no-cold", o->cold, "Skip the cold page cache runs");
+  sub->add_option("--outputs", o->outputs, "Kinds also replayed writing a PLY and a TIFF height map (\"\" = none)")->capture_default_str();
   sub->add_flag("--keep", o->keep, "Keep the temporary directory");
   sub->add_flag("--quick", o->quick, "Few frames and repetitions (a smoke test, not figures to publish)");
   return {sub, [o, threads] {
