@@ -25,6 +25,7 @@ const char* to_string(TriggerMode t) {
 PixelFormat CameraConfig::storage_format() const { return pixel_format == "Mono8" ? PixelFormat::Mono8 : PixelFormat::Mono16; }
 
 void CameraConfig::validate() const {
+  if (transport != "aravis" && transport != "gentl") bad("transport", fmt::format("'{}' is not known (expected aravis or gentl)", transport));
   if (width < 0 || width > kMaxWidth) bad("width", fmt::format("{} is out of range (expected 0 = the camera's, or 1..{})", width, kMaxWidth));
   if (height < 0 || height > kMaxFrameHeight)
     bad("height", fmt::format("{} is out of range (expected 0 = the camera's, or 1..{})", height, kMaxFrameHeight));

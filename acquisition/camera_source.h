@@ -22,6 +22,10 @@ enum class TriggerMode : std::uint8_t {
 
 // [camera] in a config file. Zero or empty means "leave the camera's value".
 struct CameraConfig {
+  // "aravis": a GigE Vision / USB3 Vision camera through Aravis; "gentl": a
+  // camera behind a frame grabber, through the grabber's GenTL producer
+  // ([camera.gentl], acquisition/gentl/gentl_camera.h). docs/cameras.md.
+  std::string transport = "aravis";
   std::string id;                  // Aravis id ("Vendor-Model-Serial"), serial number or IP address; "" = first found
   int width = 0;                   // ROI: the stripe frame
   int height = 0;

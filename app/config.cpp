@@ -84,6 +84,15 @@ class Section {
     }
   }
 
+  // A sub-table ([camera.gentl]), marked as known; null when absent.
+  const toml::table* table(const char* key) {
+    if (!table_) return nullptr;
+    used_.insert(key);
+    const toml::node* node = table_->get(key);
+    if (node && !node->as_table()) fail(key, "expected a table");
+    return node ? node->as_table() : nullptr;
+  }
+
   void finish() const {
     if (!table_) return;
     for (const auto& [k, v] : *table_)
@@ -249,6 +258,21 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("gap_fill_limit", k.gap_fill_limit);
     s.read("frames", k.frames);
     s.read("reconnect_interval", k.reconnect_interval);
+    s.read("transport", k.transport);
+    {  // [camera.gentl]
+      Section g(s.table("gentl"), "camera.gentl", origin);
+      auto& t = c.gentl;
+      g.read("cti", t.cti);
+      g.read("device", t.device);
+      g.read("frames_per_buffer", t.frames_per_buffer);
+      g.read("frames_per_buffer_feature", t.frames_per_buffer_feature);
+      g.read_strings("grabber_features", t.grabber_features);
+      g.read("frame_info_chunk", t.frame_info_chunk);
+      g.read("buffers", t.buffers);
+      g.read("event_timeout", t.event_timeout);
+      g.finish();
+      validated(origin, "camera.gentl", [&] { t.validate(); });
+    }
     s.finish();
     if (trigger == "free-run")
       k.trigger = TriggerMode::FreeRun;

@@ -15,6 +15,7 @@
 
 #include "acquisition/camera_source.h"
 #include "acquisition/file_source.h"
+#include "acquisition/gentl/gentl_camera.h"
 #include "acquisition/synthetic_scanner.h"
 #include "app/calibration_setup.h"
 #include "app/outputs.h"
@@ -31,6 +32,7 @@ struct Config {
   SyntheticConfig synthetic;
   FileSourceConfig file;
   CameraConfig camera;               // [camera]: a live GenICam camera (docs/cameras.md)
+  GenTLConfig gentl;                 // [camera.gentl]: the frame grabber's side, with camera.transport = "gentl"
   PipelineOptions pipeline;
   CalibrationFileSettings calibration;  // [calibration] file, y_step_mm, roi_offset (sheet-of-light)
   OutputConfig output;

@@ -104,6 +104,20 @@ TEST(Config, CameraExampleParsesWithItsDocumentedValues) {
 }
 
 #if !defined(STRIPELINE_HAVE_ARAVIS)
+TEST(Config, GrabberSectionParses) {
+  const Config c = parse_config(
+      "[camera]\ntransport = \"gentl\"\n[camera.gentl]\ncti = \"/opt/euresys/egrabber/cti\"\ndevice = \"PC1633/Device0\"\n"
+      "frames_per_buffer = 300\ngrabber_features = [\"Device.LineTriggerSource=EIN1\"]\nbuffers = 6\n",
+      "t.toml");
+  EXPECT_EQ(c.camera.transport, "gentl");
+  EXPECT_EQ(c.gentl.cti, "/opt/euresys/egrabber/cti");
+  EXPECT_EQ(c.gentl.device, "PC1633/Device0");
+  EXPECT_EQ(c.gentl.frames_per_buffer, 300);
+  ASSERT_EQ(c.gentl.grabber_features.size(), 1u);
+  EXPECT_EQ(c.gentl.buffers, 6);
+  EXPECT_EQ(parse_config("", "t.toml").camera.transport, "aravis");
+}
+
 TEST(Config, CameraSourceWithoutAravisSaysHowToGetIt) {
   const Config c = parse_config("[source]\nkind = \"camera\"\n", "t.toml");
   try {
@@ -150,6 +164,11 @@ TEST(Config, MistakesNameTheFileAndTheKey) {
                        Case{"[camera]\ntrigger = \"software\"\n", "camera.frame_rate"},
                        Case{"[camera]\nfeatures = [\"ExposureAuto\"]\n", "camera.features"},
                        Case{"[camera]\nheartbeat_timeout = 0.1\n", "camera.heartbeat_timeout"},
+                       Case{"[camera]\ntransport = \"usb\"\n", "camera.transport"},
+                       Case{"[camera]\ngentl = 3\n", "camera.gentl"},
+                       Case{"[camera.gentl]\nframes_per_bufer = 300\n", "camera.gentl.frames_per_bufer"},
+                       Case{"[camera.gentl]\nframes_per_buffer = -1\n", "camera.gentl.frames_per_buffer"},
+                       Case{"[camera.gentl]\ngrabber_features = [\"TriggerSource\"]\n", "camera.gentl.grabber_features"},
                        Case{"[extra]\na = 1\n", "extra"},
                        Case{"[processing\nthreshold = 4\n", "test.toml:1"},
                        Case{"[processing]\nthreshold = 99999999999\n", "threshold"},

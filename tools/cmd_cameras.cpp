@@ -1,4 +1,5 @@
-// `stripeline cameras`: the GenICam cameras Aravis finds.
+// `stripeline cameras`: the GenICam cameras Aravis finds and the devices of
+// the GenTL producers installed (frame grabbers).
 // `stripeline simulate-camera`: a GigE Vision camera filming the synthetic
 // scanner's stripe, for trying live acquisition without hardware.
 #include <nlohmann/json.hpp>
@@ -10,33 +11,73 @@
 #include <thread>
 
 #include "acquisition/camera_source.h"
+#include "acquisition/gentl/gentl_camera.h"
+#include "core/errors.h"
 #include "acquisition/simulated_camera.h"
 #include "tools/commands.h"
 
 namespace stripeline::tools {
 
+namespace {
+
+// One row of `stripeline cameras`: an Aravis camera or a GenTL device.
+struct Found {
+  std::string transport, id, vendor, model, serial, address, protocol;
+};
+
+}  // namespace
+
 Subcommand add_cameras(CLI::App& app) {
-  auto* sub = app.add_subcommand("cameras", "List the GigE Vision and USB3 Vision cameras found (model, serial, address)");
-  auto json = std::make_shared<bool>(false);
-  sub->add_flag("--json", *json, "One JSON array instead of a table");
-  return {sub, [json] {
-            const auto cams = list_cameras();
-            if (*json) {
+  auto* sub = app.add_subcommand(
+      "cameras", "List the cameras found: GigE Vision and USB3 Vision through Aravis, and frame grabbers' devices through GenTL producers");
+  struct Flags {
+    bool json = false;
+    std::string cti, transport = "all";
+  };
+  auto f = std::make_shared<Flags>();
+  sub->add_flag("--json", f->json, "One JSON array instead of a table");
+  sub->add_option("--transport", f->transport, "all, aravis (GigE Vision discovery, USB3 Vision) or gentl (the producers only)")
+      ->check(CLI::IsMember({"all", "aravis", "gentl"}))
+      ->capture_default_str();
+  sub->add_option("--cti", f->cti, "GenTL producer (.cti file or folder) to ask; default: the folders of GENICAM_GENTL64_PATH");
+  return {sub, [f] {
+            std::vector<Found> found;
+            std::vector<std::string> notes;
+            const bool aravis = f->transport != "gentl", gentl = f->transport != "aravis";
+            if (!aravis) {
+            } else if (camera_support_built()) {
+              for (const auto& c : list_cameras()) found.push_back({"aravis", c.id, c.vendor, c.model, c.serial, c.address, c.protocol});
+            } else {
+              notes.push_back("Aravis: not in this build (GigE Vision / USB3 Vision cameras cannot be listed)");
+            }
+            if (gentl && !gentl_support_built()) notes.push_back("GenTL: not in this build (it needs Aravis for GenApi)");
+            if (gentl && gentl_support_built()) {
+              try {
+                std::vector<std::string> errors;
+                for (const auto& d : list_gentl_devices(f->cti, &errors))
+                  found.push_back({"gentl", d.interface_id + "/" + d.id, d.vendor, d.model, d.serial, d.cti, d.tltype});
+                for (const auto& e : errors) notes.push_back("GenTL: " + e);
+              } catch (const ConfigError& e) {  // no producer installed: say how to get one
+                notes.push_back(std::string("GenTL: ") + e.what());
+              }
+            }
+            if (f->json) {
               nlohmann::json a = nlohmann::json::array();
-              for (const auto& c : cams)
-                a.push_back({{"id", c.id}, {"vendor", c.vendor}, {"model", c.model}, {"serial", c.serial}, {"address", c.address},
-                             {"protocol", c.protocol}});
+              for (const auto& c : found)
+                a.push_back({{"transport", c.transport}, {"id", c.id}, {"vendor", c.vendor}, {"model", c.model}, {"serial", c.serial},
+                             {"address", c.address}, {"protocol", c.protocol}});
               std::printf("%s\n", a.dump(2).c_str());
-              return 0;
+            } else if (found.empty()) {
+              std::printf("no camera found (GigE Vision cameras answer discovery on the local networks: check cables, power and the host's "
+                          "firewall; cameras behind a frame grabber need its vendor's GenTL producer)\n");
+            } else {
+              std::printf("%-9s %-36s %-14s %-16s %-16s %-16s %s\n", "TRANSPORT", "ID (camera.id / camera.gentl.device)", "VENDOR", "MODEL",
+                          "SERIAL", "ADDRESS / CTI", "PROTOCOL");
+              for (const auto& c : found)
+                std::printf("%-9s %-36s %-14s %-16s %-16s %-16s %s\n", c.transport.c_str(), c.id.c_str(), c.vendor.c_str(), c.model.c_str(),
+                            c.serial.c_str(), c.address.c_str(), c.protocol.c_str());
             }
-            if (cams.empty()) {
-              std::printf("no camera found (GigE Vision cameras answer discovery on the local networks; check cables, power and the host's firewall)\n");
-              return 0;
-            }
-            std::printf("%-36s %-14s %-16s %-16s %-16s %s\n", "ID (camera.id)", "VENDOR", "MODEL", "SERIAL", "ADDRESS", "PROTOCOL");
-            for (const auto& c : cams)
-              std::printf("%-36s %-14s %-16s %-16s %-16s %s\n", c.id.c_str(), c.vendor.c_str(), c.model.c_str(), c.serial.c_str(),
-                          c.address.c_str(), c.protocol.c_str());
+            for (const auto& n : notes) std::fprintf(stderr, "%s\n", n.c_str());
             return 0;
           }};
 }

@@ -14,7 +14,11 @@
 //     scene (SimSceneSeed, SimEncoderStep, SimCachedFrames), back-pressure
 //     (SimWaitForBuffers) and loss injection (SimDropBufferEvery: the buffer
 //     is lost and an EVENT_ERROR fired; SimIncompleteBufferEvery: only half
-//     its frames arrive; SimFailFrameEvery: a frame flagged corrupt).
+//     its frames arrive; SimFailFrameEvery: a frame flagged corrupt) and a
+//     device that goes away (SimUnplugAfterBuffers: after that many buffers
+//     the stream stops and every wait for a new buffer fails with
+//     GC_ERR_IO, as a grabber whose camera link is lost; a new DevOpen
+//     brings it back).
 // Frame n of the stream (buffer n / N, slot n % N) shows synthetic frame n.
 //
 // Threading: one library lock guards the object graph and every register;
@@ -91,6 +95,7 @@ struct Event : Object {
   int kills = 0;  // EventKill: that many waits return GC_ERR_ABORT
   std::uint64_t fired = 0;
   bool unregistered = false;
+  bool device_gone = false;  // SimUnplugAfterBuffers: waits fail with GC_ERR_IO
 
   void push(std::vector<std::uint8_t> data) {
     {
@@ -182,7 +187,7 @@ struct Device : Module {
   std::atomic<bool> acquiring{false};
   std::atomic<std::int64_t> trigger_credits{0};
   std::atomic<double> frame_rate{1000};
-  std::atomic<std::int64_t> drop_every{0}, incomplete_every{0}, fail_every{0};
+  std::atomic<std::int64_t> drop_every{0}, incomplete_every{0}, fail_every{0}, unplug_after{0};
   std::string serial() const { return "SLSIM" + std::to_string(1000 + index); }
   std::string module_name() const override { return "TLDevice"; }
   bool streaming() const { return stream && stream->running; }
@@ -463,6 +468,9 @@ void build_grabber_map(Device* d) {
   live("SimDropBufferEvery", &d->drop_every, "Every Nth buffer is lost (its id skipped, an EVENT_ERROR fired); 0 = never");
   live("SimIncompleteBufferEvery", &d->incomplete_every, "Every Nth buffer arrives incomplete (its first half of frames only); 0 = never");
   live("SimFailFrameEvery", &d->fail_every, "Every Nth frame is flagged corrupt in the frame information chunk; 0 = never");
+  live("SimUnplugAfterBuffers", &d->unplug_after,
+       "After this many buffers the device goes away: the stream stops and waits for a buffer fail (GC_ERR_IO) until the device is "
+       "opened again; 0 = never");
   m->finish();
   d->map = std::move(m);
 }
@@ -541,6 +549,18 @@ void Stream::run() {
   std::vector<FrameInfoRecord> records(n);
 
   while (!stop && delivered < to_acquire) {
+    if (const std::int64_t unplug = d->unplug_after.load(); unplug > 0 && buffer_id >= static_cast<std::uint64_t>(unplug)) {
+      // The link is gone: no more buffers, and the consumer's next wait
+      // fails (under mu, then the event's lock: deliver()'s order).
+      if (new_buffer_event) {
+        {
+          std::lock_guard e(new_buffer_event->mu);
+          new_buffer_event->device_gone = true;
+        }
+        new_buffer_event->cv.notify_all();
+      }
+      break;
+    }
     Buffer* b = nullptr;
     if (input.empty() && s.wait_for_buffers) cv.wait(lock, [&] { return stop || !input.empty(); });
     if (stop) break;
@@ -949,7 +969,7 @@ GC_ERROR EventGetData(EVENT_HANDLE hEvent, void* pBuffer, size_t* piSize, uint64
   }
   if (!piSize) return fail(GC_ERR_INVALID_PARAMETER, "null size");
   std::unique_lock l(ev->mu);
-  auto ready = [&] { return !ev->queue.empty() || ev->kills > 0 || ev->unregistered; };
+  auto ready = [&] { return !ev->queue.empty() || ev->kills > 0 || ev->unregistered || ev->device_gone; };
   if (iTimeout == GENTL_INFINITE)
     ev->cv.wait(l, ready);
   else if (!ev->cv.wait_for(l, std::chrono::milliseconds(iTimeout), ready))
@@ -958,6 +978,7 @@ GC_ERROR EventGetData(EVENT_HANDLE hEvent, void* pBuffer, size_t* piSize, uint64
     --ev->kills;
     return fail(GC_ERR_ABORT, "EventKill");
   }
+  if (ev->device_gone && ev->queue.empty()) return fail(GC_ERR_IO, "the device is gone (SimUnplugAfterBuffers)");
   if (ev->queue.empty()) return fail(GC_ERR_ABORT, "the event was unregistered");
   const auto& data = ev->queue.front();
   if (!pBuffer || *piSize < data.size()) {
@@ -1179,6 +1200,7 @@ GC_ERROR IFOpenDevice(IF_HANDLE hIface, const char* sDeviceID, DEVICE_ACCESS_FLA
   d->drop_every.store(0);
   d->incomplete_every.store(0);
   d->fail_every.store(0);
+  d->unplug_after.store(0);
   d->trigger_credits.store(0);
   d->acquiring.store(false);
   d->remote = std::make_unique<Remote>();
