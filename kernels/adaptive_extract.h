@@ -8,27 +8,41 @@
 // Per column (values v[y] after the blur; the threshold stage does not apply):
 //  1. Candidates: local maxima (v[y] > v[y-1] and v[y] >= v[y+1]; a plateau
 //     gives its top pixel). A candidate that cannot beat what is already
-//     known (its value minus the column minimum) is skipped unevaluated.
+//     known (an upper bound of its score from its value and the column
+//     minimum) is skipped unevaluated.
 //  2. Prominence: walking up and down from the candidate (at most
 //     stripe_max_width rows, stopping at higher ground), the lowest pixel on
 //     each side; prominence = value - the higher of the two. A bump on the
 //     flank of a brighter peak has almost none; a stripe next to another
 //     stripe keeps the depth of the valley between them.
-//  3. Local background: on each side, the stripe's foot (first pixel within
-//     1/8 of the prominence of that side's minimum, or the side's minimum if
-//     it rises again before); the mean of the foot pixel and the next one out
-//     anchors a straight background line under the stripe. u = v - line, in
-//     1/16 pixel units (Q4), removes an uneven ambient light to first order.
-//  4. Gates: prominence >= min_contrast; the run of pixels with
+//  3. Local background: an anchor on each side ~2.5 half-widths out (the
+//     lowest pixel of the outer half of that walk), or a valley when the
+//     profile rises again within 3 rows of its lowest pixel (another stripe,
+//     or the ambient light climbing); the mean of the anchor pixel and the
+//     next one out sets a straight background line under the stripe. A
+//     valley is lifted by the neighbour's tail, so it is replaced by the
+//     other side's level (flat) when it is deep (below level x contrast over
+//     that level) and the other side's floor is level over 4 rows; on a slope
+//     or hump of the ambient light the line through the valley is kept.
+//     u = v - line, in 1/16 pixel units (Q4).
+//  4. Gates: prominence >= min_contrast/2 (cheap early reject), contrast
+//     (u at the peak) >= min_contrast; the run of pixels with
 //     u >= level * contrast around the candidate at most stripe_max_width
-//     rows; contrast >= noise_q4/16 x the mean |v[y+1] - v[y]| of the column
+//     rows, and a run wider than kWideRun (8) needs contrast >= min_contrast
+//     x width / 8 (broad humps of texture or light are no stripe);
+//     contrast >= noise_q4/16 x the mean |v[y+1] - v[y]| of the column
 //     outside the stripe (the column's own noise and texture).
-//  5. Selection: the most prominent candidate (topmost on ties) is the
-//     stripe; `top`, `bottom` and `all` as for local-max.
+//  5. Selection `strongest`: the largest 2 x value + contrast (topmost on
+//     ties): the laser adds to what the surface reflects, so the line is the
+//     brightest stripe-shaped candidate; `top`, `bottom` and `all` (the most
+//     prominent) as for local-max.
 //  6. Centre, from u (never from pixels of another run):
 //      saturated top (peak >= saturation, or >= 3 pixels equal to the peak):
 //        the middle of the two sub-pixel crossings of peak - contrast/8;
-//      centroid: sum (u - level*C) * y / sum (u - level*C) over the run;
+//      centroid: sum w * y / sum w, w = (u - centroid_level*C)^2 over the
+//                pixels above that level around the run, inside the anchors
+//                (squared: the core dominates, a one-sided glow tail little;
+//                the level is level*C next to a valley or a background step);
 //      gauss:    3-point Gaussian fit (integer log2) at the run's maximum;
 //      parabola: 3-point parabola at the run's maximum;
 //      steger:   zero crossing of the derivative-of-Gaussian response of u
@@ -65,6 +79,7 @@ STRIPELINE_HD std::int32_t log2_q16(std::uint32_t x) {
 namespace adaptive {
 
 constexpr int kQ = 4;  // u is kept in 1/16 pixel units
+constexpr int kWideRun = 8;  // runs wider than this need proportionally more contrast
 
 // One stripe candidate, evaluated.
 struct Stripe {
@@ -147,15 +162,7 @@ STRIPELINE_HD bool anchor(const Column& col, int height, int peak, int dir, int 
     }
     at = y;
   }
-#define ANCHOR_OUTER
-#define CENTROID_ADAPT 8
-#ifdef ANCHOR_ARGMIN
-  at = lowest_at;
-#elif defined(ANCHOR_OUTER)
   at = valley ? lowest_at : (outer_at != peak ? outer_at : at);
-#else
-  if (valley) at = lowest_at;
-#endif
   at_row = at;
   const int out = at + dir;
   if (!valley && out >= 0 && out < height && col(out) <= col(at) + rise)
@@ -181,7 +188,10 @@ STRIPELINE_HD Stripe evaluate(const Column& col, int height, int peak, const Col
   if (!has_lo || !has_hi) return s;
   const std::uint32_t base = min_lo > min_hi ? min_lo : min_hi;
   s.prominence = s.value - base;
-  if (s.prominence < p.min_contrast || s.prominence == 0) return s;
+  // Half the floor here: on a step of the background the prominence (over
+  // the higher side) understates the stripe; the contrast gate below (peak
+  // over the background line) decides.
+  if (s.prominence * 2 < p.min_contrast || s.prominence == 0) return s;
 
   // Background anchors 2.5 half-widths out, the half-width measured at half
   // the prominence on each side.
@@ -194,14 +204,31 @@ STRIPELINE_HD Stripe evaluate(const Column& col, int height, int peak, const Col
   if (s.anchor_lo == peak || s.anchor_hi == peak) return s;
   // A valley next to another stripe is lifted by its tail: trust the other
   // side's level (flat), or the lower valley when both are.
-  if (valley_lo && !valley_hi) s.bg_lo = s.bg_hi;
-  if (valley_hi && !valley_lo) s.bg_hi = s.bg_lo;
-  if (valley_lo && valley_hi) s.bg_lo = s.bg_hi = s.bg_lo < s.bg_hi ? s.bg_lo : s.bg_hi;
+  // Only where the valley is deep enough for that (below `level` of the
+  // contrast over the flat level): a valley that high is a floor raised by
+  // the ambient light (a hump, a slope), and the line through it is kept.
+  if (valley_lo || valley_hi) {
+    const std::int32_t flat = valley_lo && valley_hi ? (s.bg_lo < s.bg_hi ? s.bg_lo : s.bg_hi) : (valley_lo ? s.bg_hi : s.bg_lo);
+    const std::int64_t top = (static_cast<std::int64_t>(s.value) << kQ) - flat;
+    auto deep = [&](int row) { return ((static_cast<std::int64_t>(col(row)) << kQ) - flat) * 256 < top * p.level_q8; };
+    // ... and where the other side's floor is level (changes by less than
+    // prominence/32 over the 4 rows beyond its anchor): on a slope or a hump
+    // of the ambient light the valley is the better estimate.
+    auto level_beyond = [&](int row, int dir) {
+      const int out = row + dir * 4;
+      if (out < 0 || out >= height) return true;
+      const std::int64_t d = static_cast<std::int64_t>(col(out)) - col(row);
+      return (d < 0 ? -d : d) * 32 < static_cast<std::int64_t>(s.prominence);
+    };
+    if (valley_lo && deep(s.anchor_lo) && (valley_hi || level_beyond(s.anchor_hi, +1))) s.bg_lo = flat;
+    if (valley_hi && deep(s.anchor_hi) && (valley_lo || level_beyond(s.anchor_lo, -1))) s.bg_hi = flat;
+  }
   s.valley = valley_lo || valley_hi;
   s.slope_q12 = round_div((static_cast<std::int64_t>(s.bg_hi) - s.bg_lo) * 4096, s.anchor_hi - s.anchor_lo);
 
   s.contrast = u_at(col, height, s, peak);
   if (s.contrast <= 0) return s;
+  if (s.contrast < static_cast<std::int32_t>(p.min_contrast << kQ)) return s;  // so quality >= min_contrast
 
   // The run at level around the peak, bounded.
   const std::int32_t level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
@@ -210,6 +237,13 @@ STRIPELINE_HD Stripe evaluate(const Column& col, int height, int peak, const Col
   s.last = peak;
   while (s.last < height - 1 && s.last - peak < p.stripe_max_width && u_at(col, height, s, s.last + 1) >= level) ++s.last;
   if (s.last - s.first + 1 > p.stripe_max_width) return s;
+  {
+    // A run wider than kWideRun must be brighter in proportion: contrast >=
+    // min_contrast x width / kWideRun (a broad low hump of texture or ambient
+    // light is no stripe).
+    const std::int64_t w = s.last - s.first + 1;
+    if (w > kWideRun && static_cast<std::int64_t>(s.contrast) * kWideRun < (static_cast<std::int64_t>(p.min_contrast) << kQ) * w) return s;
+  }
 
   // Noise and texture of the column outside the stripe.
   if (p.noise_q4 > 0) {
@@ -278,24 +312,28 @@ STRIPELINE_HD std::int32_t centre(const Column& col, int height, const Stripe& s
       // Background-subtracted centre of gravity of the contiguous pixels
       // above centroid_level x contrast around the run, inside the anchors.
       std::int32_t level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.centroid_level_q8) >> 8);
-#ifdef CENTROID_ADAPT
       {
+        // Next to another stripe or on a step of the background, the weights
+        // start at `level` (the run's own edge) instead.
         const std::int32_t step = s.bg_hi > s.bg_lo ? s.bg_hi - s.bg_lo : s.bg_lo - s.bg_hi;
-        if (s.valley || step * CENTROID_ADAPT > s.contrast) level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
+        if (s.valley || step * 8 > s.contrast) level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
       }
-#endif
       int lo = s.first, hi = s.last;
       while (lo - 1 > s.anchor_lo && u_at(col, height, s, lo - 1) > level) --lo;
       while (hi + 1 < s.anchor_hi && u_at(col, height, s, hi + 1) > level) ++hi;
       std::int64_t sw = 0, swy = 0;
       for (int y = lo; y <= hi; ++y) {
-        const std::int64_t w = u_at(col, height, s, y) - level;
+        std::int64_t w = u_at(col, height, s, y) - level;
         if (w <= 0) continue;
+        w *= w;  // squared: the core counts, a one-sided tail (glow) little; w^2 < 2^41
         sw += w;
         swy += w * (y - lo);
       }
       if (sw <= 0) return ym * kPositionOne;
-      return static_cast<std::int32_t>(lo * kPositionOne + round_div(swy * kPositionOne, sw));
+      // swy < 2^61 (w^2 < 2^41, at most ~1300 rows): whole rows first, then
+      // the remainder in 1/256, so nothing overflows.
+      const std::int64_t rows = swy / sw;
+      return static_cast<std::int32_t>((lo + rows) * kPositionOne + round_div((swy - rows * sw) * kPositionOne, sw));
     }
     case SubpixelEstimator::Parabola:
     case SubpixelEstimator::Gauss: {
@@ -340,6 +378,21 @@ STRIPELINE_HD std::int32_t centre(const Column& col, int height, const Stripe& s
   return ym * kPositionOne;
 }
 
+// Selection `strongest`: among the stripes that pass the gates, the one with
+// the largest 2 x peak value + contrast (pixel units). The laser adds its
+// light to whatever the surface reflects, so the line is the brightest
+// stripe-shaped candidate of the column; the contrast term prefers a line on
+// a dark patch to a small bump on a bright one.
+STRIPELINE_HD std::uint64_t score(const Stripe& s) {
+  return 2 * static_cast<std::uint64_t>(s.value) + static_cast<std::uint64_t>(s.contrast >> kQ);
+}
+// Its upper bound for a candidate of value v, `bound` above the column's
+// minimum (the background line never runs below the minimum, so the
+// contrast is at most `bound`).
+STRIPELINE_HD std::uint64_t score_bound(std::uint32_t v, std::uint32_t bound) {
+  return 2 * static_cast<std::uint64_t>(v) + bound;
+}
+
 template <class Column, class Emit>
 STRIPELINE_HD void emit_stripe(const Column& col, int height, const Stripe& s, const ColumnParams& p, int slot, const Emit& emit) {
   const std::int32_t q = (s.contrast + (1 << (kQ - 1))) >> kQ;
@@ -368,7 +421,7 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
   int brightest = -1;
   if (p.selection == SpotSelection::Strongest) {
     // The brightest pixel (topmost) is usually the stripe: evaluated first,
-    // its prominence lets the scan skip most other candidates unevaluated.
+    // its score lets the scan skip most other candidates unevaluated.
     std::uint32_t top = 0;
     brightest = brightest_row(col, height, top);
     if (top - lowest >= p.min_contrast && top > lowest) chosen = adaptive::evaluate(col, height, brightest, p, tv);
@@ -385,11 +438,12 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
     const std::uint32_t v = col(y);
     if (y > 0 && col(y - 1) >= v) continue;
     if (y + 1 < height && col(y + 1) > v) continue;
-    // Upper bound of the prominence: skip what cannot pass or cannot win.
+    // Upper bound of the contrast: skip what cannot pass or cannot win.
     const std::uint32_t bound = v - lowest;
     if (bound < p.min_contrast || bound == 0) continue;
     if (p.selection == SpotSelection::Strongest &&
-        (y == brightest || (chosen.valid && (bound < chosen.prominence || (bound == chosen.prominence && y > chosen.peak)))))
+        (y == brightest || (chosen.valid && (adaptive::score_bound(v, bound) < adaptive::score(chosen) ||
+                                             (adaptive::score_bound(v, bound) == adaptive::score(chosen) && y > chosen.peak)))))
       continue;
     if (p.selection == SpotSelection::Top && chosen.valid) break;
     if (y <= covered_until) continue;
@@ -416,7 +470,8 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
         break;
       }
       case SpotSelection::Strongest:
-        if (!chosen.valid || s.prominence > chosen.prominence || (s.prominence == chosen.prominence && s.peak < chosen.peak)) chosen = s;
+        if (!chosen.valid || adaptive::score(s) > adaptive::score(chosen) || (adaptive::score(s) == adaptive::score(chosen) && s.peak < chosen.peak))
+          chosen = s;
         break;
       case SpotSelection::Top:
         if (!chosen.valid) chosen = s;

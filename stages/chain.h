@@ -26,9 +26,9 @@ using kernels::SubpixelEstimator;
 // them into ColumnParams' integer fields). See docs/extraction.md.
 struct AdaptiveConfig {
   SubpixelEstimator estimator = SubpixelEstimator::Centroid;
-  double min_contrast = 24.0;  // stripe prominence floor, 8-bit units (x 2^(pixel_bits - 8)); 24 keeps smooth surface texture out (docs/extraction.md)
+  double min_contrast = 20.0;  // stripe contrast floor, 8-bit units (x 2^(pixel_bits - 8)); with the wide-run gate 20 keeps smooth surface texture out (docs/extraction.md)
   double level = 0.5;          // the stripe's run: above background + level x contrast (0 < level < 1)
-  double centroid_level = 0.125;  // centroid: weights above background + centroid_level x contrast (0 <= . < 1)
+  double centroid_level = 0.0;  // centroid: weights (u - centroid_level x contrast)^2 above the background (0 <= . < 1)
   double noise_factor = 4.0;   // contrast >= noise_factor x mean |row-to-row step| outside the stripe (0: off)
   int max_width = 16;          // run width limit at `level`, pixels; also the background search radius
   double steger_sigma = 1.0;   // steger: derivative-of-Gaussian sigma, pixels (0.5..2.3)

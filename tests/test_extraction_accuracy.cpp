@@ -1,12 +1,13 @@
 // The default extraction (ChainConfig{}: adaptive, centroid) against the
 // targets of docs/extraction.md: the synthetic scanner's hard cases against
-// their truth (8 and 16 bits) and the real photographs against the Steger
-// reference. Where a case does not reach the target yet, its bound is the
-// figure measured today (a regression guard), named as such in the message.
+// their truth (8, 12 and 16 bits) and the real photographs against the Steger
+// reference. Every synthetic case meets the targets; where a real photograph
+// does not, its bound is the figure measured today (a regression guard, the
+// cause in docs/extraction.md, "Not yet at the targets").
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <set>
+#include <map>
 #include <string>
 
 #include "extraction_eval.h"
@@ -20,13 +21,8 @@ struct Bounds {
   double rms_px, detection_percent, outlier_percent, false_percent;
 };
 
-// The targets, and the two cases that do not meet them yet.
+// The targets.
 const Bounds kTarget{0.06, 99.5, 0.05, 1.0};
-Bounds bounds_for(const std::string& name) {
-  if (name == "ambient") return {0.065, 98.5, 0.05, 1.0};  // measured: 0.060-0.061 px, 98.7-99.1 % detected
-  if (name == "all") return {0.065, 98.0, 0.05, 1.0};      // measured: 0.061 px, 98.4-98.6 % detected
-  return kTarget;
-}
 
 }  // namespace
 
@@ -38,8 +34,8 @@ TEST_P(DefaultExtraction, MeetsTheTargetsOnEverySyntheticHardCase) {
     ChainConfig chain;  // the built-in default
     if (bits == 12) chain.adaptive.pixel_bits = 12;
     const TruthScore s = score_synthetic(hc.config, chain);
-    const Bounds b = bounds_for(hc.name);
-    const std::string what = hc.name + " at " + std::to_string(bits) + " bits" + (b.rms_px != kTarget.rms_px ? " (below target: measured bound)" : "");
+    const Bounds& b = kTarget;
+    const std::string what = hc.name + " at " + std::to_string(bits) + " bits";
     ASSERT_GT(s.expected, 1000u) << what;
     EXPECT_LE(s.rms(), b.rms_px) << what;
     EXPECT_GE(s.detection_percent(), b.detection_percent) << what;
@@ -61,10 +57,17 @@ TEST(DefaultExtraction, TheOldFixedThresholdDefaultFailsOnAmbientLightAnd16Bit) 
 }
 
 TEST(DefaultExtraction, HoldsOnRealPhotographsAgainstTheStegerReference) {
-  // Both gravel crops (noisy gravel as bright as the line) and the gaps between
-  // the blocks do not reach the 5 % targets yet: bounded at today's figures.
-  const std::set<std::string> below_target_over3 = {"gravel_top_line_red.png", "gravel_bottom_line_red.png"};
-  const std::set<std::string> below_target_extra = {"gravel_top_line_red.png", "gravel_bottom_line_red.png", "floor_blocks_step_red.png"};
+  // Below the 5 % targets, bounded at today's figures (measured at 8 / 16 bits;
+  // the causes in docs/extraction.md, "Not yet at the targets"):
+  // > 3 px: gravel top 5.86 / 5.69 %, gravel bottom 8.00 / 8.00 % (38 of its
+  // 48 columns are the reference on gravel speckle 70-130 rows off a
+  // continuous line); extra: gravel top 9.38 % (48 of its 60 columns are a
+  // visible line segment the reference does not link), gravel bottom 6.25 %,
+  // floor_blocks_step 6.72 % (with the line on a block's steep face, which the
+  // reference leaves out by design, and isolated reference gaps on the line).
+  const std::map<std::string, double> over3_bound = {{"gravel_top_line_red.png", 6.5}, {"gravel_bottom_line_red.png", 8.5}};
+  const std::map<std::string, double> extra_bound = {
+      {"gravel_top_line_red.png", 10.0}, {"gravel_bottom_line_red.png", 7.0}, {"floor_blocks_step_red.png", 7.5}};
   for (const std::string& name : real_image_names()) {
     const RealImage img = load_real_image(name);
     const auto ref = steger_reference(img);
@@ -73,8 +76,8 @@ TEST(DefaultExtraction, HoldsOnRealPhotographsAgainstTheStegerReference) {
       const std::string what = name + (bits16 ? " as 16-bit" : " as 8-bit");
       ASSERT_GT(s.reference, s.columns / 2) << what << ": the reference finds the line in too few columns to score";
       EXPECT_LE(s.median, 0.5) << what;
-      EXPECT_LE(s.over_3px_percent(), below_target_over3.count(name) ? 15.0 : 5.0) << what;
-      EXPECT_LE(s.extra_percent(), below_target_extra.count(name) ? 10.0 : 5.0) << what;
+      EXPECT_LE(s.over_3px_percent(), over3_bound.count(name) ? over3_bound.at(name) : 5.0) << what;
+      EXPECT_LE(s.extra_percent(), extra_bound.count(name) ? extra_bound.at(name) : 5.0) << what;
       EXPECT_LE(s.missed_percent(), 2.0) << what;
     }
   }
