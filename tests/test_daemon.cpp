@@ -420,3 +420,23 @@ TEST(Metrics, PrometheusTextIsWellFormed) {
   r.counter("x_total", "X.", "reason=\"a\"").add(-5);  // counters never go down
   EXPECT_EQ(parse_metrics(r.render()).at("x_total{reason=\"a\"}"), 3);
 }
+
+// issue 15: standard output is for results only. With -v, a replay's debug
+// and info lines go to stderr; stdout holds the summary and the files written.
+TEST(Logs, VerboseReplayKeepsLogLinesOffStdout) {
+  TempDir dir;
+  ASSERT_EQ(test::run_cli("synth " + (dir / "rec.png").string() + " --width 200 --frame-height 32 --frames 12"), 0);
+  const std::string err = (dir / "err.txt").string();
+  std::string out;
+  ASSERT_EQ(test::run_cli_command("{ " + test::binary_path() + " -v replay " + (dir / "rec.png").string() + " -H 32 --ply " +
+                                      (dir / "r.ply").string() + " 2>" + err + "; }",
+                                  &out),
+            0)
+      << out;
+  std::ifstream in(err);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("[debug]"), std::string::npos) << "-v: debug lines expected on stderr\n" << log;
+  for (const char* level : {"[debug]", "[info]", "[warning]", "[error]"}) EXPECT_EQ(out.find(level), std::string::npos) << level << " on stdout:\n" << out;
+  EXPECT_NE(out.find("frames 12"), std::string::npos) << "the summary belongs on stdout:\n" << out;
+  EXPECT_NE(out.find("wrote"), std::string::npos) << out;
+}
