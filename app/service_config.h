@@ -3,6 +3,7 @@
 // service (daemon/, docs/daemon.md). Defined here, below the daemon, because
 // the configuration file is one and the composition root reads all of it.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 namespace stripeline {
@@ -31,5 +32,11 @@ struct HttpConfig {
   void validate() const;
   bool operator==(const HttpConfig&) const = default;
 };
+
+// Throws ConfigError naming `path` when the file sets nothing: 0 bytes, or
+// only whitespace, comments and empty tables. Such a file parses as the
+// built-in defaults (outputs, publisher off), which a reload of a file being
+// rewritten or truncated must not switch a running service to.
+void require_settings(const std::filesystem::path& path);
 
 }  // namespace stripeline

@@ -35,6 +35,9 @@
 #include <thread>
 
 #include "app/config.h"
+#include "app/outputs.h"
+#include "app/service_config.h"
+#include "calibration/calibration_file.h"
 #include "app/sources.h"
 #include "core/errors.h"
 #include "daemon/camera_supervisor.h"
@@ -84,6 +87,8 @@ class Daemon {
   void collect();
   // (healthy, text) for /healthz. Requires mu_.
   std::pair<bool, std::string> health_locked();
+  // The checks a reloaded configuration passes before it replaces the running one (throws).
+  void check_reload(const Config& c) const;
   void apply_log_level(const Config& c);
   bool wait_before_reconnect();  // false when stopping
 
@@ -109,6 +114,7 @@ class Daemon {
   std::unique_ptr<Publisher> publisher_;
   bool stop_ = false, reload_ = false, running_ = false, housekeeping_stop_ = false;
   std::optional<clock::time_point> stop_at_;
+  std::optional<Config> rollback_;  // the configuration before a reload, until the reloaded one has started
   std::optional<Config> pending_;
   Pipeline* pipeline_ = nullptr;
   InstrumentedSource* source_ = nullptr;
@@ -152,12 +158,21 @@ std::pair<bool, std::string> Daemon::health_locked() {
   return {true, "ok\n"};
 }
 
+void Daemon::check_reload(const Config& c) const {
+  // An empty file (0 bytes, whitespace, comments) parses as all defaults:
+  // outputs and publisher would silently change to the built-in ones.
+  require_settings(path_);
+  c.publisher.curve.check_key_files();  // a reload must not fail later on a key file
+  if (!c.calibration.file.empty()) load_calibration(c.calibration.file);
+  if (c.output.any_file()) create_output_dir(c.output.dir);
+}
+
 void Daemon::on_signal(int sig) {
   if (sig == SIGHUP) {
     spdlog::info("daemon: SIGHUP: reloading {}", path_.string());
     try {
       Config c = load();
-      c.publisher.curve.check_key_files();  // a reload must not fail later on a key file
+      check_reload(c);
       std::lock_guard lock(mu_);
       if (!(c.http == cfg_.http)) spdlog::warn("daemon: [http] changes take effect at the next start");
       pending_ = std::move(c);
@@ -231,6 +246,14 @@ void Daemon::use_publisher(const Config& cfg) {
     if (publisher_ && wanted && publisher_->config() == *wanted) return;
     if (!publisher_ && !wanted) return;
   }
+  // A new endpoint is bound before the old publisher goes: if it cannot be
+  // bound (a reload rolls back), the running publisher and its subscribers stay.
+  std::unique_ptr<Publisher> fresh;
+  const bool same_endpoint = [&] {
+    std::lock_guard lock(mu_);
+    return wanted && publisher_ && publisher_->config().endpoint == wanted->endpoint && wanted->endpoint.find(":*") == std::string::npos;
+  }();
+  if (wanted && !same_endpoint) fresh = std::make_unique<Publisher>(*wanted);  // throws: nothing replaced
   collect();  // count what the old publisher did before it goes
   std::unique_ptr<Publisher> old;
   {
@@ -240,7 +263,12 @@ void Daemon::use_publisher(const Config& cfg) {
   old.reset();  // closing lingers (linger_ms): never with mu_ held
   metrics_.publisher_replaced();
   if (!wanted) return;
-  // A reload may rebind the same endpoint: the old socket closes asynchronously.
+  if (fresh) {
+    std::lock_guard lock(mu_);
+    publisher_ = std::move(fresh);
+    return;
+  }
+  // The same endpoint rebound: the old socket closes asynchronously.
   const auto deadline = clock::now() + std::chrono::seconds(3);
   while (true) {
     try {
@@ -309,6 +337,7 @@ Daemon::End Daemon::generation(const Config& cfg) {
     source_ = &source;
     scans_ = &scans;
     running_ = true;
+    rollback_.reset();  // the configuration started
     if (stop_ || reload_) {  // a signal arrived while we were setting up
       scans.set_end_reason(stop_ ? "stopped" : "reload");
       pipeline.stop();
@@ -395,6 +424,7 @@ int Daemon::run() {
       return cfg_;
     }();
     End end = End::Failed;
+    std::optional<std::string> start_failed;  // why the pipeline could not start (not a camera that is away)
     try {
       end = generation(cfg);
     } catch (const DeviceUnavailable& e) {
@@ -406,13 +436,28 @@ int Daemon::run() {
     } catch (const InputError& e) {
       if (first) throw;  // a bad key file, endpoint or camera setting at start: exit 2 with its one line
       spdlog::error("daemon: cannot start the pipeline: {}", e.what());
-      if (cfg.source == SourceKind::Camera) {  // a replaced camera that refuses a setting: keep trying, loudly
+      if (cfg.source == SourceKind::Camera && !rollback_) {  // a replaced camera that refuses a setting: keep trying, loudly
         camera_.unavailable(e.what());
         end = End::CameraUnavailable;
+      } else {
+        start_failed = e.what();
       }
     } catch (const std::exception& e) {
       spdlog::error("daemon: cannot start the pipeline: {}", e.what());
       end = End::Failed;
+      start_failed = e.what();
+    }
+    if (start_failed && rollback_) {
+      // A reloaded configuration passed its checks but cannot start (an
+      // endpoint in use, say): back to the one that ran, rather than exit.
+      std::lock_guard lock(mu_);
+      spdlog::error("daemon: SIGHUP: the reloaded configuration cannot start ({}); going back to the previous one", *start_failed);
+      metrics_.reload_rolled_back();
+      cfg_ = std::move(*rollback_);
+      rollback_.reset();
+      apply_log_level(cfg_);
+      if (stop_) break;
+      continue;
     }
     // A camera setting refused at start is a configuration error (exit 2)
     // until the pipeline has run once, even if the camera came late.
@@ -434,6 +479,7 @@ int Daemon::run() {
     }
     std::lock_guard lock(mu_);
     if (reload_ && pending_) {
+      rollback_ = cfg_;
       cfg_ = std::move(*pending_);
       pending_.reset();
       reload_ = false;

@@ -34,6 +34,7 @@ DaemonMetrics::DaemonMetrics(Registry& m) {
   scans_done_ = &m.counter("stripeline_scans_completed_total", "Scans whose files were completed.");
   reload_ok_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"applied\"");
   reload_bad_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"rejected\"");
+  reload_rolled_back_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"rolled_back\"");
   queue_ = &m.gauge("stripeline_queue_depth_batches", "Batches acquired but not yet through every sink.");
   subscribers_ = &m.gauge("stripeline_subscribers", "Subscriptions matching the profile topic.");
   healthy_ = &m.gauge("stripeline_healthy", "1 when no batch is stalled in flight.");

@@ -46,6 +46,7 @@ class DaemonMetrics {
 
   void scan_completed() { scans_done_->add(1); }
   void reload(bool applied) { (applied ? reload_ok_ : reload_bad_)->add(1); }
+  void reload_rolled_back() { reload_rolled_back_->add(1); }
   void camera_lost(double detection_seconds);
   void camera_reconnected() { camera_reconnects_->add(1); }
   void set_up(bool up) { up_->set(up ? 1 : 0); }
@@ -66,7 +67,7 @@ class DaemonMetrics {
   PipelineStats last_stats_{};
 
   Counter *frames_, *missing_, *profiles_, *points_, *overflow_, *batches_, *compute_, *bytes_, *published_, *hm_rows_, *msgs_,
-      *pub_bytes_, *scans_done_, *series_, *reload_ok_, *reload_bad_;
+      *pub_bytes_, *scans_done_, *series_, *reload_ok_, *reload_bad_, *reload_rolled_back_;
   std::array<Counter*, kDropReasons> dropped_{}, msg_dropped_{};
   // stripeline_frames_lost_total by cause: gap, incomplete, timeout, failed.
   std::array<Counter*, 4> lost_{};

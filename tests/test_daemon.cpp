@@ -421,6 +421,92 @@ TEST(Metrics, PrometheusTextIsWellFormed) {
   EXPECT_EQ(parse_metrics(r.render()).at("x_total{reason=\"a\"}"), 3);
 }
 
+// issue 14: a reload that would switch to the built-in defaults (an empty,
+// blank or comment-only file) is refused like every invalid reload: the
+// running configuration and its series go on, one error line each, counted.
+TEST(Daemon, SighupWithAnEmptyOrBlankConfigIsRefusedAndTheSeriesGoesOn) {
+  TempDir dir;
+  const auto cfg = dir / "d.toml";
+  write_text(cfg, daemon_config(dir, 100000));
+  Child d({test::binary_path(), "daemon", "--config", cfg.string()});
+  const auto endpoint = d.wait_for(R"(publisher: bound (tcp://127\.0\.0\.1:[0-9]+))", 30s);
+  ASSERT_TRUE(endpoint) << d.output();
+  const auto port = d.wait_for(R"(http: listening on http://127\.0\.0\.1:([0-9]+))", 10s);
+  ASSERT_TRUE(port) << d.output();
+  ASSERT_TRUE(d.wait_for("daemon: ready", 30s)) << d.output();
+  zmq::context_t ctx(1);
+  zmq::socket_t sub = subscriber(ctx, *endpoint, "profile");
+  std::vector<wire::Decoded> msgs;
+  ASSERT_TRUE(receive_until(sub, msgs, [](const auto& m) { return !m.empty(); }, 30s)) << d.output();
+  const std::string series = msgs.front().series;
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"0 bytes", ""},
+      {"blank", "  \n\t\n\n"},
+      {"comments only", "# the configuration is being rewritten\n\n   # more\n"},
+      {"empty tables", "[output]\n[publisher]\n# nothing set\n"},
+      {"missing calibration file", daemon_config(dir, 100000, "[calibration]\nfile = \"" + (dir / "missing.json").string() + "\"\n")},
+  };
+  int rejected = 0;
+  for (const auto& [what, text] : bad) {
+    write_text(cfg, text);
+    const std::size_t mark = d.output().size();
+    d.signal(SIGHUP);
+    ASSERT_TRUE(d.wait_for("configuration rejected, keeping the running one", 10s, mark)) << what << "\n" << d.output();
+    ++rejected;
+    const auto m = parse_metrics(http_get(std::stoi(*port), "/metrics").second);
+    EXPECT_EQ(m.at("stripeline_config_reloads_total{result=\"rejected\"}"), rejected) << what;
+    EXPECT_EQ(m.at("stripeline_config_reloads_total{result=\"applied\"}"), 0) << what;
+  }
+  EXPECT_NE(d.output().find("the file sets nothing (0 bytes)"), std::string::npos) << d.output();
+  EXPECT_NE(d.output().find("only whitespace, comments or empty tables"), std::string::npos) << d.output();
+  // The same series still streams: no reload happened.
+  msgs.clear();
+  ASSERT_TRUE(receive_until(sub, msgs, [](const auto& m) { return m.size() >= 3; }, 30s)) << d.output();
+  EXPECT_EQ(msgs.back().series, series) << "the series changed although every reload was refused";
+  EXPECT_EQ(d.output().find("ended (reload)"), std::string::npos) << d.output();
+  EXPECT_EQ(http_get(std::stoi(*port), "/healthz").first, 200);
+  d.signal(SIGTERM);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+}
+
+// A reload that passes its checks but cannot start (its publisher endpoint is
+// taken) goes back to the configuration that ran instead of exiting; the
+// publisher (and its subscribers) were never replaced.
+TEST(Daemon, SighupWhoseConfigCannotStartRollsBack) {
+  TempDir dir;
+  const auto cfg = dir / "d.toml";
+  write_text(cfg, daemon_config(dir, 100000));
+  Child d({test::binary_path(), "daemon", "--config", cfg.string()});
+  const auto endpoint = d.wait_for(R"(publisher: bound (tcp://127\.0\.0\.1:[0-9]+))", 30s);
+  ASSERT_TRUE(endpoint) << d.output();
+  const auto port = d.wait_for(R"(http: listening on http://127\.0\.0\.1:([0-9]+))", 10s);
+  ASSERT_TRUE(port) << d.output();
+  ASSERT_TRUE(d.wait_for("daemon: ready", 30s)) << d.output();
+  zmq::context_t ctx(1);
+  zmq::socket_t taken(ctx, zmq::socket_type::pub);
+  taken.set(zmq::sockopt::linger, 0);
+  taken.bind("tcp://127.0.0.1:*");
+  const std::string busy = taken.get(zmq::sockopt::last_endpoint);
+  std::string text = daemon_config(dir, 100000);
+  text.replace(text.find("tcp://127.0.0.1:*"), std::string("tcp://127.0.0.1:*").size(), busy);
+  write_text(cfg, text);
+  const std::size_t mark = d.output().size();
+  d.signal(SIGHUP);
+  ASSERT_TRUE(d.wait_for("cannot start \\(.*\\); going back to the previous one", 30s, mark)) << d.output();
+  ASSERT_TRUE(d.wait_for("daemon: ready", 30s, mark)) << d.output();
+  EXPECT_EQ(d.output().find("publisher: bound", mark), std::string::npos) << "the running publisher was replaced\n" << d.output();
+  const auto m = parse_metrics(http_get(std::stoi(*port), "/metrics").second);
+  EXPECT_EQ(m.at("stripeline_config_reloads_total{result=\"rolled_back\"}"), 1);
+  EXPECT_EQ(http_get(std::stoi(*port), "/healthz").first, 200);
+  d.signal(SIGTERM);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+}
+
 // issue 15: standard output is for results only. With -v, a replay's debug
 // and info lines go to stderr; stdout holds the summary and the files written.
 TEST(Logs, VerboseReplayKeepsLogLinesOffStdout) {
