@@ -634,15 +634,19 @@ struct StalledSubscriber {
   zmq::socket_t sock;
 };
 
-// Feeds wide rows until the publisher reports drops at the high-water mark
-// (the stalled subscriber's pipe is full); false if that never happens.
+// Feeds wide rows (one message each) until the stalled subscriber's path is
+// full for good: 50 messages in a row dropped at the high-water mark (a
+// single drop can be transient, before ZeroMQ's I/O thread has moved the
+// queue into the kernel's buffers); false if that never happens.
 bool fill_until_hwm(Publisher& pub, ProfileBatch& p) {
   const auto deadline = steady::now() + 30s;
-  while (steady::now() < deadline) {
+  int in_a_row = 0;
+  while (steady::now() < deadline && in_a_row < 50) {
+    const auto before = pub.counters().messages_sent;
     pub.consume(p.span());
-    if (pub.counters().messages_dropped[static_cast<int>(DropReason::Hwm)] > 0) return true;
+    in_a_row = pub.counters().messages_sent == before ? in_a_row + 1 : 0;
   }
-  return false;
+  return in_a_row >= 50 && pub.counters().messages_dropped[static_cast<int>(DropReason::Hwm)] > 0;
 }
 
 ScanInfo wide_scan(int width) {
