@@ -28,6 +28,9 @@ void DaemonConfig::validate() const {
 void HttpConfig::validate() const {
   if (port < 0 || port > 65535) fail("port", std::to_string(port) + " is out of range (expected 0 (ephemeral)..65535)");
   if (address.empty()) fail("address", "must not be empty (expected e.g. 127.0.0.1)");
+  if (max_connections < 1 || max_connections > 65536) fail("max_connections", "must be 1..65536");
+  if (!(request_timeout >= 0.05 && request_timeout <= 60)) fail("request_timeout", "must be 0.05..60 seconds");
+  if (!(idle_timeout >= 0.1 && idle_timeout <= 3600)) fail("idle_timeout", "must be 0.1..3600 seconds");
 }
 
 namespace {

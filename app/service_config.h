@@ -27,6 +27,9 @@ struct HttpConfig {
   bool enabled = true;
   std::string address = "127.0.0.1";  // listen address (loopback by default)
   int port = 9560;                    // 0 = an ephemeral port (logged at start)
+  int max_connections = 256;          // open at once; beyond, the longest-idle one is closed (1..65536)
+  double request_timeout = 2.0;       // seconds from a request's first byte to its last header line (0.05..60)
+  double idle_timeout = 5.0;          // seconds a connection may stay open with no request (keep-alive; 0.1..3600)
 
   // Throws ConfigError naming the key.
   void validate() const;

@@ -28,7 +28,7 @@ std::string version_text() {
   zmq_version(&major, &minor, &patch);
   t += "\n  stream: ZeroMQ " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
        (zmq_has("curve") ? ", CURVE encryption available" : ", no CURVE (libzmq built without it)");
-  t += "\n  daemon: systemd notify and watchdog, HTTP /healthz and /metrics";
+  t += "\n  daemon: systemd notify and watchdog, journald logs, HTTP /healthz, /livez, /readyz and /metrics";
   return t;
 }
 
