@@ -29,6 +29,7 @@
 
 #include "app/config.h"
 #include "app/outputs.h"
+#include "core/errors.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
 #include "daemon/process_metrics.h"
@@ -631,8 +632,17 @@ TEST(HttpServer, EvictsIdleConnectionsAtTheLimitAndClosesSlowAndMalformedRequest
   EXPECT_EQ(raw("GET /nope HTTP/1.1\r\n\r\n").first, 404);
   EXPECT_EQ(raw("GET /healthz HTTP/2.0\r\n\r\n").first, 505);
   EXPECT_EQ(raw("GET /healthz HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n").first, 431);
-  const auto head = raw("HEAD /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
-  EXPECT_EQ(head.first, -1) << "HEAD: Content-Length names the GET body, none follows";  // read_response waits for the body
+  {  // HEAD: the GET's head (Content-Length of its body), no body
+    const int fd = connect_loopback(port);
+    send_all(fd, "HEAD /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+    std::string got;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<std::size_t>(n));  // until the server closes
+    ::close(fd);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+    EXPECT_NE(got.find("Content-Length: 3\r\n"), std::string::npos) << got;
+    EXPECT_EQ(got.size(), got.find("\r\n\r\n") + 4) << "a body after HEAD's head: " << got;
+  }
   EXPECT_EQ(http_get(port, "/healthz").first, 200) << "still serving";
 }
 
@@ -879,4 +889,20 @@ TEST(Logs, VerboseReplayKeepsLogLinesOffStdout) {
   for (const char* level : {"[debug]", "[info]", "[warning]", "[error]"}) EXPECT_EQ(out.find(level), std::string::npos) << level << " on stdout:\n" << out;
   EXPECT_NE(out.find("frames 12"), std::string::npos) << "the summary belongs on stdout:\n" << out;
   EXPECT_NE(out.find("wrote"), std::string::npos) << out;
+}
+
+TEST(DaemonConfig, HttpLimitsParseAndBadOnesAreRejectedNamingTheKey) {
+  const Config c = parse_config("[http]\nmax_connections = 64\nrequest_timeout = 0.5\nidle_timeout = 30.0\n", "t.toml");
+  EXPECT_EQ(c.http.max_connections, 64);
+  EXPECT_EQ(c.http.request_timeout, 0.5);
+  EXPECT_EQ(c.http.idle_timeout, 30.0);
+  for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+           {"max_connections = 0", "http.max_connections"}, {"request_timeout = 0.0", "http.request_timeout"}, {"idle_timeout = -1.0", "http.idle_timeout"}}) {
+    try {
+      parse_config("[http]\n" + text + "\n", "t.toml");
+      ADD_FAILURE() << text << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
 }
