@@ -424,6 +424,9 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("enabled", h.enabled);
     s.read("address", h.address);
     s.read("port", h.port);
+    s.read("max_connections", h.max_connections);
+    s.read("request_timeout", h.request_timeout);
+    s.read("idle_timeout", h.idle_timeout);
     s.finish();
     validated(origin, "http", [&] { h.validate(); });
   }

@@ -1,6 +1,10 @@
 #include "app/service_config.h"
 
+#include <toml++/toml.h>
+
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "core/errors.h"
 
@@ -24,6 +28,41 @@ void DaemonConfig::validate() const {
 void HttpConfig::validate() const {
   if (port < 0 || port > 65535) fail("port", std::to_string(port) + " is out of range (expected 0 (ephemeral)..65535)");
   if (address.empty()) fail("address", "must not be empty (expected e.g. 127.0.0.1)");
+  if (max_connections < 1 || max_connections > 65536) fail("max_connections", "must be 1..65536");
+  if (!(request_timeout >= 0.05 && request_timeout <= 60)) fail("request_timeout", "must be 0.05..60 seconds");
+  if (!(idle_timeout >= 0.1 && idle_timeout <= 3600)) fail("idle_timeout", "must be 0.1..3600 seconds");
+}
+
+namespace {
+bool sets_anything(const toml::node& n) {
+  if (const auto* t = n.as_table()) {
+    for (const auto& [k, v] : *t)
+      if (sets_anything(v)) return true;
+    return false;
+  }
+  if (const auto* a = n.as_array()) {
+    for (const auto& v : *a)
+      if (v.as_table() ? sets_anything(v) : true) return true;
+    return false;
+  }
+  return true;  // a value
+}
+}  // namespace
+
+void require_settings(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path.string() + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  bool empty = false;
+  try {
+    empty = !sets_anything(toml::parse(text.str(), path.string()));
+  } catch (const toml::parse_error&) {
+    return;  // not empty; the configuration parser names the syntax error
+  }
+  if (empty)
+    throw ConfigError(path.string() + ": the file sets nothing (" + (text.str().empty() ? "0 bytes" : "only whitespace, comments or empty tables") +
+                      "): it would switch the outputs and the publisher to the built-in defaults; refused");
 }
 
 }  // namespace stripeline

@@ -3,6 +3,7 @@
 // service (daemon/, docs/daemon.md). Defined here, below the daemon, because
 // the configuration file is one and the composition root reads all of it.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 namespace stripeline {
@@ -26,10 +27,19 @@ struct HttpConfig {
   bool enabled = true;
   std::string address = "127.0.0.1";  // listen address (loopback by default)
   int port = 9560;                    // 0 = an ephemeral port (logged at start)
+  int max_connections = 256;          // open at once; beyond, the longest-idle one is closed (1..65536)
+  double request_timeout = 2.0;       // seconds from a request's first byte to its last header line (0.05..60)
+  double idle_timeout = 5.0;          // seconds a connection may stay open with no request (keep-alive; 0.1..3600)
 
   // Throws ConfigError naming the key.
   void validate() const;
   bool operator==(const HttpConfig&) const = default;
 };
+
+// Throws ConfigError naming `path` when the file sets nothing: 0 bytes, or
+// only whitespace, comments and empty tables. Such a file parses as the
+// built-in defaults (outputs, publisher off), which a reload of a file being
+// rewritten or truncated must not switch a running service to.
+void require_settings(const std::filesystem::path& path);
 
 }  // namespace stripeline

@@ -12,7 +12,9 @@
 //                    any lock, then posts it; SIGTERM/SIGINT post a stop.
 //   housekeeping     housekeeping(): idle scan ends, stats ticks, watchdog,
 //                    the stop deadline.
-//   HTTP thread      /healthz (health_text) and /metrics (collect).
+//   HTTP thread      /healthz, /livez, /readyz (health_locked, live_locked,
+//                    ready_locked) and /metrics (collect); it answers every
+//                    connection, so nothing it calls may wait long.
 //   camera reaper    CameraSupervisor's: closes a lost camera.
 // mu_ guards every member below it in the class (the flags, the pending
 // config, the pointers to the running pipeline/source/scans, cfg_, the
@@ -35,12 +37,16 @@
 #include <thread>
 
 #include "app/config.h"
+#include "app/outputs.h"
+#include "app/service_config.h"
+#include "calibration/calibration_file.h"
 #include "app/sources.h"
 #include "core/errors.h"
 #include "daemon/camera_supervisor.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/http_server.h"
 #include "daemon/instrumented_source.h"
+#include "daemon/process_metrics.h"
 #include "daemon/scan_writer.h"
 #include "daemon/signals.h"
 #include "daemon/systemd_notify.h"
@@ -62,6 +68,14 @@ std::string utc_stamp() {
   return buf;
 }
 
+HttpLimits http_limits(const HttpConfig& h) {
+  HttpLimits l;
+  l.max_connections = h.max_connections;
+  l.request_timeout = std::chrono::milliseconds(static_cast<long long>(h.request_timeout * 1000));
+  l.idle_timeout = std::chrono::milliseconds(static_cast<long long>(h.idle_timeout * 1000));
+  return l;
+}
+
 // The publisher a configuration streams with: its section, with the
 // output's height code and filters, the filters on the processing backend.
 std::optional<PublisherConfig> stream_of(const Config& c) {
@@ -72,18 +86,35 @@ std::optional<PublisherConfig> stream_of(const Config& c) {
 class Daemon {
  public:
   Daemon(std::filesystem::path path, std::function<void(Config&)> overrides)
-      : path_(std::move(path)), overrides_(std::move(overrides)), metrics_(registry_) {}
+      : path_(std::move(path)), overrides_(std::move(overrides)), metrics_(registry_), process_(registry_) {}
   int run();
 
  private:
   enum class End { Stopped, Reload, SourceEnd, Failed, CameraLost, CameraUnavailable };
+  struct Probe {
+    bool ok = true;
+    std::string text = "starting\n";
+  };
+
   End generation(const Config& cfg);
   void use_publisher(const Config& cfg);
   void on_signal(int sig);
   void housekeeping();
-  void collect();
+  // Brings the metrics up to date; from the HTTP thread with a bound on the
+  // wait for mu_ (skipped when busy: the last values are served).
+  void collect(std::optional<std::chrono::milliseconds> wait = std::nullopt);
+  // An answer of /healthz, /livez or /readyz: computed under mu_ when it can
+  // be taken within 20 ms, else the last one computed.
+  HttpResponse probe(std::pair<bool, std::string> (Daemon::*what)(), Probe Daemon::*last);
   // (healthy, text) for /healthz. Requires mu_.
   std::pair<bool, std::string> health_locked();
+  // /livez: the process and its loops turn (what the watchdog pings say). Requires mu_.
+  std::pair<bool, std::string> live_locked();
+  // /readyz: running and able to deliver. Requires mu_.
+  std::pair<bool, std::string> ready_locked();
+  std::optional<std::string> stalled_locked();
+  // The checks a reloaded configuration passes before it replaces the running one (throws).
+  void check_reload(const Config& c) const;
   void apply_log_level(const Config& c);
   bool wait_before_reconnect();  // false when stopping
 
@@ -98,21 +129,26 @@ class Daemon {
   const std::string run_stamp_ = utc_stamp();
   Registry registry_;
   DaemonMetrics metrics_;
+  ProcessMetrics process_;
   SystemdNotifier notifier_;
   CameraSupervisor camera_;
   std::uint64_t next_scan_ = 1;  // main thread only
 
   // Guarded by mu_ (see the top of the file).
-  std::mutex mu_;
-  std::condition_variable cv_;
+  std::timed_mutex mu_;  // timed: the HTTP thread never waits on it for long (see probe())
+  std::condition_variable_any cv_;
+  Probe last_health_, last_live_, last_ready_;  // the last answers, for when mu_ is busy
   Config cfg_;
   std::unique_ptr<Publisher> publisher_;
-  bool stop_ = false, reload_ = false, running_ = false, housekeeping_stop_ = false;
+  bool stop_ = false, reload_ = false, running_ = false, housekeeping_stop_ = false, idle_ = false;
+  clock::time_point housekeeping_beat_ = clock::now();
+  std::optional<Config> rollback_;  // the configuration before a reload, until the reloaded one has started
   std::optional<clock::time_point> stop_at_;
   std::optional<Config> pending_;
   Pipeline* pipeline_ = nullptr;
   InstrumentedSource* source_ = nullptr;
   ScanWriter* scans_ = nullptr;
+  HttpServer* http_ = nullptr;
 };
 
 void Daemon::apply_log_level(const Config& c) {
@@ -120,8 +156,13 @@ void Daemon::apply_log_level(const Config& c) {
   if (!verbose_) spdlog::set_level(spdlog::level::from_str(c.daemon.log_level));
 }
 
-void Daemon::collect() {
-  std::lock_guard lock(mu_);
+void Daemon::collect(std::optional<std::chrono::milliseconds> wait) {
+  std::unique_lock lock(mu_, std::defer_lock);
+  if (wait) {
+    if (!lock.try_lock_for(*wait)) return;
+  } else {
+    lock.lock();
+  }
   DaemonSnapshot s;
   if (source_) {
     s.has_source = true;
@@ -136,20 +177,67 @@ void Daemon::collect() {
   }
   s.healthy = health_locked().first;
   s.camera_connected = camera_.connected();
+  if (http_) s.http = http_->stats();
   metrics_.collect(s);
+  process_.update();
 }
 
+HttpResponse Daemon::probe(std::pair<bool, std::string> (Daemon::*what)(), Probe Daemon::*last) {
+  std::unique_lock lock(mu_, std::defer_lock);
+  if (lock.try_lock_for(std::chrono::milliseconds(20))) {
+    const auto [ok, text] = (this->*what)();
+    this->*last = Probe{ok, text};
+  }
+  const Probe& p = this->*last;
+  return HttpResponse{p.ok ? 200 : 503, p.text};
+}
+
+std::optional<std::string> Daemon::stalled_locked() {
+  if (!source_) return std::nullopt;
+  const double oldest = source_->oldest_in_flight_seconds();
+  if (oldest > cfg_.daemon.stall_timeout)
+    return fmt::format("stalled: a batch has been in flight for {:.1f} s (daemon.stall_timeout {} s)\n", oldest, cfg_.daemon.stall_timeout);
+  return std::nullopt;
+}
+
+// /healthz, the combined view (unchanged since before /livez and /readyz).
 std::pair<bool, std::string> Daemon::health_locked() {
   if (stop_) return {false, "stopping\n"};
   if (auto degraded = camera_.degraded(cfg_.camera.reconnect_interval)) return {false, *degraded};
   if (!running_) return {true, "ok: idle (source ended; SIGHUP restarts it)\n"};
-  if (source_) {
-    const double oldest = source_->oldest_in_flight_seconds();
-    if (oldest > cfg_.daemon.stall_timeout)
-      return {false, fmt::format("stalled: a batch has been in flight for {:.1f} s (daemon.stall_timeout {} s)\n", oldest,
-                                 cfg_.daemon.stall_timeout)};
-  }
+  if (auto stalled = stalled_locked()) return {false, *stalled};
   return {true, "ok\n"};
+}
+
+// Alive: no batch stuck in flight and the housekeeping loop turning. A lost
+// camera, a reload, idling or stopping are all alive: restarting would not help.
+std::pair<bool, std::string> Daemon::live_locked() {
+  const double beat = std::chrono::duration<double>(clock::now() - housekeeping_beat_).count();
+  if (beat > std::max(2.0, cfg_.daemon.stall_timeout))
+    return {false, fmt::format("not alive: the housekeeping loop has not turned for {:.1f} s\n", beat)};
+  if (auto stalled = stalled_locked()) return {false, "not alive: " + *stalled};
+  if (stop_) return {true, "ok: alive (stopping)\n"};
+  if (auto degraded = camera_.degraded(cfg_.camera.reconnect_interval)) return {true, "ok: alive, not ready: " + *degraded};
+  return {true, "ok: alive\n"};
+}
+
+// Ready: a pipeline runs and delivers.
+std::pair<bool, std::string> Daemon::ready_locked() {
+  if (stop_) return {false, "not ready: stopping\n"};
+  if (auto degraded = camera_.degraded(cfg_.camera.reconnect_interval)) return {false, "not ready: " + *degraded};
+  if (!running_)
+    return {false, idle_ ? "not ready: idle (the source ended; SIGHUP restarts it)\n" : "not ready: starting (opening the source)\n"};
+  if (auto stalled = stalled_locked()) return {false, "not ready: " + *stalled};
+  return {true, "ready\n"};
+}
+
+void Daemon::check_reload(const Config& c) const {
+  // An empty file (0 bytes, whitespace, comments) parses as all defaults:
+  // outputs and publisher would silently change to the built-in ones.
+  require_settings(path_);
+  c.publisher.curve.check_key_files();  // a reload must not fail later on a key file
+  if (!c.calibration.file.empty()) load_calibration(c.calibration.file);
+  if (c.output.any_file()) create_output_dir(c.output.dir);
 }
 
 void Daemon::on_signal(int sig) {
@@ -157,7 +245,7 @@ void Daemon::on_signal(int sig) {
     spdlog::info("daemon: SIGHUP: reloading {}", path_.string());
     try {
       Config c = load();
-      c.publisher.curve.check_key_files();  // a reload must not fail later on a key file
+      check_reload(c);
       std::lock_guard lock(mu_);
       if (!(c.http == cfg_.http)) spdlog::warn("daemon: [http] changes take effect at the next start");
       pending_ = std::move(c);
@@ -200,6 +288,7 @@ void Daemon::housekeeping() {
     cv_.wait_for(lock, std::chrono::milliseconds(100));
     if (housekeeping_stop_) break;
     const auto now = clock::now();
+    housekeeping_beat_ = now;
     if (stop_at_ && now - *stop_at_ > std::chrono::duration<double>(cfg_.daemon.stop_timeout)) {
       spdlog::critical("daemon: did not stop within daemon.stop_timeout = {} s; exiting 1 (files of the open scan are not kept)",
                        cfg_.daemon.stop_timeout);
@@ -231,6 +320,14 @@ void Daemon::use_publisher(const Config& cfg) {
     if (publisher_ && wanted && publisher_->config() == *wanted) return;
     if (!publisher_ && !wanted) return;
   }
+  // A new endpoint is bound before the old publisher goes: if it cannot be
+  // bound (a reload rolls back), the running publisher and its subscribers stay.
+  std::unique_ptr<Publisher> fresh;
+  const bool same_endpoint = [&] {
+    std::lock_guard lock(mu_);
+    return wanted && publisher_ && publisher_->config().endpoint == wanted->endpoint && wanted->endpoint.find(":*") == std::string::npos;
+  }();
+  if (wanted && !same_endpoint) fresh = std::make_unique<Publisher>(*wanted);  // throws: nothing replaced
   collect();  // count what the old publisher did before it goes
   std::unique_ptr<Publisher> old;
   {
@@ -240,7 +337,12 @@ void Daemon::use_publisher(const Config& cfg) {
   old.reset();  // closing lingers (linger_ms): never with mu_ held
   metrics_.publisher_replaced();
   if (!wanted) return;
-  // A reload may rebind the same endpoint: the old socket closes asynchronously.
+  if (fresh) {
+    std::lock_guard lock(mu_);
+    publisher_ = std::move(fresh);
+    return;
+  }
+  // The same endpoint rebound: the old socket closes asynchronously.
   const auto deadline = clock::now() + std::chrono::seconds(3);
   while (true) {
     try {
@@ -309,6 +411,7 @@ Daemon::End Daemon::generation(const Config& cfg) {
     source_ = &source;
     scans_ = &scans;
     running_ = true;
+    rollback_.reset();  // the configuration started
     if (stop_ || reload_) {  // a signal arrived while we were setting up
       scans.set_end_reason(stop_ ? "stopped" : "reload");
       pipeline.stop();
@@ -364,15 +467,29 @@ int Daemon::run() {
   block_daemon_signals();  // before any thread exists
   cfg_ = load();
   apply_log_level(cfg_);
-  registry_.set_collector([this] { collect(); });
+  registry_.set_collector([this] { collect(std::chrono::milliseconds(50)); });
   SignalThread signals([this](int sig) { on_signal(sig); });
   std::unique_ptr<HttpServer> http;
   if (cfg_.http.enabled)
-    http = std::make_unique<HttpServer>(cfg_.http.address, cfg_.http.port, [this] { return registry_.render(); },
-                                        [this] {
-                                          std::lock_guard lock(mu_);
-                                          return health_locked();
-                                        });
+    http = std::make_unique<HttpServer>(
+        cfg_.http.address, cfg_.http.port,
+        std::map<std::string, HttpServer::Handler>{
+            {"/metrics", [this] { return HttpResponse{200, registry_.render(), "text/plain; version=0.0.4; charset=utf-8"}; }},
+            {"/healthz", [this] { return probe(&Daemon::health_locked, &Daemon::last_health_); }},
+            {"/livez", [this] { return probe(&Daemon::live_locked, &Daemon::last_live_); }},
+            {"/readyz", [this] { return probe(&Daemon::ready_locked, &Daemon::last_ready_); }}},
+        http_limits(cfg_.http));
+  {
+    std::lock_guard lock(mu_);
+    http_ = http.get();
+  }
+  struct ForgetHttp {  // before the server goes (its thread calls collect())
+    Daemon* d;
+    ~ForgetHttp() {
+      std::lock_guard lock(d->mu_);
+      d->http_ = nullptr;
+    }
+  } forget_http{this};
   std::thread keeper([this] { housekeeping(); });
   struct Join {
     Daemon* d;
@@ -395,6 +512,7 @@ int Daemon::run() {
       return cfg_;
     }();
     End end = End::Failed;
+    std::optional<std::string> start_failed;  // why the pipeline could not start (not a camera that is away)
     try {
       end = generation(cfg);
     } catch (const DeviceUnavailable& e) {
@@ -406,13 +524,28 @@ int Daemon::run() {
     } catch (const InputError& e) {
       if (first) throw;  // a bad key file, endpoint or camera setting at start: exit 2 with its one line
       spdlog::error("daemon: cannot start the pipeline: {}", e.what());
-      if (cfg.source == SourceKind::Camera) {  // a replaced camera that refuses a setting: keep trying, loudly
+      if (cfg.source == SourceKind::Camera && !rollback_) {  // a replaced camera that refuses a setting: keep trying, loudly
         camera_.unavailable(e.what());
         end = End::CameraUnavailable;
+      } else {
+        start_failed = e.what();
       }
     } catch (const std::exception& e) {
       spdlog::error("daemon: cannot start the pipeline: {}", e.what());
       end = End::Failed;
+      start_failed = e.what();
+    }
+    if (start_failed && rollback_) {
+      // A reloaded configuration passed its checks but cannot start (an
+      // endpoint in use, say): back to the one that ran, rather than exit.
+      std::lock_guard lock(mu_);
+      spdlog::error("daemon: SIGHUP: the reloaded configuration cannot start ({}); going back to the previous one", *start_failed);
+      metrics_.reload_rolled_back();
+      cfg_ = std::move(*rollback_);
+      rollback_.reset();
+      apply_log_level(cfg_);
+      if (stop_) break;
+      continue;
     }
     // A camera setting refused at start is a configuration error (exit 2)
     // until the pipeline has run once, even if the camera came late.
@@ -429,11 +562,14 @@ int Daemon::run() {
       spdlog::warn("daemon: the source ended; waiting for SIGHUP (restart it) or SIGTERM");
       notifier_.status("idle: the source ended");
       std::unique_lock lock(mu_);
+      idle_ = true;
       cv_.wait(lock, [this] { return stop_ || reload_; });
+      idle_ = false;
       if (stop_) break;
     }
     std::lock_guard lock(mu_);
     if (reload_ && pending_) {
+      rollback_ = cfg_;
       cfg_ = std::move(*pending_);
       pending_.reset();
       reload_ = false;

@@ -34,6 +34,15 @@ DaemonMetrics::DaemonMetrics(Registry& m) {
   scans_done_ = &m.counter("stripeline_scans_completed_total", "Scans whose files were completed.");
   reload_ok_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"applied\"");
   reload_bad_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"rejected\"");
+  reload_rolled_back_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"rolled_back\"");
+  control_dropped_[0] = &m.counter("stripeline_control_messages_dropped_total",
+                                   "series-start/series-end not sent: a subscriber stayed at the high-water mark for publisher.control_timeout_ms, "
+                                   "or a send error.",
+                                   "topic=\"series-start\"");
+  control_dropped_[1] = &m.counter("stripeline_control_messages_dropped_total",
+                                   "series-start/series-end not sent: a subscriber stayed at the high-water mark for publisher.control_timeout_ms, "
+                                   "or a send error.",
+                                   "topic=\"series-end\"");
   queue_ = &m.gauge("stripeline_queue_depth_batches", "Batches acquired but not yet through every sink.");
   subscribers_ = &m.gauge("stripeline_subscribers", "Subscriptions matching the profile topic.");
   healthy_ = &m.gauge("stripeline_healthy", "1 when no batch is stalled in flight.");
@@ -56,6 +65,13 @@ DaemonMetrics::DaemonMetrics(Registry& m) {
   camera_connected_ = &m.gauge("stripeline_camera_connected", "1 while the camera streams, 0 while lost or not found (no camera source: 0).");
   camera_detect_ = &m.gauge("stripeline_camera_loss_detection_seconds",
                             "Last loss: seconds from the camera's last sign of life to the loss being declared.");
+  http_requests_ = &m.counter("stripeline_http_requests_total", "HTTP requests answered (all endpoints).");
+  http_evicted_ = &m.counter("stripeline_http_connections_evicted_total",
+                             "HTTP connections closed because http.max_connections were open (the longest-idle one goes).");
+  http_timed_out_ = &m.counter("stripeline_http_connections_timed_out_total",
+                               "HTTP connections closed by http.idle_timeout, http.request_timeout or the write timeout.");
+  http_bad_ = &m.counter("stripeline_http_bad_requests_total", "HTTP requests refused as malformed (400, 431, 505).");
+  http_open_ = &m.gauge("stripeline_http_connections_open", "HTTP connections open.");
   up_->set(1);
   start_time_->set(static_cast<double>(std::time(nullptr)));
 }
@@ -113,11 +129,20 @@ void DaemonMetrics::collect(const DaemonSnapshot& now) {
     msgs_->add(delta(c->messages_sent, last_pub_.messages_sent));
     pub_bytes_->add(delta(c->bytes_sent, last_pub_.bytes_sent));
     series_->add(delta(c->series, last_pub_.series));
+    for (std::size_t i = 0; i < control_dropped_.size(); ++i) control_dropped_[i]->add(delta(c->control_dropped[i], last_pub_.control_dropped[i]));
     for (int r = 0; r < kDropReasons; ++r) {
       dropped_[r]->add(delta(c->rows_dropped[r], last_pub_.rows_dropped[r]));
       msg_dropped_[r]->add(delta(c->messages_dropped[r], last_pub_.messages_dropped[r]));
     }
     last_pub_ = *c;
+  }
+  if (const auto& h = now.http) {
+    http_requests_->add(delta(h->requests, last_http_.requests));
+    http_evicted_->add(delta(h->evicted, last_http_.evicted));
+    http_timed_out_->add(delta(h->timed_out, last_http_.timed_out));
+    http_bad_->add(delta(h->bad_requests, last_http_.bad_requests));
+    http_open_->set(h->open);
+    last_http_ = *h;
   }
   subscribers_->set(now.subscribers);
   healthy_->set(now.healthy ? 1 : 0);

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "acquisition/source.h"
+#include "daemon/http_server.h"
 #include "daemon/metrics.h"
 #include "pipeline/pipeline.h"
 #include "streaming/publisher.h"
@@ -30,6 +31,7 @@ struct DaemonSnapshot {
   int subscribers = 0;
   bool healthy = true;
   bool camera_connected = false;
+  std::optional<HttpServer::Stats> http;
 };
 
 class DaemonMetrics {
@@ -46,6 +48,7 @@ class DaemonMetrics {
 
   void scan_completed() { scans_done_->add(1); }
   void reload(bool applied) { (applied ? reload_ok_ : reload_bad_)->add(1); }
+  void reload_rolled_back() { reload_rolled_back_->add(1); }
   void camera_lost(double detection_seconds);
   void camera_reconnected() { camera_reconnects_->add(1); }
   void set_up(bool up) { up_->set(up ? 1 : 0); }
@@ -66,13 +69,17 @@ class DaemonMetrics {
   PipelineStats last_stats_{};
 
   Counter *frames_, *missing_, *profiles_, *points_, *overflow_, *batches_, *compute_, *bytes_, *published_, *hm_rows_, *msgs_,
-      *pub_bytes_, *scans_done_, *series_, *reload_ok_, *reload_bad_;
+      *pub_bytes_, *scans_done_, *series_, *reload_ok_, *reload_bad_, *reload_rolled_back_;
+  std::array<Counter*, 2> control_dropped_{};  // series-start, series-end
   std::array<Counter*, kDropReasons> dropped_{}, msg_dropped_{};
   // stripeline_frames_lost_total by cause: gap, incomplete, timeout, failed.
   std::array<Counter*, 4> lost_{};
   Counter *underruns_, *late_, *flushed_, *camera_losses_, *camera_reconnects_;
   Gauge *camera_connected_, *camera_detect_, *queue_, *subscribers_, *up_, *start_time_, *healthy_;
   Summary *latency_, *compute_per_batch_;
+  Counter *http_requests_, *http_evicted_, *http_timed_out_, *http_bad_;
+  Gauge* http_open_;
+  HttpServer::Stats last_http_{};
 };
 
 }  // namespace stripeline::daemon

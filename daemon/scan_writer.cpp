@@ -146,7 +146,10 @@ void ScanWriter::set_end_reason(const std::string& reason) {
 }
 
 void ScanWriter::tick(std::chrono::steady_clock::time_point now) {
-  std::lock_guard lock(mu_);
+  // Never waits: the sink holding the lock is writing rows (not idle) or
+  // closing a scan, and the caller (housekeeping) holds the daemon's lock.
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock) return;
   if (open_ && daemon_.idle_close > 0 && now - last_frame_wall_ > std::chrono::duration<double>(daemon_.idle_close)) close_scan("idle");
 }
 

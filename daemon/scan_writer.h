@@ -49,7 +49,8 @@ class ScanWriter final : public ProfileSink {
   void abort() noexcept override; // drops the open scan's temporaries; series-end "aborted"
 
   void set_end_reason(const std::string& reason);
-  // Ends the open scan when no frame arrived for daemon.idle_close seconds. Thread-safe.
+  // Ends the open scan when no frame arrived for daemon.idle_close seconds.
+  // Thread-safe; never waits (skipped while the sink holds the writer).
   void tick(std::chrono::steady_clock::time_point now);
   std::uint64_t scans_completed() const;
   std::uint64_t next_scan_number() const;

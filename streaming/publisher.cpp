@@ -78,6 +78,13 @@ class Publisher::Impl {
     }
     const int r = static_cast<int>(*dropped);
     ++messages_dropped[r];
+    if (control && *dropped != DropReason::NoSubscriber) {
+      // Never silent: every lost series-start/series-end is counted and logged.
+      ++control_dropped[t == wire::Topic::SeriesStart ? 0 : 1];
+      spdlog::error("publisher: {} of series {} not sent ({}): a subscriber stayed at the high-water mark for publisher.control_timeout_ms = {} ms "
+                    "(counted in stripeline_control_messages_dropped_total)",
+                    wire::topic_name(t), series.id(), to_string(*dropped), cfg.control_timeout_ms);
+    }
     if (t == wire::Topic::Profile) rows_dropped[r] += rows;
     if (*dropped == DropReason::Hwm && hwm_logged++ < 5)
       spdlog::warn("publisher: a subscriber is at the high-water mark ({} messages): {} message seq {} dropped (counted)", cfg.send_hwm,
@@ -274,6 +281,8 @@ class Publisher::Impl {
 
   std::atomic<std::uint64_t> series_count{0}, rows_in{0}, rows_published{0}, messages_sent{0}, heightmap_rows_published{0}, bytes_sent{0};
   std::array<std::atomic<std::uint64_t>, kDropReasons> rows_dropped{}, messages_dropped{};
+  std::array<std::atomic<std::uint64_t>, 2> control_dropped{};
+  std::atomic<int> subscribers{0};  // the last count, for readers that must not wait on mu
 };
 
 Publisher::Publisher(PublisherConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
@@ -330,6 +339,7 @@ PublisherCounters Publisher::counters() const {
     c.rows_dropped[i] = m.rows_dropped[i].load();
     c.messages_dropped[i] = m.messages_dropped[i].load();
   }
+  for (std::size_t i = 0; i < c.control_dropped.size(); ++i) c.control_dropped[i] = m.control_dropped[i].load();
   return c;
 }
 
@@ -339,9 +349,11 @@ std::string Publisher::series() const {
 }
 
 int Publisher::subscribers() {
-  std::lock_guard lock(impl_->mu);
+  std::unique_lock lock(impl_->mu, std::try_to_lock);
+  if (!lock) return impl_->subscribers.load();  // a send (a control message may wait seconds) holds the socket
   impl_->sender.drain_subscriptions();
-  return impl_->sender.matching("profile");
+  impl_->subscribers = impl_->sender.matching("profile");
+  return impl_->subscribers.load();
 }
 
 bool Publisher::wait_for_subscribers(int n, std::chrono::milliseconds timeout) {
@@ -354,7 +366,8 @@ bool Publisher::wait_for_subscribers(int n, std::chrono::milliseconds timeout) {
 }
 
 void Publisher::tick() {
-  std::lock_guard lock(impl_->mu);
+  std::unique_lock lock(impl_->mu, std::try_to_lock);
+  if (!lock) return;  // busy sending: it reads the subscriptions itself
   impl_->sender.drain_subscriptions();
   if (impl_->stats_due()) impl_->send_stats();
 }

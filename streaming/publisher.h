@@ -40,7 +40,8 @@ struct PublisherConfig {
   int heightmap_rows = 0;            // rows per heightmap message (0 = no heightmap messages)
   double stats_interval = 1.0;       // seconds between stats messages within a series (0 = only at series end)
   int linger_ms = 1000;              // how long queued messages are still delivered after close
-  int control_timeout_ms = 1000;     // series-start/series-end wait this long for room at the high-water mark
+  int control_timeout_ms = 1000;     // series-start/series-end wait this long for room at the high-water mark (the
+                                     // pipeline waits with them), then are counted (control_dropped) and logged
   int height_bits = 6;               // announced in headers: the height code the subscriber should use
   // Height-map filters (stages/heightmap_filters.h, "median 3", ...) applied to
   // each heightmap message's primary z before it is sent: the same steps as
@@ -66,6 +67,8 @@ struct PublisherCounters {
   std::array<std::uint64_t, kDropReasons> messages_dropped{};
   std::uint64_t heightmap_rows_published = 0;
   std::uint64_t bytes_sent = 0;
+  // series-start, series-end not sent after waiting control_timeout_ms (also in messages_dropped)
+  std::array<std::uint64_t, 2> control_dropped{};
   std::uint64_t rows_dropped_total() const { return rows_dropped[0] + rows_dropped[1] + rows_dropped[2]; }
   std::uint64_t messages_dropped_total() const { return messages_dropped[0] + messages_dropped[1] + messages_dropped[2]; }
 };
@@ -98,12 +101,14 @@ class Publisher final : public ProfileSink {
   PublisherCounters counters() const;
   std::string series() const;
   // Subscriptions currently matching the profile topic (reads pending
-  // subscription messages first). Thread-safe.
+  // subscription messages first, unless a send holds the socket: then the
+  // last count; never waits). Thread-safe.
   int subscribers();
   // Waits until at least n subscriptions match the profile topic.
   bool wait_for_subscribers(int n, std::chrono::milliseconds timeout);
   // Housekeeping from another thread: reads subscriptions, sends a stats
-  // message when the interval has passed within a series. Thread-safe.
+  // message when the interval has passed within a series. Skipped when a
+  // send holds the socket (never waits for a control message). Thread-safe.
   void tick();
 
  private:

@@ -599,3 +599,113 @@ TEST(Streaming, HeightmapMessagesCarryTheFilteredMap) {
     EXPECT_EQ(heightmaps, 1);
   }
 }
+
+// series-start/series-end wait up to publisher.control_timeout_ms for a
+// subscriber at its high-water mark, then are counted (control_dropped, also
+// a message drop) and logged: never lost silently. A subscriber that does not
+// read fills the pipe; one that catches up within the timeout gets them.
+namespace {
+// A SUB that reads nothing until released (tiny receive queue and buffer).
+struct StalledSubscriber {
+  explicit StalledSubscriber(const std::string& endpoint) : sock(ctx, zmq::socket_type::sub) {
+    sock.set(zmq::sockopt::rcvhwm, 1);
+    sock.set(zmq::sockopt::rcvbuf, 4096);
+    sock.set(zmq::sockopt::linger, 0);
+    sock.connect(endpoint);
+    sock.set(zmq::sockopt::subscribe, "");
+  }
+  // Reads every message for up to `limit`, returns the topics seen.
+  std::vector<wire::Topic> drain(std::chrono::milliseconds limit) {
+    std::vector<wire::Topic> topics;
+    const auto deadline = steady::now() + limit;
+    while (steady::now() < deadline) {
+      zmq::pollitem_t item{sock.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, 20ms) <= 0) continue;
+      std::vector<zmq::message_t> msg;
+      if (!zmq::recv_multipart(sock, std::back_inserter(msg), zmq::recv_flags::dontwait)) continue;
+      std::vector<std::string> parts;
+      for (auto& m : msg) parts.push_back(m.to_string());
+      topics.push_back(wire::decode(parts).topic);
+      if (topics.back() == wire::Topic::SeriesEnd) break;
+    }
+    return topics;
+  }
+  zmq::context_t ctx{1};
+  zmq::socket_t sock;
+};
+
+// Feeds wide rows (one message each) until the stalled subscriber's path is
+// full for good: 50 messages in a row dropped at the high-water mark (a
+// single drop can be transient, before ZeroMQ's I/O thread has moved the
+// queue into the kernel's buffers); false if that never happens.
+bool fill_until_hwm(Publisher& pub, ProfileBatch& p) {
+  const auto deadline = steady::now() + 30s;
+  int in_a_row = 0;
+  while (steady::now() < deadline && in_a_row < 50) {
+    const auto before = pub.counters().messages_sent;
+    pub.consume(p.span());
+    in_a_row = pub.counters().messages_sent == before ? in_a_row + 1 : 0;
+  }
+  return in_a_row >= 50 && pub.counters().messages_dropped[static_cast<int>(DropReason::Hwm)] > 0;
+}
+
+ScanInfo wide_scan(int width) {
+  ScanInfo info;
+  info.layout = BatchLayout{width, 8, 64, PixelFormat::Mono8};
+  return info;
+}
+}  // namespace
+
+TEST(Streaming, ControlMessagesWaitForRoomThenAreCountedAndLogged) {
+  PublisherConfig cfg = loopback(64);
+  cfg.send_hwm = 1;
+  cfg.control_timeout_ms = 200;
+  cfg.linger_ms = 0;
+  Publisher pub(cfg);
+  StalledSubscriber sub(pub.endpoint());
+  ASSERT_TRUE(pub.wait_for_subscribers(1, 10s));
+  const int width = 4096;
+  ProfileBatch p(width, 64, 1, &allocate_host);
+  p.frames = 64;
+  std::fill_n(p.count, static_cast<std::size_t>(width) * 64, std::uint8_t{0});
+  pub.begin(wide_scan(width));
+  EXPECT_EQ(pub.counters().control_dropped[0], 0u) << "series-start had room";
+  ASSERT_TRUE(fill_until_hwm(pub, p)) << "the stalled subscriber never reached its high-water mark";
+  pub.finish();  // series-end: waits 200 ms for room, then counted
+  auto c = pub.counters();
+  EXPECT_EQ(c.control_dropped[1], 1u) << "series-end not counted as a control drop";
+  EXPECT_EQ(c.control_dropped[0], 0u);
+  pub.begin(wide_scan(width));  // series-start with the pipe still full
+  EXPECT_EQ(pub.counters().control_dropped[0], 1u) << "series-start not counted as a control drop";
+  pub.abort();
+  c = pub.counters();
+  EXPECT_EQ(c.control_dropped[1], 2u);
+  // Every control drop is also a counted message drop.
+  EXPECT_GE(c.messages_dropped[static_cast<int>(DropReason::Hwm)], 3u);
+}
+
+TEST(Streaming, ControlMessagesReachASlowSubscriberThatCatchesUpWithinTheTimeout) {
+  PublisherConfig cfg = loopback(64);
+  cfg.send_hwm = 1;
+  cfg.control_timeout_ms = 20000;  // generous: the subscriber starts reading 300 ms into the wait
+  Publisher pub(cfg);
+  StalledSubscriber sub(pub.endpoint());
+  ASSERT_TRUE(pub.wait_for_subscribers(1, 10s));
+  const int width = 4096;
+  ProfileBatch p(width, 64, 1, &allocate_host);
+  p.frames = 64;
+  std::fill_n(p.count, static_cast<std::size_t>(width) * 64, std::uint8_t{0});
+  pub.begin(wide_scan(width));
+  ASSERT_TRUE(fill_until_hwm(pub, p)) << "the stalled subscriber never reached its high-water mark";
+  std::vector<wire::Topic> seen;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(300ms);  // stays stalled while series-end starts waiting
+    seen = sub.drain(30s);
+  });
+  pub.finish();
+  reader.join();
+  const auto c = pub.counters();
+  EXPECT_EQ(c.control_dropped[0] + c.control_dropped[1], 0u);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), wire::Topic::SeriesEnd) << "series-end did not reach the subscriber";
+}

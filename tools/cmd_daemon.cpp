@@ -9,6 +9,7 @@
 #include "app/config.h"
 #include "calibration/calibration_file.h"
 #include "daemon/daemon.h"
+#include "daemon/logging.h"
 #include "streaming/curve.h"
 #include "tools/calibration_flags.h"
 #include "tools/commands.h"
@@ -20,13 +21,16 @@ Subcommand add_daemon(CLI::App& app) {
   struct Flags {
     std::string config, keygen;
     bool check = false;
-    std::string calibration, roi_offset;
+    std::string calibration, roi_offset, log = "auto";
     double y_step = 0.0;
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("-c,--config", f->config, "TOML configuration (see configs/daemon.toml)");
   sub->add_flag("--check", f->check, "Check the configuration (and key files) and exit");
   sub->add_option("--keygen", f->keygen, "Write a CURVE key pair to BASE.pub and BASE.secret (mode 0600) and exit");
+  sub->add_option("--log", f->log,
+                  "Where log lines go: auto (the journal, with priorities, when run by systemd; else stderr), stderr, journald")
+      ->check(CLI::IsMember({"auto", "stderr", "journald"}));
   add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
   return {sub, [f] {
             auto overrides = [f](Config& c) { apply_calibration_flags(c, f->calibration, f->y_step, f->roi_offset); };
@@ -47,12 +51,8 @@ Subcommand add_daemon(CLI::App& app) {
               std::printf("%s: ok\n", f->config.c_str());
               return 0;
             }
-            // Under systemd the journal adds time and pid; elsewhere we do.
-            if (std::getenv("JOURNAL_STREAM"))
-              spdlog::set_pattern("[%l] %v");
-            else
-              spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e stripeline[%P]: [%l] %v");
-            spdlog::flush_on(spdlog::level::trace);
+            // Under systemd: the journal, with priorities; elsewhere stderr with time and pid.
+            daemon::setup_daemon_logging(daemon::parse_log_target(f->log));
             return daemon::run_daemon(f->config, overrides);
           }};
 }

@@ -1,6 +1,7 @@
 // stripeline: real-time laser profilometry. See README.md.
 // Exit codes: 0 ok; 2 bad usage or bad input (one line on stderr naming the
 // file and the problem); 1 runtime failure.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <zmq.h>
@@ -27,7 +28,7 @@ std::string version_text() {
   zmq_version(&major, &minor, &patch);
   t += "\n  stream: ZeroMQ " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
        (zmq_has("curve") ? ", CURVE encryption available" : ", no CURVE (libzmq built without it)");
-  t += "\n  daemon: systemd notify and watchdog, HTTP /healthz and /metrics";
+  t += "\n  daemon: systemd notify and watchdog, journald logs, HTTP /healthz, /livez, /readyz and /metrics";
   return t;
 }
 
@@ -71,6 +72,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "Run 'stripeline --help' for usage.\n");
     return 2;
   }
+  // Log lines go to stderr: standard output is for results only (a summary,
+  // a stream written to '-'). The daemon picks its own target (journald).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("stripeline", spdlog::color_mode::automatic));
   spdlog::set_pattern("stripeline: [%l] %v");
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
 
