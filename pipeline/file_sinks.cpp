@@ -46,8 +46,9 @@ void PlySink::consume(const ProfileSpan& p) {
         const std::size_t i = p.slot_index(f, s, x);
         double X, Y, Z;
         if (!mapping_.point(y, x, p.position[i], X, Y, Z)) continue;  // beyond the sheet's horizon: no point
-        buffer_.push_back({static_cast<float>(X), static_cast<float>(Y), static_cast<float>(Z), static_cast<float>(p.intensity[i]),
-                           p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f});
+        buffer_.push_back({static_cast<float>(X), Y, static_cast<float>(Z), static_cast<float>(p.intensity[i]),
+                           p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f, static_cast<std::uint8_t>(s),
+                           p.stripe_width != nullptr ? p.stripe_width[i] : std::uint16_t{0}});
       }
     }
     writer_->write(buffer_.data(), buffer_.size());
