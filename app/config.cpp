@@ -316,6 +316,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("heightmap", o.heightmap);
     s.read("preview", o.preview);
     s.read("summary", o.summary);
+    s.read("xyz_tiff", o.xyz_tiff);
     s.read("height_bits", o.height_bits);
     s.read_strings("heightmap_filters", o.heightmap_filters);
     s.finish();
