@@ -9,8 +9,8 @@
 // 28 minutes at 10 kHz; x and z stay float32 (a column and a sub-pixel row:
 // exact). Binary records are packed, 27 bytes (docs/data-model.md). The vertex
 // count is not known until the end, so the header is written with a fixed-size
-// reserve and rewritten in place on finish(); readers (Open3D, PCL,
-// CloudCompare, MeshLab) see an ordinary PLY file. The file appears under its
+// reserve and rewritten in place on finish(); readers see an ordinary PLY
+// file (which viewer shows which property: docs/data-model.md). The file appears under its
 // final name only when finish() succeeds (AtomicFile).
 #include <cstdint>
 #include <filesystem>
