@@ -2,7 +2,9 @@
 
 #include <toml++/toml.h>
 
+#include <cstdlib>
 #include <limits>
+#include <string_view>
 #include <set>
 #include <fstream>
 #include <sstream>
@@ -340,6 +342,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("heightmap", o.heightmap);
     s.read("preview", o.preview);
     s.read("summary", o.summary);
+    s.read("xyz_tiff", o.xyz_tiff);
     s.read("height_bits", o.height_bits);
     s.read_strings("heightmap_filters", o.heightmap_filters);
     s.finish();
@@ -401,6 +404,19 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("curve", k.enabled);
     s.read("server_secret_key", secret);
     s.read_paths("client_keys", k.client_keys);
+    // Key files handed over by systemd's LoadCredential= (configs/stripeline.service,
+    // docs/daemon.md "Deployment"): a leading ${CREDENTIALS_DIRECTORY} is that variable.
+    auto credential = [&](const char* key, const std::string& path) -> std::string {
+      static constexpr std::string_view var = "${CREDENTIALS_DIRECTORY}";
+      if (path.compare(0, var.size(), var) != 0) return path;
+      const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+      if (dir == nullptr || *dir == '\0')
+        s.fail(key, "'" + path + "' names ${CREDENTIALS_DIRECTORY}, which is not set (systemd sets it for a unit with "
+                    "LoadCredential=; outside systemd, export CREDENTIALS_DIRECTORY=<folder of the key files>)");
+      return std::string(dir) + path.substr(var.size());
+    };
+    secret = credential("server_secret_key", secret);
+    for (auto& key : k.client_keys) key = credential("client_keys", key.string());
     s.finish();
     k.server_secret_key = secret;
   }

@@ -46,7 +46,7 @@ PublisherConfig publisher_for_outputs(PublisherConfig p, const OutputConfig& out
 
 OutputSinks make_output_sinks(const OutputConfig& out, const OutputOptions& options) {
   OutputSinks sinks;
-  const bool files = !out.ply.empty() || !out.heightmap.empty() || !out.preview.empty();
+  const bool files = !out.ply.empty() || !out.heightmap.empty() || !out.preview.empty() || !out.xyz_tiff.empty();
   if (files || !out.summary.empty()) create_output_dir(out.dir);
   auto named = [&](const std::string& name) { return name.empty() ? std::filesystem::path() : out.resolve(options.prefix + name); };
   if (!out.ply.empty()) {
@@ -63,6 +63,16 @@ OutputSinks make_output_sinks(const OutputConfig& out, const OutputOptions& opti
     if (!out.heightmap_filters.empty()) sink->set_filters(out.heightmap_filters, options.filter_backend);
     sinks.heightmap = sink.get();
     sinks.owned.push_back(std::make_unique<BackgroundSink>(std::move(sink), "height-map writer"));
+  }
+  if (!out.xyz_tiff.empty()) {
+    const auto path = named(out.xyz_tiff);
+    const std::string ext = path.extension().string();
+    if (ext != ".tif" && ext != ".tiff")
+      throw ConfigError("output.xyz_tiff: '" + out.xyz_tiff + "' is not a TIFF name (expected .tif or .tiff)");
+    sinks.files.push_back(path);
+    auto xyz = std::make_unique<XyzTiffSink>(path, options.expected_rows);
+    sinks.xyz = xyz.get();
+    sinks.owned.push_back(std::make_unique<BackgroundSink>(std::move(xyz), "XYZ TIFF writer"));
   }
   if (options.publisher) {
     auto p = std::make_unique<Publisher>(publisher_for_outputs(*options.publisher, out, options.filter_backend));

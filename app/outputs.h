@@ -12,6 +12,7 @@
 #include "io/ply_writer.h"
 #include "pipeline/file_sinks.h"
 #include "pipeline/sink.h"
+#include "pipeline/xyz_tiff_sink.h"
 #include "stages/backend.h"
 #include "streaming/publisher.h"
 
@@ -25,6 +26,7 @@ struct OutputConfig {
   std::string heightmap = "heightmap.png"; // 16-bit PNG or TIFF; "" = none
   std::string preview = "preview.png";     // 8-bit PNG; "" = none
   std::string summary = "summary.json";    // "" = none
+  std::string xyz_tiff;                    // organised X/Y/Z: float32 TIFF of 3 planes (pipeline/xyz_tiff_sink.h); "" = none
   int height_bits = kDefaultHeightCodeBits;
   // Filters applied to the assembled height map before it is written, in
   // order ("median 3", "erode-h 32", ...; docs/heightmap-filters.md). A final
@@ -33,7 +35,7 @@ struct OutputConfig {
 
   // Throws ConfigError naming the key (height_bits, heightmap_filters).
   void validate() const;
-  bool any_file() const { return !ply.empty() || !heightmap.empty() || !preview.empty() || !summary.empty(); }
+  bool any_file() const { return !ply.empty() || !heightmap.empty() || !preview.empty() || !summary.empty() || !xyz_tiff.empty(); }
   // Path of an output file: absolute names stay, relative ones go under dir.
   std::filesystem::path resolve(const std::string& name) const;
 };
@@ -49,9 +51,10 @@ struct OutputSinks {
   // The sinks in run order; the file writers run on threads of their own
   // (pipeline/background_sink.h), so `ply` and `heightmap` point inside them.
   std::vector<std::unique_ptr<ProfileSink>> owned;
-  std::vector<std::filesystem::path> files;  // the files the sinks will write (PLY, height map, preview), in that order
+  std::vector<std::filesystem::path> files;  // the files the sinks will write (PLY, height map, preview, XYZ TIFF), in that order
   PlySink* ply = nullptr;
   HeightMapSink* heightmap = nullptr;
+  XyzTiffSink* xyz = nullptr;
   Publisher* publisher = nullptr;
   std::vector<ProfileSink*> all() const;
 };

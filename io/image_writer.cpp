@@ -13,6 +13,7 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -266,6 +267,75 @@ void write_image(const std::filesystem::path& path, const void* pixels, int widt
     case OutFormat::Tiff: write_tiff(file, path, pixels, width, height, format, options); break;
     case OutFormat::Pgm: write_pgm(file, pixels, width, height, format); break;
   }
+  file.commit();
+}
+
+void write_float_planes_tiff(const std::filesystem::path& path, const float* const* planes, int plane_count, int width,
+                             std::int64_t height, const ImageWriteOptions& options) {
+  if (plane_count < 1 || plane_count > 16 || width <= 0 || height <= 0) {
+    throw std::invalid_argument(path.string() + ": write_float_planes_tiff needs 1..16 planes and a non-empty image");
+  }
+  if (height > 0xffffffffLL) {
+    input_error(path, "image height " + std::to_string(height) + " is too large for TIFF (expected <= 2^32-1)");
+  }
+  AtomicFile file(path);
+  file.require_seekable("a TIFF (libtiff writes its directory after the pixels)");
+  const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(float);
+  const std::uint64_t total = static_cast<std::uint64_t>(row_bytes) * static_cast<std::uint64_t>(height) * plane_count;
+  const bool big = total > 0xF0000000ULL;
+
+  detail::TiffMessages messages;
+  detail::TiffOpenOptions tiff_options(messages);
+  std::fflush(file.handle());
+  const int fd = ::dup(::fileno(file.handle()));
+  if (fd < 0) throw RuntimeFailure(path.string() + ": dup failed: " + std::strerror(errno));
+  TiffHandle tif(TIFFFdOpenExt(fd, path.c_str(), big ? "w8" : "w", tiff_options.get()));
+  if (tif.get() == nullptr) {
+    ::close(fd);
+    throw RuntimeFailure(path.string() + ": libtiff cannot open the file for writing: " + messages.text());
+  }
+  TIFF* t = tif.get();
+  const std::uint32_t rows_per_strip = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
+      options.rows_per_strip > 0 ? static_cast<std::int64_t>(options.rows_per_strip) : static_cast<std::int64_t>((64 << 10) / row_bytes),
+      1, height));
+  std::vector<std::uint16_t> extra(static_cast<std::size_t>(plane_count - 1), EXTRASAMPLE_UNSPECIFIED);
+  const bool ok = TIFFSetField(t, TIFFTAG_IMAGEWIDTH, static_cast<std::uint32_t>(width)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_IMAGELENGTH, static_cast<std::uint32_t>(height)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(32)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, static_cast<std::uint16_t>(plane_count)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, static_cast<std::uint16_t>(SAMPLEFORMAT_IEEEFP)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_PHOTOMETRIC, static_cast<std::uint16_t>(PHOTOMETRIC_MINISBLACK)) == 1 &&
+                  TIFFSetField(t, TIFFTAG_PLANARCONFIG, static_cast<std::uint16_t>(PLANARCONFIG_SEPARATE)) == 1 &&
+                  (extra.empty() ||
+                   TIFFSetField(t, TIFFTAG_EXTRASAMPLES, static_cast<std::uint16_t>(extra.size()), extra.data()) == 1) &&
+                  TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, rows_per_strip) == 1 &&
+                  TIFFSetField(t, TIFFTAG_SOFTWARE, "stripeline") == 1 &&
+                  TIFFSetField(t, TIFFTAG_COMPRESSION,
+                               static_cast<std::uint16_t>(options.compress ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE)) == 1 &&
+                  (options.description.empty() || TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, options.description.c_str()) == 1);
+  if (!ok) throw RuntimeFailure(path.string() + ": libtiff refused the image tags: " + messages.text());
+
+  // Strips of plane k follow those of plane k-1 (TIFF's separate planes).
+  std::vector<unsigned char> strip(rows_per_strip * row_bytes);
+  const std::uint32_t per_plane = static_cast<std::uint32_t>((height + rows_per_strip - 1) / rows_per_strip);
+  for (int k = 0; k < plane_count; ++k) {
+    const auto* src = reinterpret_cast<const unsigned char*>(planes[k]);
+    for (std::uint32_t s = 0; s < per_plane; ++s) {
+      const std::int64_t first = static_cast<std::int64_t>(s) * rows_per_strip;
+      const std::int64_t rows = std::min<std::int64_t>(rows_per_strip, height - first);
+      const std::size_t bytes = static_cast<std::size_t>(rows) * row_bytes;
+      std::memcpy(strip.data(), src + static_cast<std::size_t>(first) * row_bytes, bytes);
+      const std::uint32_t index = static_cast<std::uint32_t>(k) * per_plane + s;
+      if (TIFFWriteEncodedStrip(t, index, strip.data(), static_cast<tmsize_t>(bytes)) < 0) {
+        throw RuntimeFailure(path.string() + ": writing TIFF strip " + std::to_string(index) + " failed: " + messages.text());
+      }
+    }
+  }
+  if (TIFFFlush(t) != 1 || !messages.errors.empty()) {
+    throw RuntimeFailure(path.string() + ": writing the TIFF directory failed: " + messages.text());
+  }
+  tif.close();
+  if (!messages.errors.empty()) throw RuntimeFailure(path.string() + ": closing the TIFF failed: " + messages.text());
   file.commit();
 }
 

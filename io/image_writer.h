@@ -33,4 +33,12 @@ struct ImageWriteOptions {
 void write_image(const std::filesystem::path& path, const void* pixels, int width, std::int64_t height, PixelFormat format,
                  const ImageWriteOptions& options);
 
+// Several float32 planes of width x height as one TIFF (PlanarConfiguration
+// separate, SampleFormat IEEE float, one sample per plane, ExtraSamples for
+// all but the first; Deflate without predictor when options.compress), e.g.
+// the organised X/Y/Z export (pipeline/xyz_tiff_sink.h). planes[k] points to
+// height rows of width floats. Atomic like the others; refuses special files.
+void write_float_planes_tiff(const std::filesystem::path& path, const float* const* planes, int plane_count, int width,
+                             std::int64_t height, const ImageWriteOptions& options);
+
 }  // namespace stripeline::io

@@ -6,8 +6,10 @@
 //   comment <each user comment>
 //   comment padding ....................   <- resized at finish()
 //   element vertex <N>
-//   property float x / y / z / intensity / quality
+//   property float x, double y, float z, float intensity, float quality,
+//            uchar slot, ushort width
 //   end_header
+// Binary records are packed (27 bytes, no padding), little-endian.
 // The padding comment sits before the element line (rply, used by Open3D and
 // CloudCompare, does not accept a comment between an element's properties).
 // The vertex count has at most 20 digits; the padding comment carries the
@@ -37,8 +39,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-static_assert(sizeof(PlyVertex) == 20, "PlyVertex must be five packed floats");
 static_assert(std::numeric_limits<float>::is_iec559, "PLY float is IEEE 754 binary32");
+static_assert(std::numeric_limits<double>::is_iec559, "PLY double is IEEE 754 binary64");
 
 constexpr std::size_t kCountDigits = 20;  // digits of the largest uint64
 constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
@@ -54,15 +56,28 @@ std::string header_text(PlyEncoding encoding, const std::vector<std::string>& co
   const std::string digits = std::to_string(count);
   h += "comment padding " + std::string(kCountDigits - digits.size() + 1, '.') + "\n";
   h += "element vertex " + digits + "\n";
-  h += "property float x\nproperty float y\nproperty float z\nproperty float intensity\nproperty float quality\nend_header\n";
+  h += "property float x\nproperty double y\nproperty float z\nproperty float intensity\nproperty float quality\n"
+       "property uchar slot\nproperty ushort width\nend_header\n";
   return h;
 }
 
-std::uint32_t to_little_endian(std::uint32_t v) {
-  if constexpr (std::endian::native == std::endian::big) {
-    return ((v & 0xffU) << 24) | ((v & 0xff00U) << 8) | ((v >> 8) & 0xff00U) | (v >> 24);
-  }
-  return v;
+// Stores `value` little-endian at p; returns the byte after it.
+template <class T>
+unsigned char* store_le(unsigned char* p, T value) {
+  unsigned char b[sizeof(T)];
+  std::memcpy(b, &value, sizeof(T));
+  for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = std::endian::native == std::endian::little ? b[i] : b[sizeof(T) - 1 - i];
+  return p + sizeof(T);
+}
+
+void pack_vertex(const PlyVertex& v, unsigned char* p) {
+  p = store_le(p, v.x);
+  p = store_le(p, v.y);
+  p = store_le(p, v.z);
+  p = store_le(p, v.intensity);
+  p = store_le(p, v.quality);
+  p = store_le(p, v.slot);
+  store_le(p, v.width);
 }
 
 }  // namespace
@@ -83,29 +98,30 @@ class PlyWriter::Impl {
   void write(const PlyVertex* v, std::size_t count) {
     if (finished_) throw std::logic_error("PlyWriter::write after finish() for " + file_.target().string());
     if (encoding_ == PlyEncoding::BinaryLittleEndian) {
-      if constexpr (std::endian::native == std::endian::little) {
-        append(v, count * sizeof(PlyVertex));
-      } else {
-        for (std::size_t i = 0; i < count; ++i) {
-          std::uint32_t w[5];
-          std::memcpy(w, &v[i], sizeof w);
-          for (auto& x : w) x = to_little_endian(x);
-          append(w, sizeof w);
-        }
+      for (std::size_t i = 0; i < count; ++i) {
+        if (buffer_.size() + kPlyVertexBytes > kBufferBytes) flush();
+        const std::size_t at = buffer_.size();
+        buffer_.resize(at + kPlyVertexBytes);
+        pack_vertex(v[i], reinterpret_cast<unsigned char*>(buffer_.data() + at));
       }
       return;
     }
-    // ASCII: shortest representation that reads back to the same float.
+    // ASCII: shortest representation that reads back to the same float (y: double).
     for (std::size_t i = 0; i < count; ++i) {
-      if (buffer_.size() + 5 * 20 > kBufferBytes) flush();
-      const float values[5] = {v[i].x, v[i].y, v[i].z, v[i].intensity, v[i].quality};
-      char line[5 * 20];
-      char* p = line;
-      for (int k = 0; k < 5; ++k) {
-        p = std::to_chars(p, line + sizeof line, values[k]).ptr;
-        *p++ = k == 4 ? '\n' : ' ';
-      }
-      buffer_.append(line, static_cast<std::size_t>(p - line));
+      if (buffer_.size() + 7 * 32 > kBufferBytes) flush();
+      auto put = [&](auto value, char sep) {
+        char text[32];  // a double's shortest form is at most 24 characters
+        const auto r = std::to_chars(text, text + sizeof text, value);
+        buffer_.append(text, r.ec == std::errc() ? r.ptr : text);
+        buffer_.push_back(sep);
+      };
+      put(v[i].x, ' ');
+      put(v[i].y, ' ');
+      put(v[i].z, ' ');
+      put(v[i].intensity, ' ');
+      put(v[i].quality, ' ');
+      put(static_cast<unsigned>(v[i].slot), ' ');
+      put(static_cast<unsigned>(v[i].width), '\n');
     }
   }
 
@@ -123,17 +139,6 @@ class PlyWriter::Impl {
   }
 
  private:
-  void append(const void* data, std::size_t bytes) {
-    const auto* p = static_cast<const char*>(data);
-    if (buffer_.size() + bytes > kBufferBytes) {
-      flush();
-      if (bytes >= kBufferBytes) {  // large blocks go straight to the file
-        file_.write(p, bytes);
-        return;
-      }
-    }
-    buffer_.append(p, bytes);
-  }
   void flush() {
     file_.write(buffer_.data(), buffer_.size());
     buffer_.clear();
@@ -389,10 +394,17 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
   auto vertex_it = std::find_if(elements.begin(), elements.end(), [](const PlyElement& e) { return e.name == "vertex"; });
   if (vertex_it == elements.end()) input_error(path, "PLY has no vertex element");
   const PlyElement& vertex = *vertex_it;
-  int ix = -1, iy = -1, iz = -1, ii = -1, iq = -1;
+  int ix = -1, iy = -1, iz = -1, ii = -1, iq = -1, is = -1, iw = -1;
   for (std::size_t k = 0; k < vertex.properties.size(); ++k) {
     const PlyProperty& p = vertex.properties[k];
-    int* slot = p.name == "x" ? &ix : p.name == "y" ? &iy : p.name == "z" ? &iz : p.name == "intensity" ? &ii : p.name == "quality" ? &iq : nullptr;
+    int* slot = p.name == "x"           ? &ix
+                : p.name == "y"         ? &iy
+                : p.name == "z"         ? &iz
+                : p.name == "intensity" ? &ii
+                : p.name == "quality"   ? &iq
+                : p.name == "slot"      ? &is
+                : p.name == "width"     ? &iw
+                                        : nullptr;
     if (slot == nullptr) continue;
     if (p.is_list) input_error(path, "PLY vertex property '" + p.name + "' is a list (expected a scalar)");
     *slot = static_cast<int>(k);
@@ -405,21 +417,35 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
   out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(vertex.count, body / 4)));
 
   // Fast path for PlyWriter's own layout: only the vertex element, exactly
-  // float x, y, z, intensity, quality, little-endian on a little-endian host.
-  const bool own_layout =
-      *format == PlyFormat::BinaryLittle && std::endian::native == std::endian::little && elements.size() == 1 &&
-      vertex.properties.size() == 5 && ix == 0 && iy == 1 && iz == 2 && ii == 3 && iq == 4 &&
-      std::all_of(vertex.properties.begin(), vertex.properties.end(),
-                  [](const PlyProperty& p) { return !p.is_list && p.type == PlyType::Float32; });
+  // float x, double y, float z, float intensity, float quality, uchar slot,
+  // ushort width, little-endian.
+  static constexpr PlyType kOwn[] = {PlyType::Float32, PlyType::Float64, PlyType::Float32, PlyType::Float32,
+                                     PlyType::Float32, PlyType::UInt8,   PlyType::UInt16};
+  bool own_layout = *format == PlyFormat::BinaryLittle && elements.size() == 1 && vertex.properties.size() == 7 && ix == 0 &&
+                    iy == 1 && iz == 2 && ii == 3 && iq == 4 && is == 5 && iw == 6;
+  for (std::size_t k = 0; own_layout && k < 7; ++k)
+    own_layout = !vertex.properties[k].is_list && vertex.properties[k].type == kOwn[k];
   if (own_layout) {
     constexpr std::uint64_t kChunk = 1 << 16;
+    std::vector<unsigned char> records(static_cast<std::size_t>(kChunk) * kPlyVertexBytes);
     for (std::uint64_t done = 0; done < vertex.count;) {
       const std::uint64_t n = std::min(kChunk, vertex.count - done);
-      out.resize(static_cast<std::size_t>(done + n));
-      const std::size_t got = src.read_some(&out[static_cast<std::size_t>(done)], static_cast<std::size_t>(n) * sizeof(PlyVertex));
-      if (got != n * sizeof(PlyVertex)) {
-        input_error(path, "PLY ends or is malformed in element 'vertex' item " + std::to_string(done + got / sizeof(PlyVertex)) +
+      const std::size_t got = src.read_some(records.data(), static_cast<std::size_t>(n) * kPlyVertexBytes);
+      if (got != n * kPlyVertexBytes) {
+        input_error(path, "PLY ends or is malformed in element 'vertex' item " + std::to_string(done + got / kPlyVertexBytes) +
                               " of " + std::to_string(vertex.count));
+      }
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const unsigned char* r = records.data() + i * kPlyVertexBytes;
+        PlyVertex v;
+        v.x = static_cast<float>(decode_binary(r, PlyType::Float32, false));
+        v.y = decode_binary(r + 4, PlyType::Float64, false);
+        v.z = static_cast<float>(decode_binary(r + 12, PlyType::Float32, false));
+        v.intensity = static_cast<float>(decode_binary(r + 16, PlyType::Float32, false));
+        v.quality = static_cast<float>(decode_binary(r + 20, PlyType::Float32, false));
+        v.slot = r[24];
+        v.width = static_cast<std::uint16_t>(r[25] | (r[26] << 8));
+        out.push_back(v);
       }
       done += n;
     }
@@ -477,9 +503,15 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
         }
       }
       if (is_vertex) {
-        out.push_back(PlyVertex{static_cast<float>(values[ix]), static_cast<float>(values[iy]),
-                                static_cast<float>(values[iz]), ii >= 0 ? static_cast<float>(values[ii]) : 0.0f,
-                                iq >= 0 ? static_cast<float>(values[iq]) : 0.0f});
+        PlyVertex v;
+        v.x = static_cast<float>(values[ix]);
+        v.y = values[iy];
+        v.z = static_cast<float>(values[iz]);
+        v.intensity = ii >= 0 ? static_cast<float>(values[ii]) : 0.0f;
+        v.quality = iq >= 0 ? static_cast<float>(values[iq]) : 0.0f;
+        v.slot = is >= 0 && values[is] >= 0 && values[is] <= 255 ? static_cast<std::uint8_t>(values[is]) : std::uint8_t{0};
+        v.width = iw >= 0 && values[iw] >= 0 && values[iw] <= 65535 ? static_cast<std::uint16_t>(values[iw]) : std::uint16_t{0};
+        out.push_back(v);
       }
     }
     if (is_vertex) break;  // elements after the vertices are not needed

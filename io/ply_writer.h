@@ -1,10 +1,16 @@
 #pragma once
 // Streaming PLY point-cloud writer: binary little-endian (default) or ASCII,
-// one vertex per point with float x, y, z, float intensity and float quality
-// (the extraction's contrast, ProfileSpan::quality; 0 where unknown). The vertex
+// one vertex per point: float x, double y, float z, float intensity, float
+// quality (the extraction's contrast, ProfileSpan::quality; 0 where unknown),
+// uchar slot (0 = the column's primary peak, 1.. further peaks: reflections)
+// and ushort width (the stripe's width in pixels, ProfileSpan::stripe_width).
+// y is float64 because it is the scan axis: a global frame index (or an
+// encoder count, or mm along the motion) exact in float32 only to 2^24 frames,
+// 28 minutes at 10 kHz; x and z stay float32 (a column and a sub-pixel row:
+// exact). Binary records are packed, 27 bytes (docs/data-model.md). The vertex
 // count is not known until the end, so the header is written with a fixed-size
-// reserve and rewritten in place on finish(); readers (Open3D, PCL,
-// CloudCompare, MeshLab) see an ordinary PLY file. The file appears under its
+// reserve and rewritten in place on finish(); readers see an ordinary PLY
+// file (which viewer shows which property: docs/data-model.md). The file appears under its
 // final name only when finish() succeeds (AtomicFile).
 #include <cstdint>
 #include <filesystem>
@@ -17,9 +23,16 @@ namespace stripeline::io {
 enum class PlyEncoding { BinaryLittleEndian, Ascii };
 
 struct PlyVertex {
-  float x, y, z, intensity;
+  float x = 0.0f;
+  double y = 0.0;
+  float z = 0.0f;
+  float intensity = 0.0f;
   float quality = 0.0f;
+  std::uint8_t slot = 0;
+  std::uint16_t width = 0;
 };
+// Bytes of one binary vertex record (packed, little-endian): 4+8+4+4+4+1+2.
+inline constexpr std::size_t kPlyVertexBytes = 27;
 
 class PlyWriter {
  public:
@@ -39,7 +52,8 @@ class PlyWriter {
 };
 
 // Read back a PLY written by PlyWriter (or any PLY whose vertex element has
-// float x, y, z [, intensity] [, quality]); for tests and tools. Throws InputError.
+// x, y, z [, intensity] [, quality] [, slot] [, width] of any scalar type; missing
+// ones read as 0); for tests and tools. Throws InputError.
 std::vector<PlyVertex> read_ply(const std::filesystem::path& path);
 
 }  // namespace stripeline::io

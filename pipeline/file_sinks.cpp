@@ -51,8 +51,9 @@ std::size_t PlySink::encode_frame(const ProfileSpan& p, int f, io::PlyVertex* ou
       const std::size_t i = p.slot_index(f, s, x);
       double X, Y, Z;
       if (!mapping_.point(p, f, s, x, y, X, Y, Z)) continue;  // beyond the sheet's horizon: no point
-      out[n_out++] = {static_cast<float>(X), static_cast<float>(Y), static_cast<float>(Z), static_cast<float>(p.intensity[i]),
-                      p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f};
+      out[n_out++] = {static_cast<float>(X), Y, static_cast<float>(Z), static_cast<float>(p.intensity[i]),
+                      p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f, static_cast<std::uint8_t>(s),
+                      p.stripe_width != nullptr ? p.stripe_width[i] : std::uint16_t{0}};
     }
   }
   return n_out;

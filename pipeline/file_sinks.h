@@ -12,8 +12,9 @@
 
 namespace stripeline {
 
-// One vertex per detected point (every filled slot): x, y, z, intensity,
-// mapped by the scan's ProfileMapping (core/profile_mapping.h).
+// One vertex per detected point (every filled slot): x, y (float64), z,
+// intensity, quality, slot and stripe width, mapped by the scan's
+// ProfileMapping (core/profile_mapping.h).
 class PlySink final : public ProfileSink {
  public:
   PlySink(std::filesystem::path path, io::PlyEncoding encoding);

@@ -2,16 +2,19 @@
 # Install what stripeline needs on a bare Debian 12 (run as root, or with sudo
 # available). Safe to run again: it installs only what is missing.
 #   scripts/setup-debian.sh           build dependencies
+#   scripts/setup-debian.sh --viewers PCL's and CloudCompare's command lines, Open3D (ctest Viewers.ReadTheNewPly)
 #   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq and numpy for the python/ package and its offline venv test)
 set -euo pipefail
 
-packages=(build-essential cmake ninja-build pkg-config git
+packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev
           libtbb-dev libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev
           libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
           libtiff-dev libpng-dev libdeflate-dev
           nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev
           libaravis-dev libusb-1.0-0-dev zlib1g-dev
           libceres-dev)
+# (curl: the README's /metrics example. dpkg-dev: dpkg-shlibdeps, which
+# computes the .deb's Depends: scripts/package-deb.sh.)
 # (aravis-0.8.pc names libusb-1.0 and zlib, which Debian 12's libaravis-dev
 # does not pull in: pkg-config fails without them.)
 # (libceres-dev: the sheet-of-light calibration's fit, calibration/; it brings
@@ -20,6 +23,12 @@ packages=(build-essential cmake ninja-build pkg-config git
 # network namespace: aravis-tools, util-linux (unshare) and iproute2 (ip).
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(python3 python3-numpy python3-open3d python3-zmq python3-venv python3-setuptools python3-wheel python3-pip aravis-tools util-linux iproute2)
+fi
+# The point-cloud viewers ctest Viewers.ReadTheNewPly opens our PLYs with
+# (PCL's pcl_ply2pcd, CloudCompare's command line; a large Qt stack, so opt-in:
+# without them the test says each is absent).
+if [[ "${1:-}" == "--viewers" ]]; then
+  packages+=(python3 python3-numpy python3-open3d pcl-tools cloudcompare)
 fi
 
 missing=()

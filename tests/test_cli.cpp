@@ -5,6 +5,8 @@
 #include <fstream>
 #include <algorithm>
 #include <regex>
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "io/image_reader.h"
@@ -214,4 +216,98 @@ TEST(Cli, VersionSaysWhatWasBuiltInAndGlobalFlagsWorkAfterTheCommand) {
   EXPECT_EQ(run_cli("-v synth " + (dir / "a.tiff").string() + " --frames 3", &out), 0) << out;
   EXPECT_EQ(run_cli("synth " + (dir / "b.tiff").string() + " --frames 3 -v", &out), 0) << out;
   EXPECT_EQ(run_cli("synth " + (dir / "c.tiff").string() + " --frames 3 --no-such-flag", &out), 2) << out;
+}
+
+// ---------------------------------------------------------------------------
+// The organised X/Y/Z export (--xyz-tiff): float32 TIFF, 3 separate planes,
+// frames x width, NaN = no point; each point the PLY's slot-0 vertex.
+#include <tiffio.h>
+
+namespace {
+struct XyzPlanes {
+  std::uint32_t width = 0, height = 0;
+  std::uint16_t samples = 0, bits = 0, format = 0, planar = 0;
+  std::string description;
+  std::vector<float> plane[3];
+};
+
+XyzPlanes read_xyz_tiff(const std::filesystem::path& path) {
+  XyzPlanes r;
+  TIFF* t = TIFFOpen(path.c_str(), "r");
+  if (t == nullptr) return r;
+  TIFFGetField(t, TIFFTAG_IMAGEWIDTH, &r.width);
+  TIFFGetField(t, TIFFTAG_IMAGELENGTH, &r.height);
+  TIFFGetField(t, TIFFTAG_SAMPLESPERPIXEL, &r.samples);
+  TIFFGetField(t, TIFFTAG_BITSPERSAMPLE, &r.bits);
+  TIFFGetField(t, TIFFTAG_SAMPLEFORMAT, &r.format);
+  TIFFGetField(t, TIFFTAG_PLANARCONFIG, &r.planar);
+  char* desc = nullptr;
+  if (TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &desc) == 1 && desc) r.description = desc;
+  if (r.samples == 3 && r.planar == PLANARCONFIG_SEPARATE) {
+    for (std::uint16_t k = 0; k < 3; ++k) {
+      r.plane[k].resize(static_cast<std::size_t>(r.width) * r.height);
+      for (std::uint32_t y = 0; y < r.height; ++y) TIFFReadScanline(t, r.plane[k].data() + static_cast<std::size_t>(y) * r.width, y, k);
+    }
+  }
+  TIFFClose(t);
+  return r;
+}
+}  // namespace
+
+TEST(Cli, XyzTiffIsTheOrganisedPrimaryPointCloud) {
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(run_cli("synth " + (dir / "rec.tiff").string() + " --width 203 --frames 37 --reflection 0.2", &out), 0) << out;
+  ASSERT_EQ(run_cli("replay " + (dir / "rec.tiff").string() + " -H 52 -q --method local-max --selection all --ply " +
+                        (dir / "p.ply").string() + " --xyz-tiff " + (dir / "xyz.tif").string(),
+                    &out),
+            0)
+      << out;
+  const XyzPlanes xyz = read_xyz_tiff(dir / "xyz.tif");
+  ASSERT_EQ(xyz.width, 203u);
+  ASSERT_EQ(xyz.height, 37u);
+  ASSERT_EQ(xyz.samples, 3);
+  EXPECT_EQ(xyz.bits, 32);
+  EXPECT_EQ(xyz.format, SAMPLEFORMAT_IEEEFP);
+  EXPECT_EQ(xyz.planar, PLANARCONFIG_SEPARATE);
+  EXPECT_NE(xyz.description.find("\"stripeline\": \"xyz\""), std::string::npos) << xyz.description;
+  // The PLY's slot-0 vertices, by (frame, column); slots > 0 exist (reflections) and are not in the TIFF.
+  const auto v = io::read_ply(dir / "p.ply");
+  std::map<std::pair<int, int>, io::PlyVertex> primary;
+  std::size_t secondary = 0;
+  for (const auto& p : v) {
+    EXPECT_GT(p.width, 0) << "a detected point has a stripe width";
+    if (p.slot == 0) {
+      EXPECT_TRUE(primary.insert({{static_cast<int>(p.y), static_cast<int>(p.x)}, p}).second);
+    } else {
+      ++secondary;
+    }
+  }
+  EXPECT_GT(secondary, 0u) << "local-max + all on a recording with reflections: slots beyond 0";
+  std::size_t points = 0;
+  for (std::uint32_t f = 0; f < xyz.height; ++f) {
+    for (std::uint32_t c = 0; c < xyz.width; ++c) {
+      const std::size_t i = static_cast<std::size_t>(f) * xyz.width + c;
+      const auto it = primary.find({static_cast<int>(f), static_cast<int>(c)});
+      if (it == primary.end()) {
+        ASSERT_TRUE(std::isnan(xyz.plane[0][i]) && std::isnan(xyz.plane[1][i]) && std::isnan(xyz.plane[2][i])) << f << "," << c;
+        continue;
+      }
+      ++points;
+      ASSERT_EQ(xyz.plane[0][i], it->second.x) << f << "," << c;
+      ASSERT_EQ(xyz.plane[1][i], static_cast<float>(it->second.y)) << f << "," << c;
+      ASSERT_EQ(xyz.plane[2][i], it->second.z) << f << "," << c;
+    }
+  }
+  EXPECT_EQ(points, primary.size());
+  EXPECT_GT(points, 37u * 203u / 2);
+}
+
+TEST(Cli, XyzTiffNeedsATiffName) {
+  TempDir dir;
+  std::string out;
+  EXPECT_EQ(run_cli("run -q --config " + small_config(dir).string() + " --out " + (dir / "o").string() + " --xyz-tiff xyz.png", &out), 2) << out;
+  EXPECT_NE(out.find("xyz_tiff"), std::string::npos) << out;
+  ASSERT_EQ(run_cli("run -q --config " + small_config(dir, "[output]\nxyz_tiff = \"xyz.tif\"\n").string() + " --out " + (dir / "o").string(), &out), 0) << out;
+  EXPECT_EQ(read_xyz_tiff(dir / "o" / "xyz.tif").height, 45u);
 }

@@ -1039,11 +1039,15 @@ TEST(AtomicFile, RelativePathUsesTheCurrentDirectory) {
 std::vector<PlyVertex> special_vertices() {
   const float inf = std::numeric_limits<float>::infinity();
   return {
-      {0.0f, -0.0f, 1.0f, 0.5f, 12.0f},
-      {1.0f / 3.0f, -2.0f / 7.0f, 1e-45f, 255.0f, 65535.0f},                       // denormal
-      {std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest(), 1.17549435e-38f, 1e30f, 1.0f},
-      {123456.789f, -0.000123456f, 3.14159265f, 0.0f, 0.0f},
-      {inf, -inf, 16777217.0f, 65535.0f, 180.0f},
+      {0.0f, -0.0, 1.0f, 0.5f, 12.0f, 0, 0},
+      {1.0f / 3.0f, -2.0 / 7.0, 1e-45f, 255.0f, 65535.0f, 1, 7},                       // denormal
+      {std::numeric_limits<float>::max(), std::numeric_limits<double>::lowest(), 1.17549435e-38f, 1e30f, 1.0f, 255, 65535},
+      {123456.789f, -0.000123456, 3.14159265f, 0.0f, 0.0f, 3, 12},
+      {inf, -std::numeric_limits<double>::infinity(), 16777217.0f, 65535.0f, 180.0f, 2, 1},
+      // y is float64: frame indices past 2^24 (28 min at 10 kHz) stay exact.
+      {5.0f, 16777217.0, 2.0f, 9.0f, 3.0f, 0, 4},
+      {6.0f, 9007199254740991.0, 2.5f, 9.0f, 3.0f, 0, 4},
+      {7.0f, 4.9406564584124654e-324, 2.5f, 9.0f, 3.0f, 0, 4},
   };
 }
 
@@ -1053,13 +1057,17 @@ std::string ply_header(const fs::path& path) {
   return end == std::string::npos ? std::string() : bytes.substr(0, end + 11);
 }
 
+// Field by field, bit-exactly (NaN, -0); PlyVertex has padding, so no memcmp.
 void expect_same_vertices(const std::vector<PlyVertex>& expected, const std::vector<PlyVertex>& got) {
   ASSERT_EQ(got.size(), expected.size());
+  auto same = [](auto a, auto b) { return std::memcmp(&a, &b, sizeof a) == 0; };
   for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::memcmp(&got[i], &expected[i], sizeof(PlyVertex)) != 0) {
-      FAIL() << "vertex " << i << ": got " << got[i].x << " " << got[i].y << " " << got[i].z << " "
-             << got[i].intensity << " q " << got[i].quality << ", expected " << expected[i].x << " " << expected[i].y << " " << expected[i].z
-             << " " << expected[i].intensity;
+    const PlyVertex &g = got[i], &e = expected[i];
+    if (!same(g.x, e.x) || !same(g.y, e.y) || !same(g.z, e.z) || !same(g.intensity, e.intensity) || !same(g.quality, e.quality) ||
+        g.slot != e.slot || g.width != e.width) {
+      FAIL() << "vertex " << i << ": got " << g.x << " " << g.y << " " << g.z << " " << g.intensity << " q " << g.quality << " slot "
+             << int(g.slot) << " width " << g.width << ", expected " << e.x << " " << e.y << " " << e.z << " " << e.intensity << " q "
+             << e.quality << " slot " << int(e.slot) << " width " << e.width;
     }
   }
 }
@@ -1081,7 +1089,7 @@ TEST_P(PlyRoundTrip, SpecialValuesSurviveBitExactly) {
   }
   expect_same_vertices(v, read_ply(path));
   const std::string header = ply_header(path);
-  EXPECT_NE(header.find("\nelement vertex 5\n"), std::string::npos) << header;
+  EXPECT_NE(header.find("\nelement vertex 8\n"), std::string::npos) << header;
   EXPECT_NE(header.find("\ncomment made by a test\ncomment second comment\n"), std::string::npos) << header;
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"s.ply"});
 }
@@ -1119,7 +1127,12 @@ TEST_P(PlyRoundTrip, HundredThousandVerticesAndAnExactHeader) {
   std::vector<PlyVertex> v(100003);
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> d(-1000.0f, 1000.0f);
-  for (auto& p : v) p = {d(rng), d(rng), d(rng) * 1e-3f, std::floor(std::abs(d(rng)))};
+  std::uint32_t k = 0;
+  for (auto& p : v) {
+    p = {d(rng), d(rng) * 1e5 + 0.1234567890123, d(rng) * 1e-3f, std::floor(std::abs(d(rng))), 0.0f,
+         static_cast<std::uint8_t>(k % 4), static_cast<std::uint16_t>(k * 37)};
+    ++k;
+  }
   {
     PlyWriter w(path, GetParam(), {"scan"});
     for (std::size_t i = 0; i < v.size(); i += 7777) w.write(v.data() + i, std::min<std::size_t>(7777, v.size() - i));
@@ -1137,22 +1150,24 @@ TEST_P(PlyRoundTrip, HundredThousandVerticesAndAnExactHeader) {
   std::vector<std::string> lines;
   std::istringstream in(header);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  ASSERT_EQ(lines.size(), 11u) << header;
+  ASSERT_EQ(lines.size(), 13u) << header;
   EXPECT_EQ(lines[0], "ply");
   EXPECT_EQ(lines[1] + "\n", format);
   EXPECT_EQ(lines[2], "comment scan");
   EXPECT_EQ(lines[3].rfind("comment ", 0), 0u) << "padding comment: " << lines[3];
   EXPECT_EQ(lines[4], "element vertex 100003");
   EXPECT_EQ(lines[5], "property float x");
-  EXPECT_EQ(lines[6], "property float y");
+  EXPECT_EQ(lines[6], "property double y");
   EXPECT_EQ(lines[7], "property float z");
   EXPECT_EQ(lines[8], "property float intensity");
   EXPECT_EQ(lines[9], "property float quality");
-  EXPECT_EQ(lines[10], "end_header");
+  EXPECT_EQ(lines[10], "property uchar slot");
+  EXPECT_EQ(lines[11], "property ushort width");
+  EXPECT_EQ(lines[12], "end_header");
   // The header has the same length whatever the count (rewritten in place).
   EXPECT_EQ(ply_header(small).size(), header.size());
   if (GetParam() == PlyEncoding::BinaryLittleEndian) {
-    EXPECT_EQ(fs::file_size(path), header.size() + 20 * v.size());
+    EXPECT_EQ(fs::file_size(path), header.size() + 27 * v.size()) << "packed records: 4+8+4+4+4+1+2 bytes";
     // Little-endian float x of the first vertex right after the header.
     const std::string bytes = read_bytes(path);
     std::uint32_t bits = 0;

@@ -152,15 +152,18 @@ Subcommand add_run(CLI::App& app) {
   auto* sub = app.add_subcommand("run", "Process the configured source (default: a synthetic scan) into out/");
   auto flags = std::make_shared<CommonFlags>();
   auto out_dir = std::make_shared<std::string>();
+  auto xyz_tiff = std::make_shared<std::string>();
   sub->add_option("-c,--config", flags->config, "TOML configuration (see configs/demo.toml); default: built-in demo");
   sub->add_option("-o,--out", *out_dir, "Output directory (overrides output.dir)");
+  sub->add_option("--xyz-tiff", *xyz_tiff, "Also write the organised X/Y/Z export (float32 TIFF, 3 planes; overrides output.xyz_tiff)");
   sub->add_option("--backend", flags->backend, "auto, cpu or cuda (overrides processing.backend)");
   sub->add_flag("-q,--quiet", flags->quiet, "No progress bar, no list of outputs");
   add_calibration_flags(sub, flags->calibration, flags->y_step, flags->roi_offset);
-  return {sub, [flags, out_dir] {
+  return {sub, [flags, out_dir, xyz_tiff] {
             Config c = flags->config.empty() ? default_config() : load_config(flags->config);
             apply_calibration_flags(c, flags->calibration, flags->y_step, flags->roi_offset);
             if (!out_dir->empty()) c.output.dir = *out_dir;
+            if (!xyz_tiff->empty()) c.output.xyz_tiff = *xyz_tiff;
             if (!flags->backend.empty()) c.pipeline.backend = parse_backend(flags->backend);
             return process("run", c, flags->quiet);
           }};
@@ -169,7 +172,7 @@ Subcommand add_run(CLI::App& app) {
 Subcommand add_replay(CLI::App& app) {
   auto* sub = app.add_subcommand("replay", "Replay a recorded concatenated stripe image (TIFF, PNG, PGM, raw)");
   struct Flags : CommonFlags {
-    std::string input, ply, heightmap, preview, summary, method, format, selection, publish, channel, estimator, dark_frame;
+    std::string input, ply, heightmap, preview, summary, xyz_tiff, method, format, selection, publish, channel, estimator, dark_frame;
     bool alternate = false, off_first = false;
     int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1;
     std::int64_t threshold = -1;
@@ -186,6 +189,7 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--heightmap", f->heightmap, "Write the 16-bit height map here (.png or .tif)");
   sub->add_option("--preview", f->preview, "Write an 8-bit preview PNG here");
   sub->add_option("--summary", f->summary, "Write a JSON summary here");
+  sub->add_option("--xyz-tiff", f->xyz_tiff, "Write the organised X/Y/Z export here: float32 TIFF, 3 planes (frames x width, NaN = no point)");
   sub->add_option("--height-bits", f->height_bits, "Fractional bits of the 16-bit height code (default 6 = 1/64 px)");
   sub->add_option("-m,--method", f->method, "adaptive (default), cog, max, window, local-max or all");
   sub->add_option("--estimator", f->estimator, "adaptive: sub-pixel centre: centroid (default), gauss, parabola or steger");
@@ -214,7 +218,7 @@ Subcommand add_replay(CLI::App& app) {
             if (f->config.empty()) {  // without a config, write only what the flags ask for
               c.output = OutputConfig{};
               c.output.dir = "";
-              c.output.ply = c.output.heightmap = c.output.preview = c.output.summary = "";
+              c.output.ply = c.output.heightmap = c.output.preview = c.output.summary = c.output.xyz_tiff = "";
             }
             apply_calibration_flags(c, f->calibration, f->y_step, f->roi_offset);
             c.source = SourceKind::File;
@@ -236,6 +240,7 @@ Subcommand add_replay(CLI::App& app) {
             if (!f->heightmap.empty()) c.output.heightmap = f->heightmap;
             if (!f->preview.empty()) c.output.preview = f->preview;
             if (!f->summary.empty()) c.output.summary = f->summary;
+            if (!f->xyz_tiff.empty()) c.output.xyz_tiff = f->xyz_tiff;
             if (f->height_bits >= 0) c.output.height_bits = f->height_bits;
             if (!f->method.empty()) c.pipeline.chain.column.method = parse_method(f->method);
             if (!f->estimator.empty()) c.pipeline.chain.adaptive.estimator = parse_estimator(f->estimator);

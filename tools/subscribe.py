@@ -26,7 +26,7 @@ def main():
     except TimeoutError as e:
         print(f"timeout: {e}", file=sys.stderr)
         return 3
-    x, y, z, intensity = s.points()  # float32, one entry per detected point, as in the PLY
+    x, y, z, intensity = s.points()  # one entry per detected point, as in the PLY (y float64, the rest float32)
     if s.start:
         print(f"series-start {s.start.series} width {s.start.width} unit {s.start.unit}")
     for first, count in s.gaps:

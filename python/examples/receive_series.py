@@ -9,7 +9,7 @@ import numpy as np
 import stripeline
 
 s = stripeline.receive_series(sys.argv[1], timeout=30)   # follows one series to its series-end
-x, y, z, intensity = s.points()                          # float32 per detected point, X/Y/Z via the calibration
+x, y, z, intensity = s.points()                          # per detected point (y float64), X/Y/Z via the calibration
 print(f"rows {s.rows}, lost {len(s.lost)}, gaps {s.gaps}, malformed {s.malformed}, complete {s.complete}")
 if len(sys.argv) > 2:
     ref = stripeline.read_ply(sys.argv[2])

@@ -54,8 +54,20 @@ class Series:
         q = self.quality if self.quality is not None else np.zeros(self.z.shape, dtype=np.uint16)
         return np.transpose(q, (0, 2, 1))[~np.isnan(z)].astype(np.float32)
 
+    def point_slots(self):
+        """Each detected point's slot (0 = the column's primary peak), uint8, in the order of points()."""
+        z = np.transpose(self.z, (0, 2, 1))
+        slots = np.broadcast_to(np.arange(z.shape[2], dtype=np.uint8), z.shape)
+        return slots[~np.isnan(z)]
+
+    def point_widths(self):
+        """Each detected point's stripe width in pixels, uint16, in the order of points()."""
+        z = np.transpose(self.z, (0, 2, 1))
+        return np.transpose(self.width, (0, 2, 1))[~np.isnan(z)].astype(np.uint16)
+
     def points(self, calibration: Optional[Calibration] = None):
-        """Detected points as float32 arrays (x, y, z, intensity), in the PLY's order.
+        """Detected points (x, y, z, intensity), in the PLY's order: x, z, intensity float32,
+        y float64 (as in the PLY: the scan axis, exact past 2^24 frames).
 
         Uses the series' calibration unless one is given: the extension point for a
         richer calibration block a later series-start may carry.
@@ -87,7 +99,7 @@ class LinearMapping:
         z = np.transpose(s.z, (0, 2, 1))
         keep = ~np.isnan(z)
         r, col, _ = np.nonzero(keep)
-        y_row = self.y(s.index, s.encoder, s.has_encoder).astype(np.float32)
+        y_row = self.y(s.index, s.encoder, s.has_encoder).astype(np.float64)
         return (self.x(col).astype(np.float32), y_row[r], z[keep].astype(np.float32),
                 np.transpose(s.intensity, (0, 2, 1))[keep].astype(np.float32))
 

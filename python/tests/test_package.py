@@ -169,6 +169,9 @@ class ReplayTest(unittest.TestCase):
         for a, k in zip((x, y, z, inten), ("x", "y", "z", "intensity")):
             np.testing.assert_array_equal(a, ref[k], err_msg=k)
         np.testing.assert_array_equal(s.point_quality(), ref["quality"], err_msg="quality")
+        np.testing.assert_array_equal(s.point_slots(), ref["slot"], err_msg="slot")
+        np.testing.assert_array_equal(s.point_widths(), ref["width"], err_msg="width")
+        self.assertEqual(ref.dtype["y"], np.dtype("<f8"))
 
     def test_replayed_series_matches_its_ply(self):
         ply = os.path.join(self.tmp.name, "a.ply")

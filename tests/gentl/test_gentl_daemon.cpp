@@ -81,3 +81,19 @@ TEST(GenTLDaemon, ReopensAGrabberWhoseDeviceWentAwayAndStartsANewSeries) {
   EXPECT_GE(lost, 2) << d.output();
   EXPECT_NE(scans[0]["series"], scans[1]["series"]);
 }
+
+// `stripeline cameras` lists a producer's devices with their transport, and
+// with no producer says how to get one (on stderr; stdout stays a table/JSON).
+TEST(GenTLCameras, TheCommandListsTheSimulatedGrabber) {
+  if (!gentl_support_built()) GTEST_SKIP() << "this build has no GenTL consumer (it needs Aravis for GenApi)";
+  std::string out;
+  ASSERT_EQ(test::run_cli(std::string("cameras --json --transport gentl --cti ") + STRIPELINE_GENTL_SIM_CTI, &out), 0) << out;
+  const auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j.size(), 1u) << out;
+  EXPECT_EQ(j[0]["transport"], "gentl");
+  EXPECT_EQ(j[0]["serial"], "SLSIM1000");
+  EXPECT_EQ(j[0]["id"], "SL-SIM-IF0/SL-SIM-0");
+  ASSERT_EQ(test::run_cli("cameras --transport gentl --cti /nonexistent/folder", &out), 0) << out;
+  EXPECT_NE(out.find("no camera found"), std::string::npos) << out;
+  EXPECT_NE(out.find("no GenTL producer at '/nonexistent/folder'"), std::string::npos) << out;
+}
