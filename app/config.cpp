@@ -392,6 +392,9 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("send_hwm", p.send_hwm);
     s.read("rows_per_message", p.rows_per_message);
     s.read("heightmap_rows", p.heightmap_rows);
+    s.read("rectified_grid", p.rectified_grid);
+    s.read("rectified_rule", p.rectified_rule);
+    s.read("rectified_fill", p.rectified_fill);
     s.read("stats_interval", p.stats_interval);
     s.read("linger_ms", p.linger_ms);
     s.read("control_timeout_ms", p.control_timeout_ms);

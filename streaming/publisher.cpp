@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -39,7 +40,32 @@ void PublisherConfig::validate() const {
   } catch (const ConfigError& e) {
     throw ConfigError(std::string("publisher.") + e.what());
   }
+  try {
+    kernels::parse_rectify_rule(rectified_rule);
+  } catch (const InputError& e) {
+    fail("rectified_rule", e.what());
+  }
+  if (rectified_fill < 0 || rectified_fill > 1'000'000) fail("rectified_fill", "must be 0..1000000 bins");
+  if (!rectified_grid.empty()) {
+    if (heightmap_rows == 0) fail("rectified_grid", "needs heightmap_rows > 0 (rectified rows follow each heightmap message)");
+    try {
+      rectify_grid();
+    } catch (const InputError& e) {
+      fail("rectified_grid", e.what());
+    }
+  }
   curve.validate();
+}
+
+kernels::RectifyGrid PublisherConfig::rectify_grid() const {
+  kernels::RectifyGrid g;
+  char tail = 0;
+  if (std::sscanf(rectified_grid.c_str(), "%lf:%lf:%lf%c", &g.x_min, &g.x_max, &g.dx, &tail) != 3)
+    throw InputError("'" + rectified_grid + "' is not X_MIN:X_MAX:DX in mm (e.g. -50:50:0.1)");
+  g.rule = kernels::parse_rectify_rule(rectified_rule);
+  g.fill = rectified_fill;
+  g.validate();
+  return g;
 }
 
 class Publisher::Impl {
@@ -121,6 +147,53 @@ class Publisher::Impl {
           return wire::encode_rows(wire::Topic::Heightmap, std::move(h), hm);
         },
         false, static_cast<std::uint64_t>(hm.rows));
+    if (rectified && rect.rows > 0) {
+      publish(
+          wire::Topic::Heightmap,
+          [&](json h) {
+            h.update(series_context());
+            h["form"] = "rectified";
+            h["unit"] = "mm";
+            h["grid"] = {{"x_min", grid.x_min}, {"x_max", grid.x_max}, {"dx", grid.dx}, {"bins", bins},
+                         {"rule", cfg.rectified_rule}, {"fill", grid.fill}};
+            return wire::encode_rows(wire::Topic::Heightmap, std::move(h), rect);
+          },
+          false, 0);
+      rect.clear(bins, 1);
+    }
+  }
+
+  // Frames [first, first + count) of a span as rectified rows: each frame's
+  // calibrated points (the processor's, computed on its backend) binned onto
+  // the grid, Z in mm, NaN = no data. Only z carries data; the other parts
+  // are zero.
+  void append_rectified(const ProfileSpan& p, int first, int count, std::uint64_t series_row_of_first) {
+    if (rect.rows == 0) {
+      rect.series_row = series_row_of_first;
+      rect.index = p.index(first);
+    }
+    for (int f = first; f < first + count; ++f) {
+      const FrameMeta& m = p.meta[f];
+      rect.frame_ids.push_back(m.frame_id);
+      rect.timestamps_ns.push_back(m.timestamp_ns);
+      rect.encoder.push_back(m.has_encoder ? std::optional<std::int64_t>(m.encoder) : std::nullopt);
+      rect.missing.push_back(m.missing ? 1 : 0);
+      const std::size_t at = rect.z.size();
+      rect.z.resize(at + static_cast<std::size_t>(bins));
+      const kernels::RectifyAccumulator acc{rect.z.data() + at, rect_key.data(), rect_n.data()};
+      acc.clear(bins);
+      const double y = sheet_mapping.point_y(p.index(f), m);
+      for (int x = 0; x < p.width; ++x)
+        for (int s = 0; s < p.peaks(f, x); ++s) {
+          double X, Y, Z;
+          if (sheet_mapping.point(p, f, s, x, y, X, Y, Z)) acc.add(grid, bins, X, Z);
+        }
+      acc.finish(grid, bins);
+      rect.intensity.resize(rect.intensity.size() + static_cast<std::size_t>(bins), 0);
+      rect.stripe_width.resize(rect.stripe_width.size() + static_cast<std::size_t>(bins), 0);
+      rect.quality.resize(rect.quality.size() + static_cast<std::size_t>(bins), 0);
+      ++rect.rows;
+    }
   }
 
   // Filters slot 0 of the block in the height-code domain, from the exact
@@ -183,6 +256,17 @@ class Publisher::Impl {
     info = scan;
     mapping = ProfileMapping(scan.calibration, cfg.height_bits);
     hm.clear(scan.layout.width, scan.profile_slots);
+    rectified = !cfg.rectified_grid.empty() && scan.sheet != nullptr;
+    if (!cfg.rectified_grid.empty() && !scan.sheet)
+      spdlog::warn("publisher: rectified_grid is set but the scan has no sheet-of-light calibration: no rectified rows");
+    if (rectified) {
+      grid = cfg.rectify_grid();
+      bins = grid.bins();
+      sheet_mapping = ProfileMapping(scan.calibration, cfg.height_bits, scan.sheet);
+      rect.clear(bins, 1);
+      rect_key.assign(static_cast<std::size_t>(bins), 0.0f);
+      rect_n.assign(static_cast<std::size_t>(bins), 0);
+    }
     last_stats = clock::now();
     ++series_count;
     publish(
@@ -225,6 +309,7 @@ class Publisher::Impl {
         while (done < n) {
           const int take = std::min(n - done, cfg.heightmap_rows - hm.rows);
           hm.append(p, f + done, take, mapping, series.counters().rows_in + static_cast<std::uint64_t>(done));
+          if (rectified) append_rectified(p, f + done, take, series.counters().rows_in + static_cast<std::uint64_t>(done));
           done += take;
           if (hm.rows == cfg.heightmap_rows) {
             publish_heightmap();
@@ -272,6 +357,14 @@ class Publisher::Impl {
   ScanInfo info;
   ProfileMapping mapping;
   wire::RowBlock hm;  // rows gathered for the next heightmap message
+  // Rectified rows (cfg.rectified_grid with a sheet-of-light calibration).
+  bool rectified = false;
+  kernels::RectifyGrid grid;
+  int bins = 0;
+  ProfileMapping sheet_mapping;
+  wire::RowBlock rect;
+  std::vector<float> rect_key;
+  std::vector<std::uint32_t> rect_n;
   bool filters_parsed = false;
   std::vector<FilterStep> filter_steps;  // parsed cfg.heightmap_filters, to8 removed
   std::unique_ptr<HeightMapFilter> filter;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/rectify.h"
 #include "pipeline/sink.h"
 #include "stages/backend.h"
 #include "streaming/curve.h"
@@ -51,10 +52,19 @@ struct PublisherConfig {
   // they run on (processing.backend).
   std::vector<std::string> heightmap_filters;
   Backend filter_backend = Backend::Auto;
+  // Rectified rows (docs/wire-format.md): with a sheet-of-light calibration,
+  // every heightmap message is followed by one of form "rectified" holding the
+  // same rows resampled onto a uniform X grid, Z in mm (kernels/rectify.h).
+  // "X_MIN:X_MAX:DX" in mm; "" = off.
+  std::string rectified_grid;
+  std::string rectified_rule = "max";  // max, min, mean or nearest
+  int rectified_fill = 0;              // largest gap (bins) filled by interpolation
   CurveConfig curve;
 
   // Throws ConfigError naming the key ("publisher.<key>", "security.<key>").
   void validate() const;
+  // rectified_grid, rectified_rule and rectified_fill as a grid (InputError when malformed).
+  kernels::RectifyGrid rectify_grid() const;
   bool operator==(const PublisherConfig&) const = default;
 };
 
