@@ -2,15 +2,17 @@
 // Pixel-level rendering shared by simulated sources: counter-based random
 // numbers (every value a pure function of its inputs, so frames render
 // identically in any order or thread), a pixel-integrated Gaussian beam along
-// a column, and quantisation to Mono8/Mono16.
-//
-// The same recipe as SyntheticScanner's (acquisition/synthetic_scanner.cpp),
-// which keeps its own copy so that its pixels never change.
+// a column, quantisation to Mono8/Mono16, and the parallel fill() loop with
+// each frame's metadata. Used by SyntheticScanner and TriangulationScanner.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include "core/batch.h"
 #include "core/types.h"
 
 namespace stripeline::render {
@@ -97,6 +99,35 @@ inline void quantise(const float* buf, std::size_t n, PixelFormat format, std::b
     for (std::size_t i = 0; i < n; ++i)
       out[i] = static_cast<std::uint16_t>(static_cast<int>(std::clamp(buf[i] * 256.0f, 0.0f, 65535.0f) + 0.5f));
   }
+}
+
+// A simulated sensor's fill(): the next frames (at most `total` in all, 0 =
+// endless) rendered in parallel by render_frame(index, pixels), with each
+// frame's id, timestamp (frame_rate) and encoder count (encoder_step per
+// frame, 0 = none). `next` advances. False when nothing is left.
+template <class RenderFrame>
+bool fill_frames(Batch& batch, std::uint64_t& next, std::uint64_t total, double frame_rate, std::int64_t encoder_step,
+                 const RenderFrame& render_frame) {
+  std::uint64_t n = static_cast<std::uint64_t>(batch.layout.frames);
+  if (total != 0) n = std::min(n, total > next ? total - next : 0);
+  batch.frames = static_cast<int>(n);
+  if (n == 0) return false;
+  const std::uint64_t first = next;
+  const double ns_per_frame = 1e9 / frame_rate;
+  tbb::parallel_for(tbb::blocked_range<int>(0, static_cast<int>(n)), [&](const tbb::blocked_range<int>& r) {
+    for (int i = r.begin(); i != r.end(); ++i) {
+      const std::uint64_t index = first + static_cast<std::uint64_t>(i);
+      render_frame(index, batch.frame_data(i));
+      FrameMeta& m = batch.meta[static_cast<std::size_t>(i)];
+      m.frame_id = index;
+      m.timestamp_ns = std::llround(static_cast<double>(index) * ns_per_frame);
+      m.encoder = static_cast<std::int64_t>(index) * encoder_step;
+      m.has_encoder = encoder_step != 0;
+      m.missing = false;
+    }
+  });
+  next += n;
+  return true;
 }
 
 }  // namespace stripeline::render

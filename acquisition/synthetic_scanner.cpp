@@ -31,6 +31,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "acquisition/stripe_render.h"
 #include "core/errors.h"
 
 namespace stripeline {
@@ -39,7 +40,7 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+using render::kGolden;
 
 // The surface repeats every kSurfacePeriod frames (an endless scanner scans
 // the same object over and over).
@@ -72,45 +73,12 @@ constexpr std::uint64_t kSecondRegionFrames = 41;
 constexpr double kTextureCell = 4.0;
 constexpr double kTextureRowsPerFrame = 0.7;
 
-// splitmix64 finaliser: a good 64-bit mixing function.
-inline std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-inline std::uint64_t hash3(std::uint64_t seed, std::uint64_t salt, std::uint64_t a, std::uint64_t b = 0) {
-  std::uint64_t h = mix64(seed + kGolden * (salt + 1));
-  h = mix64(h + kGolden * (a + 1));
-  return mix64(h + kGolden * (b + 1));
-}
-
-// Uniform in [0, 1) from the top 53 bits.
-inline double unit(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
-
-// Approximately standard normal from one 64-bit hash: the sum of four 16-bit
-// uniforms (Irwin-Hall, n = 4), scaled to unit variance. Bounded at +-3.46.
-inline float normal_approx(std::uint64_t h) {
-  const std::uint32_t s = static_cast<std::uint32_t>(h & 0xffff) + static_cast<std::uint32_t>((h >> 16) & 0xffff) +
-                          static_cast<std::uint32_t>((h >> 32) & 0xffff) + static_cast<std::uint32_t>(h >> 48);
-  // mean 4 * 32767.5, sd 65536 / sqrt(3)
-  constexpr float kScale = 1.7320508075688772f / 65536.0f;
-  return (static_cast<float>(s) - 131070.0f) * kScale;
-}
-
-// erf without exp (Abramowitz & Stegun 7.1.28): absolute error below 3e-7,
-// odd, monotonic. About 4x faster than std::erf, which dominated rendering. The
-// error moves a stripe's pixel-integrated centre of gravity by < 1e-5 px.
-inline double fast_erf(double x) {
-  const double a = std::abs(x);
-  double p = 1.0 + a * (0.0705230784 + a * (0.0422820123 + a * (0.0092705272 + a * (0.0001520143 + a * (0.0002765672 + a * 0.0000430638)))));
-  p *= p;  // ^2
-  p *= p;  // ^4
-  p *= p;  // ^8
-  p *= p;  // ^16
-  const double e = 1.0 - 1.0 / p;
-  return x < 0 ? -e : e;
-}
+// The hashing, noise and erf every simulated sensor shares (acquisition/stripe_render.h).
+using render::fast_erf;
+using render::mix64;
+using render::normal_approx;
+using render::unit;
+inline std::uint64_t hash3(std::uint64_t seed, std::uint64_t salt, std::uint64_t a, std::uint64_t b = 0) { return render::hash(seed, salt, a, b); }
 
 inline double box(double v, double a, double b) { return (v >= a && v < b) ? 1.0 : 0.0; }
 
@@ -472,29 +440,8 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
 
 bool SyntheticScanner::fill(Batch& batch) {
   check_fill_target(batch, frame_layout(), "synthetic scanner");
-  const BatchLayout& l = batch.layout;
-
-  std::uint64_t n = static_cast<std::uint64_t>(l.frames);
-  if (config_.frames != 0) n = std::min(n, config_.frames > next_ ? config_.frames - next_ : 0);
-  batch.frames = static_cast<int>(n);
-  if (n == 0) return false;
-
-  const std::uint64_t first = next_;
-  const double ns_per_frame = 1e9 / config_.frame_rate;
-  tbb::parallel_for(tbb::blocked_range<int>(0, static_cast<int>(n)), [&](const tbb::blocked_range<int>& r) {
-    for (int i = r.begin(); i != r.end(); ++i) {
-      const std::uint64_t index = first + static_cast<std::uint64_t>(i);
-      render(index, batch.frame_data(i));
-      FrameMeta& m = batch.meta[static_cast<std::size_t>(i)];
-      m.frame_id = index;
-      m.timestamp_ns = std::llround(static_cast<double>(index) * ns_per_frame);
-      m.encoder = static_cast<std::int64_t>(index) * config_.encoder_step;
-      m.has_encoder = config_.encoder_step != 0;
-      m.missing = false;
-    }
-  });
-  next_ += n;
-  return true;
+  return render::fill_frames(batch, next_, config_.frames, config_.frame_rate, config_.encoder_step,
+                             [this](std::uint64_t index, std::byte* dst) { render(index, dst); });
 }
 
 }  // namespace stripeline

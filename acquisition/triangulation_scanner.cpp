@@ -342,27 +342,8 @@ void TriangulationScanner::render(std::uint64_t frame, std::byte* dst) const {
 
 bool TriangulationScanner::fill(Batch& batch) {
   check_fill_target(batch, frame_layout(), "triangulation scanner");
-  const BatchLayout& l = batch.layout;
-  std::uint64_t n = static_cast<std::uint64_t>(l.frames);
-  if (config_.frames != 0) n = std::min(n, config_.frames > next_ ? config_.frames - next_ : 0);
-  batch.frames = static_cast<int>(n);
-  if (n == 0) return false;
-  const std::uint64_t first = next_;
-  const double ns_per_frame = 1e9 / config_.frame_rate;
-  tbb::parallel_for(tbb::blocked_range<int>(0, static_cast<int>(n)), [&](const tbb::blocked_range<int>& r) {
-    for (int i = r.begin(); i != r.end(); ++i) {
-      const std::uint64_t index = first + static_cast<std::uint64_t>(i);
-      render(index, batch.frame_data(i));
-      FrameMeta& m = batch.meta[static_cast<std::size_t>(i)];
-      m.frame_id = index;
-      m.timestamp_ns = std::llround(static_cast<double>(index) * ns_per_frame);
-      m.encoder = static_cast<std::int64_t>(index) * config_.encoder_step;
-      m.has_encoder = config_.encoder_step != 0;
-      m.missing = false;
-    }
-  });
-  next_ += n;
-  return true;
+  return render::fill_frames(batch, next_, config_.frames, config_.frame_rate, config_.encoder_step,
+                             [this](std::uint64_t index, std::byte* dst) { render(index, dst); });
 }
 
 }  // namespace stripeline
