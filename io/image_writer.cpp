@@ -15,6 +15,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.h"
@@ -133,6 +134,7 @@ class TiffHandle {
   ~TiffHandle() { close(); }
   TiffHandle(const TiffHandle&) = delete;
   TiffHandle& operator=(const TiffHandle&) = delete;
+  TiffHandle(TiffHandle&& o) noexcept : tif_(std::exchange(o.tif_, nullptr)) {}
   TIFF* get() const { return tif_; }
   void close() noexcept {
     if (tif_ != nullptr) TIFFClose(tif_);
@@ -143,18 +145,11 @@ class TiffHandle {
   TIFF* tif_;
 };
 
-void write_tiff(AtomicFile& file, const fs::path& path, const void* pixels, int width, std::int64_t height,
-                PixelFormat format, const ImageWriteOptions& options) {
-  if (height > 0xffffffffLL) {
-    input_error(path, "image height " + std::to_string(height) + " is too large for TIFF (expected <= 2^32-1)");
-  }
-  const std::size_t row_bytes = static_cast<std::size_t>(width) * bytes_per_pixel(format);
-  const std::uint64_t total = static_cast<std::uint64_t>(row_bytes) * static_cast<std::uint64_t>(height);
-  // Classic TIFF addresses 4 GiB; go BigTIFF with a safety margin.
-  const bool big = total > 0xF0000000ULL;
-
-  detail::TiffMessages messages;
-  detail::TiffOpenOptions tiff_options(messages);
+// libtiff on an AtomicFile's descriptor (dup'd: libtiff closes its own),
+// BigTIFF past ~3.75 GiB of pixels.
+TiffHandle open_tiff_for_writing(AtomicFile& file, const fs::path& path, std::uint64_t pixel_bytes, detail::TiffMessages& messages,
+                                 detail::TiffOpenOptions& tiff_options) {
+  const bool big = pixel_bytes > 0xF0000000ULL;  // classic TIFF addresses 4 GiB; go BigTIFF with a safety margin
   std::fflush(file.handle());
   const int fd = ::dup(::fileno(file.handle()));
   if (fd < 0) throw RuntimeFailure(path.string() + ": dup failed: " + std::strerror(errno));
@@ -163,12 +158,29 @@ void write_tiff(AtomicFile& file, const fs::path& path, const void* pixels, int 
     ::close(fd);
     throw RuntimeFailure(path.string() + ": libtiff cannot open the file for writing: " + messages.text());
   }
+  return tif;
+}
+
+// Strips of about 64 KiB: small enough to stream, large enough for deflate
+// (unless the caller says how many rows: a recording's frames).
+std::uint32_t rows_per_strip(const ImageWriteOptions& options, std::size_t row_bytes, std::int64_t height) {
+  return static_cast<std::uint32_t>(std::clamp<std::int64_t>(
+      options.rows_per_strip > 0 ? static_cast<std::int64_t>(options.rows_per_strip) : static_cast<std::int64_t>((64 << 10) / row_bytes), 1,
+      height));
+}
+
+void write_tiff(AtomicFile& file, const fs::path& path, const void* pixels, int width, std::int64_t height,
+                PixelFormat format, const ImageWriteOptions& options) {
+  if (height > 0xffffffffLL) {
+    input_error(path, "image height " + std::to_string(height) + " is too large for TIFF (expected <= 2^32-1)");
+  }
+  const std::size_t row_bytes = static_cast<std::size_t>(width) * bytes_per_pixel(format);
+  detail::TiffMessages messages;
+  detail::TiffOpenOptions tiff_options(messages);
+  TiffHandle tif = open_tiff_for_writing(file, path, static_cast<std::uint64_t>(row_bytes) * static_cast<std::uint64_t>(height), messages,
+                                         tiff_options);
   TIFF* t = tif.get();
-  // Strips of about 64 KiB: small enough to stream, large enough for deflate
-  // (unless the caller says how many rows: a recording's frames).
-  const std::uint32_t rows_per_strip = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
-      options.rows_per_strip > 0 ? static_cast<std::int64_t>(options.rows_per_strip) : static_cast<std::int64_t>((64 << 10) / row_bytes),
-      1, height));
+  const std::uint32_t rows_per_strip = io::rows_per_strip(options, row_bytes, height);
   const bool ok = TIFFSetField(t, TIFFTAG_IMAGEWIDTH, static_cast<std::uint32_t>(width)) == 1 &&
                   TIFFSetField(t, TIFFTAG_IMAGELENGTH, static_cast<std::uint32_t>(height)) == 1 &&
                   TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, static_cast<std::uint16_t>(format == PixelFormat::Mono16 ? 16 : 8)) == 1 &&
@@ -281,23 +293,13 @@ void write_float_planes_tiff(const std::filesystem::path& path, const float* con
   AtomicFile file(path);
   file.require_seekable("a TIFF (libtiff writes its directory after the pixels)");
   const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(float);
-  const std::uint64_t total = static_cast<std::uint64_t>(row_bytes) * static_cast<std::uint64_t>(height) * plane_count;
-  const bool big = total > 0xF0000000ULL;
-
   detail::TiffMessages messages;
   detail::TiffOpenOptions tiff_options(messages);
-  std::fflush(file.handle());
-  const int fd = ::dup(::fileno(file.handle()));
-  if (fd < 0) throw RuntimeFailure(path.string() + ": dup failed: " + std::strerror(errno));
-  TiffHandle tif(TIFFFdOpenExt(fd, path.c_str(), big ? "w8" : "w", tiff_options.get()));
-  if (tif.get() == nullptr) {
-    ::close(fd);
-    throw RuntimeFailure(path.string() + ": libtiff cannot open the file for writing: " + messages.text());
-  }
+  TiffHandle tif = open_tiff_for_writing(
+      file, path, static_cast<std::uint64_t>(row_bytes) * static_cast<std::uint64_t>(height) * static_cast<std::uint64_t>(plane_count), messages,
+      tiff_options);
   TIFF* t = tif.get();
-  const std::uint32_t rows_per_strip = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
-      options.rows_per_strip > 0 ? static_cast<std::int64_t>(options.rows_per_strip) : static_cast<std::int64_t>((64 << 10) / row_bytes),
-      1, height));
+  const std::uint32_t rows_per_strip = io::rows_per_strip(options, row_bytes, height);
   std::vector<std::uint16_t> extra(static_cast<std::size_t>(plane_count - 1), EXTRASAMPLE_UNSPECIFIED);
   const bool ok = TIFFSetField(t, TIFFTAG_IMAGEWIDTH, static_cast<std::uint32_t>(width)) == 1 &&
                   TIFFSetField(t, TIFFTAG_IMAGELENGTH, static_cast<std::uint32_t>(height)) == 1 &&
