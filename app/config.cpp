@@ -1,3 +1,4 @@
+#include "calibration/toml_text.h"
 #include "app/config.h"
 
 #include <toml++/toml.h>
@@ -144,14 +145,7 @@ void validated(const std::string& origin, const std::string& section, F&& f) {
 }  // namespace
 
 Config parse_config(const std::string& text, const std::string& origin) {
-  toml::table root;
-  try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
-    throw ConfigError(msg.str());
-  }
+  const toml::table root = parse_toml<ConfigError>(text, origin);
   Config c = default_config();
   c.origin = origin;
   for (const auto& [k, v] : root) {

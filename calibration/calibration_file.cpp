@@ -1,3 +1,4 @@
+#include "calibration/toml_text.h"
 #include "calibration/calibration_file.h"
 
 #include <toml++/toml.h>
@@ -145,14 +146,7 @@ std::string model_id(const SheetOfLightModel& m) {
 }
 
 CalibrationFile parse_calibration(const std::string& text, const std::string& origin) {
-  toml::table root;
-  try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
-    throw InputError(msg.str());
-  }
+  const toml::table root = parse_toml<InputError>(text, origin);
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
     if (key != "calibration" && key != "sensor" && key != "distortion" && key != "homography" && key != "linear" && key != "motion" &&
@@ -308,11 +302,7 @@ CalibrationFile parse_calibration(const std::string& text, const std::string& or
 }
 
 CalibrationFile load_calibration(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path.string() + ": cannot open the calibration file (expected a readable TOML file)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return parse_calibration(s.str(), path.string());
+  return parse_calibration(read_toml_file(path, "calibration file"), path.string());
 }
 
 std::string format_calibration(const CalibrationFile& f) {

@@ -1,3 +1,4 @@
+#include "calibration/toml_text.h"
 #include "calibration/target.h"
 
 #include <toml++/toml.h>
@@ -74,14 +75,7 @@ void validate_target(const CalibrationTarget& t) {
 }
 
 CalibrationTarget parse_target(const std::string& text, const std::string& origin) {
-  toml::table root;
-  try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
-    throw InputError(msg.str());
-  }
+  const toml::table root = parse_toml<InputError>(text, origin);
   for (const auto& [k, v] : root)
     if (k.str() != "target") fail(origin, std::string(k.str()), "unknown section or key (expected [target])");
   const toml::table* t = root["target"].as_table();
@@ -126,11 +120,7 @@ CalibrationTarget parse_target(const std::string& text, const std::string& origi
 }
 
 CalibrationTarget load_target(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path.string() + ": cannot open the target file (expected a readable TOML file)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return parse_target(s.str(), path.string());
+  return parse_target(read_toml_file(path, "target file"), path.string());
 }
 
 }  // namespace stripeline
