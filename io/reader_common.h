@@ -23,6 +23,18 @@ std::uintmax_t check_input_file(const std::filesystem::path& path);
 
 void check_dimensions(const std::filesystem::path& path, std::int64_t width, std::int64_t height);
 
+// A file holds no more pixels than its bytes can encode. `min_encoded_bytes`:
+// the fewest bytes the image data the header claims could be stored in (its
+// decoded size divided by the codec's largest expansion, `codec` names it).
+// Throws InputError naming the file, the claimed size and the file's size when
+// the file is smaller, before anything is allocated for the image.
+void check_claimed_size(const std::filesystem::path& path, std::int64_t width, std::int64_t height, long double decoded_bytes,
+                        long double min_encoded_bytes, std::uintmax_t file_bytes, const std::string& codec);
+
+// The largest expansion of a TIFF compression (decoded bytes per stored byte):
+// none 1, PackBits 64, Deflate 1032, LZW 4096, anything else 65536.
+double tiff_max_expansion(unsigned compression);
+
 void swap16(std::byte* data, std::size_t count);
 
 // The frame height a recording says it holds, from its description text (a
