@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "tools/commands.h"
+#include "tools/interrupt.h"
 
 namespace {
 
@@ -71,6 +72,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "Run 'stripeline --help' for usage.\n");
     return 2;
   }
+  // SIGINT/SIGTERM remove this process's temporaries before it ends; run and
+  // replay stop gracefully instead (tools/interrupt.h); the daemon blocks them.
+  tools::install_cleanup_on_signal();
   spdlog::set_pattern("stripeline: [%l] %v");
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
 
