@@ -60,7 +60,7 @@ void check_claimed_size(const fs::path& path, std::int64_t width, std::int64_t h
 
 double tiff_max_expansion(unsigned compression) {
   switch (compression) {
-    case 1: return 1.0;       // none
+    case 1: return 64.0;      // none: 1:1, but a file cut short is read up to its cut (the row is named there); below 1/64 it is refused
     case 32773: return 64.0;  // PackBits: 2 bytes for a run of 128
     case 8:                   // Deflate (Adobe)
     case 32946: return 1032.0;  // Deflate: 2 bits for 258 bytes

@@ -32,7 +32,10 @@ void check_claimed_size(const std::filesystem::path& path, std::int64_t width, s
                         long double min_encoded_bytes, std::uintmax_t file_bytes, const std::string& codec);
 
 // The largest expansion of a TIFF compression (decoded bytes per stored byte):
-// none 1, PackBits 64, Deflate 1032, LZW 4096, anything else 65536.
+// PackBits 64, Deflate 1032, LZW 4096, anything else 65536; uncompressed 64:
+// a recording cut short is still read up to its cut (the read names the row
+// where it ends), but one that holds less than 1/64 of what it claims is
+// refused up front.
 double tiff_max_expansion(unsigned compression);
 
 void swap16(std::byte* data, std::size_t count);

@@ -274,7 +274,7 @@ class TiffReader final : public ReaderBase {
       min_encoded_ += decoded / tiff_max_expansion(compression);
       decoded_ += decoded;
       check_claimed_size(path_, width, rows + height, decoded_, min_encoded_, static_cast<std::uintmax_t>(opened_size_),
-                         compression == COMPRESSION_NONE ? std::string("uncompressed")
+                         compression == COMPRESSION_NONE ? std::string("uncompressed, cut short to less than 1/64 of it")
                                                          : "compression " + std::to_string(compression) + " expands at most " +
                                                                std::to_string(static_cast<long>(tiff_max_expansion(compression))) + ":1");
     }
