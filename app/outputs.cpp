@@ -108,7 +108,7 @@ void check_output_path(const std::string& what, const std::filesystem::path& pat
     if (kind == OutputKind::Ply) fail("is a stream or device; a PLY must seek back into its output (expected a regular file path)");
     if ((kind == OutputKind::Image16 || kind == OutputKind::Image8) && (ext == ".tif" || ext == ".tiff"))
       fail("is a stream or device; a TIFF must seek back into its output (expected a regular file path)");
-    if (::access(path.c_str(), W_OK) != 0) fail("cannot be opened for writing (no permission)");
+    if (!to_stdout && ::access(path.c_str(), W_OK) != 0) fail("cannot be opened for writing (no permission)");
     return;  // written in place: its directory is not written to
   }
   const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
