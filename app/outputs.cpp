@@ -7,7 +7,6 @@
 
 #include "core/errors.h"
 #include "io/atomic_file.h"
-#include "io/image_writer.h"
 #include "core/profile_mapping.h"
 #include "stages/heightmap_filters.h"
 

@@ -395,6 +395,11 @@ TEST(OutputChecks, BadNamesAreRefusedBeforeTheRunWithOneLine) {
     EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << "one line expected:\n" << output;
     EXPECT_TRUE(fs::is_empty(dir / "out")) << c.args << ": something was created before the check";
   }
+  {  // subscribe: refused before it connects
+    std::string output;
+    EXPECT_EQ(run_cli("subscribe tcp://127.0.0.1:1 --timeout 5 --heightmap " + (dir / "out" / "h.jpg").string(), &output), 2) << output;
+    EXPECT_NE(output.find("unsupported extension '.jpg'"), std::string::npos) << output;
+  }
   // A config whose preview has no image extension: refused when loaded, naming the key.
   write_text(dir / "c.toml", small_run_config(dir / "cfg-out", 20) + "");
   std::string text = read_text(dir / "c.toml");
