@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "io/atomic_file.h"
 
@@ -70,6 +72,12 @@ void install(int sig) {
 void install_cleanup_on_signal() {
   install(SIGINT);
   install(SIGTERM);
+  // An exception that escapes a thread ends the process without unwinding:
+  // its temporaries go first.
+  std::set_terminate([] {
+    io::remove_live_temporaries();
+    std::abort();
+  });
 }
 
 GracefulStop::GracefulStop() {

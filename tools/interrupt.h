@@ -4,7 +4,8 @@
 //  - Every command (main() installs it): the signal removes this process's
 //    temporaries (io::remove_live_temporaries) and ends it as the signal would
 //    (killed by SIGINT/SIGTERM: a shell shows 130/143). Nothing half-written
-//    is left, under any name.
+//    is left, under any name. std::terminate (an exception escaping a
+//    thread) removes them too before aborting.
 //  - run and replay (GracefulStop, while it lives): the first signal stops
 //    acquiring (the source and the pipeline) and says so on stderr; the
 //    batches in flight go through the sinks and the files are finished with
