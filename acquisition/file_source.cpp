@@ -61,8 +61,10 @@ FileSource::FileSource(FileSourceConfig config) : config_(std::move(config)) {
                      " rows)");
   frames_per_pass_ = static_cast<std::uint64_t>(info.height / config_.frame_height);
   if (info.recorded_frame_height > 0 && info.recorded_frame_height != config_.frame_height)
-    spdlog::warn("{}: the file says its frames are {} rows high; replaying frames of {} rows as asked", file,
-                 info.recorded_frame_height, config_.frame_height);
+    throw InputError(file + ": the file records frames of " + std::to_string(info.recorded_frame_height) +
+                     " rows (its TIFF ImageDescription / PNG tEXt Description), but the frame height given is " +
+                     std::to_string(config_.frame_height) + " (-H / source.frame_height; expected " +
+                     std::to_string(info.recorded_frame_height) + ")");
 }
 
 FileSource::~FileSource() = default;

@@ -33,7 +33,8 @@ struct OutputConfig {
   // "to8 MIN:MAX" makes the preview from that range instead of the automatic one.
   std::vector<std::string> heightmap_filters;
 
-  // Throws ConfigError naming the key (height_bits, heightmap_filters).
+  // Throws ConfigError naming the key (height_bits, heightmap_filters, and
+  // the file names' extensions: ply .ply, heightmap and preview an image).
   void validate() const;
   bool any_file() const { return !ply.empty() || !heightmap.empty() || !preview.empty() || !summary.empty() || !xyz_tiff.empty(); }
   // Path of an output file: absolute names stay, relative ones go under dir.
@@ -60,8 +61,31 @@ struct OutputSinks {
 };
 
 // Creates the output directory when a file goes there (InputError when it
-// cannot), then the sinks the output config asks for.
+// cannot), then the sinks the output config asks for. Checks the names first
+// (check_output_files).
 OutputSinks make_output_sinks(const OutputConfig& output, const OutputOptions& options);
+
+// What an output file is, for the checks below.
+enum class OutputKind { Ply, Image16, Image8, Json, Other };
+
+// One output path, before anything is written: its extension (PLY .ply,
+// images .png/.tif/.tiff/.pgm), that it is not a directory, that its
+// directory exists (or is `will_create`, the output directory made before
+// writing, whose nearest existing parent must then be a directory) and is
+// writable, and that a target that must be seekable (PLY, TIFF) is not a
+// stream ("-", a FIFO, a device). InputError: one line naming `what` and the
+// path. Creates nothing.
+void check_output_path(const std::string& what, const std::filesystem::path& path, OutputKind kind,
+                       const std::filesystem::path& will_create = {});
+// check_output_path for every file `output` names (with `prefix`), and no two
+// outputs with the same path. Creates nothing.
+void check_output_files(const OutputConfig& output, const std::string& prefix = "");
+
+// Removes what killed runs left beside the outputs (io::sweep_stale_temporaries:
+// our exact temporary pattern, for these names, of processes no longer
+// alive) and returns the paths removed.
+std::vector<std::filesystem::path> sweep_stale_outputs(const OutputConfig& output,
+                                                       const std::vector<std::filesystem::path>& more = {});
 
 // The publisher's settings for a run: its own section, with the output's
 // height code and height-map filters, the filters on `filter_backend`.

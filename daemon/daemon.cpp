@@ -28,6 +28,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
+
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -50,6 +52,7 @@
 #include "daemon/scan_writer.h"
 #include "daemon/signals.h"
 #include "daemon/systemd_notify.h"
+#include "io/atomic_file.h"
 #include "pipeline/pipeline.h"
 #include "streaming/publisher.h"
 
@@ -267,9 +270,13 @@ void Daemon::on_signal(int sig) {
   {
     std::lock_guard lock(mu_);
     if (stop_) {
-      spdlog::warn("daemon: {} again: still draining (exit within daemon.stop_timeout = {} s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
-                   cfg_.daemon.stop_timeout);
-      return;
+      // A second stop signal: abort at once. The open scan's temporaries are
+      // removed (io/atomic_file.h); its files and series-end are not written.
+      const int removed = io::remove_live_temporaries();
+      spdlog::warn("daemon: {} again: aborting without finishing the open scan ({} temporar{} removed); exit {}",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM", removed, removed == 1 ? "y" : "ies", 128 + sig);
+      spdlog::default_logger()->flush();
+      std::_Exit(128 + sig);
     }
     spdlog::info("daemon: {}: stopping (draining the batches in flight)", sig == SIGINT ? "SIGINT" : "SIGTERM");
     stop_ = true;
@@ -290,6 +297,7 @@ void Daemon::housekeeping() {
     const auto now = clock::now();
     housekeeping_beat_ = now;
     if (stop_at_ && now - *stop_at_ > std::chrono::duration<double>(cfg_.daemon.stop_timeout)) {
+      io::remove_live_temporaries();  // std::_Exit does not unwind: the open scan's temporaries go now
       spdlog::critical("daemon: did not stop within daemon.stop_timeout = {} s; exiting 1 (files of the open scan are not kept)",
                        cfg_.daemon.stop_timeout);
       spdlog::default_logger()->flush();
@@ -381,7 +389,12 @@ Daemon::End Daemon::generation(const Config& cfg) {
     if (scans_) scans_->set_end_reason("camera-lost");  // before the pipeline finishes the scan
   });
   use_publisher(cfg);
-  if (cfg.output.any_file()) create_output_dir(cfg.output.dir);
+  if (cfg.output.any_file()) {
+    check_output_files(cfg.output);
+    create_output_dir(cfg.output.dir);
+    // Leftovers of a killed daemon (<start>-<NNNNNN>-<name> temporaries whose process is gone).
+    for (const auto& p : sweep_stale_outputs(cfg.output)) spdlog::warn("daemon: removed {}, left by an interrupted run (its process is gone)", p.string());
+  }
   Publisher* publisher = nullptr;
   {
     std::lock_guard lock(mu_);
@@ -465,6 +478,13 @@ bool Daemon::wait_before_reconnect() {
 
 int Daemon::run() {
   block_daemon_signals();  // before any thread exists
+  // Per-scan buffers (height-map codes, a scan's rows: megabytes each) are
+  // allocated and freed once per scan, for weeks. glibc raises its mmap
+  // threshold after the first such free, and from then on they come from the
+  // heap, whose free space fragments and grows slowly over the scans. A fixed
+  // threshold keeps every buffer of 1 MiB or more in its own mapping,
+  // returned to the system when freed (bench/soak.sh measures the RSS slope).
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   cfg_ = load();
   apply_log_level(cfg_);
   registry_.set_collector([this] { collect(std::chrono::milliseconds(50)); });

@@ -1,8 +1,11 @@
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <sched.h>
 
 #include <atomic>
 #include <cerrno>
@@ -17,6 +20,41 @@ namespace stripeline::io {
 namespace {
 
 std::atomic<unsigned long> g_temp_counter{0};
+
+// The live temporaries, for remove_live_temporaries() (async-signal-safe: a
+// fixed table, atomics that are lock-free, unlink(2)). A slot's state: 0 free,
+// 1 being filled, 2 live, 3 being removed by remove_live_temporaries().
+constexpr int kTempSlots = 256;
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[4096];
+};
+TempSlot g_temp_slots[kTempSlots];
+static_assert(std::atomic<int>::is_always_lock_free);
+
+int register_temporary(const std::filesystem::path& p) noexcept {
+  const std::string& s = p.native();
+  if (s.size() >= sizeof(TempSlot::path)) return -1;  // not listed: the next run's sweep removes it if it survives
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (g_temp_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+      std::memcpy(g_temp_slots[i].path, s.c_str(), s.size() + 1);
+      g_temp_slots[i].state.store(2, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void unregister_temporary(int slot) noexcept {
+  if (slot < 0) return;
+  while (true) {  // a remover on another thread holds it for one unlink at most
+    int expected = 2;
+    if (g_temp_slots[slot].state.compare_exchange_weak(expected, 0, std::memory_order_acq_rel)) return;
+    if (expected != 3) return;
+    ::sched_yield();
+  }
+}
 
 std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
@@ -98,12 +136,15 @@ AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)
     throw InputError(target_.string() + ": cannot create a file in " + quoted(dir.empty() ? "." : dir) + ": " +
                      errno_text(err) + " (expected an existing, writable directory)");
   }
+  slot_ = register_temporary(temp_);
   file_ = ::fdopen(fd, "w+b");
   if (file_ == nullptr) {
     const int err = errno;
     ::close(fd);
     std::error_code ignored;
     std::filesystem::remove(temp_, ignored);
+    unregister_temporary(slot_);
+    slot_ = -1;
     temp_.clear();
     throw RuntimeFailure(target_.string() + ": cannot open a stream on the temporary file: " + errno_text(err));
   }
@@ -119,6 +160,7 @@ AtomicFile::~AtomicFile() {
     std::error_code ignored;
     std::filesystem::remove(temp_, ignored);
   }
+  unregister_temporary(slot_);
 }
 
 void AtomicFile::require_seekable(const char* what) const {
@@ -177,6 +219,8 @@ void AtomicFile::commit() {
     throw RuntimeFailure(target_.string() + ": cannot rename " + quoted(temp_) + " into place: " + errno_text(err));
   }
   committed_ = true;
+  unregister_temporary(slot_);
+  slot_ = -1;
   sync_directory(target_.parent_path());
 }
 
@@ -184,6 +228,71 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
   AtomicFile f(path);
   f.write(text.data(), text.size());
   f.commit();
+}
+
+int remove_live_temporaries() noexcept {
+  int removed = 0;
+  for (TempSlot& slot : g_temp_slots) {
+    int expected = 2;
+    if (!slot.state.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) continue;
+    if (::unlink(slot.path) == 0) ++removed;
+    slot.state.store(2, std::memory_order_release);
+  }
+  return removed;
+}
+
+int live_temporaries() noexcept {
+  int n = 0;
+  for (const TempSlot& slot : g_temp_slots) n += slot.state.load(std::memory_order_acquire) >= 2 ? 1 : 0;
+  return n;
+}
+
+bool parse_temporary_name(std::string_view file_name, std::string* name, long* pid) {
+  // ".<name>.tmp-<pid>-<n>"
+  if (file_name.size() < 2 || file_name[0] != '.') return false;
+  const std::size_t tmp = file_name.rfind(".tmp-");
+  if (tmp == std::string_view::npos || tmp < 2) return false;
+  const std::string_view rest = file_name.substr(tmp + 5);
+  const std::size_t dash = rest.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 >= rest.size() || dash > 10) return false;
+  auto digits = [](std::string_view d) {
+    for (char c : d)
+      if (c < '0' || c > '9') return false;
+    return !d.empty();
+  };
+  if (!digits(rest.substr(0, dash)) || !digits(rest.substr(dash + 1))) return false;
+  if (name) *name = std::string(file_name.substr(1, tmp - 1));
+  if (pid) *pid = std::stol(std::string(rest.substr(0, dash)));
+  return true;
+}
+
+std::vector<std::filesystem::path> sweep_stale_temporaries(const std::filesystem::path& dir, const std::vector<std::string>& names) {
+  std::vector<std::filesystem::path> removed;
+  try {
+    std::error_code ec;
+    const std::filesystem::path where = dir.empty() ? std::filesystem::path(".") : dir;
+    for (std::filesystem::directory_iterator it(where, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string file = it->path().filename().string();
+      std::string name;
+      long pid = 0;
+      if (!parse_temporary_name(file, &name, &pid)) continue;
+      bool ours = false;
+      for (const std::string& n : names) {
+        if (n.empty()) continue;
+        const std::string base = std::filesystem::path(n).filename().string();
+        ours = ours || name == base ||
+               (name.size() > base.size() + 1 && name.compare(name.size() - base.size(), base.size(), base) == 0 &&
+                name[name.size() - base.size() - 1] == '-');
+      }
+      if (!ours || pid <= 0 || pid == static_cast<long>(::getpid())) continue;
+      if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask): leave it
+      std::error_code sec;
+      if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(it->path(), sec))) continue;
+      if (std::filesystem::remove(it->path(), sec)) removed.push_back(it->path());
+    }
+  } catch (...) {  // best effort: a sweep never fails a run
+  }
+  return removed;
 }
 
 }  // namespace stripeline::io

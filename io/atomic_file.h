@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace stripeline::io {
 
@@ -44,9 +46,33 @@ class AtomicFile {
   std::FILE* file_ = nullptr;
   bool committed_ = false;
   bool in_place_ = false;
+  int slot_ = -1;  // in the table of live temporaries (remove_live_temporaries)
 };
 
 // The whole of `text` as `path`, atomically (JSON summaries, benchmark results).
 void write_file_atomically(const std::filesystem::path& path, std::string_view text);
+
+// Every temporary of this process that is still open is listed in a fixed
+// table (up to 256 at once) so that a signal handler, or a path that ends
+// the process without unwinding (std::_Exit), can remove them:
+// remove_live_temporaries() only calls unlink(2) and is async-signal-safe.
+// Returns how many it removed. Committed files are never touched (their
+// temporary name no longer exists).
+int remove_live_temporaries() noexcept;
+// Temporaries open now (tests).
+int live_temporaries() noexcept;
+
+// The temporary-name pattern: ".<name>.tmp-<pid>-<n>". True when `file_name`
+// matches it; then `name` and `pid` are what it holds.
+bool parse_temporary_name(std::string_view file_name, std::string* name, long* pid);
+
+// Leftovers of a run that was killed (SIGKILL, a power cut) before it could
+// remove its temporaries: in `dir`, every regular file whose name matches the
+// temporary pattern exactly, whose <name> is one of `names` or ends with
+// "-" + one of them (the daemon's per-scan prefixes), and whose <pid> is not
+// a live process, is removed. Returns the paths removed. Never throws;
+// files it cannot remove are skipped.
+std::vector<std::filesystem::path> sweep_stale_temporaries(const std::filesystem::path& dir,
+                                                           const std::vector<std::string>& names);
 
 }  // namespace stripeline::io

@@ -314,7 +314,7 @@ const char* png_color_name(int type) {
 class PngReader final : public ReaderBase {
  public:
   PngReader(fs::path path, ChannelMix channel) : ReaderBase(std::move(path)), channel_(std::move(channel)) {
-    check_input_file(path_);
+    file_bytes_ = check_input_file(path_);
     try {
       info_ = open();
     } catch (...) {
@@ -375,6 +375,10 @@ class PngReader final : public ReaderBase {
       input_error(path_, "interlaced (Adam7) PNG cannot be streamed row by row (expected a non-interlaced PNG)");
     }
     check_dimensions(path_, h.width, h.height);
+    {  // a tiny file claiming a huge image is refused before anything is sized by its header
+      const long double decoded = (static_cast<long double>(h.width) * channels_ * (h.bit_depth / 8) + 1.0L) * h.height;
+      detail::check_claimed_size(path_, h.width, h.height, decoded, decoded / 1032.0L, file_bytes_, "Deflate expands at most 1032:1");
+    }
     ImageInfo info{static_cast<int>(h.width), static_cast<std::int64_t>(h.height),
                    h.bit_depth == 16 ? PixelFormat::Mono16 : PixelFormat::Mono8};
     if (channels_ > 1) colour_row_.assign(static_cast<std::size_t>(h.width) * static_cast<std::size_t>(channels_) * (h.bit_depth / 8), std::byte{0});
@@ -466,6 +470,7 @@ class PngReader final : public ReaderBase {
   std::vector<std::byte> filtered_, previous_;
   ChannelMix channel_;
   int channels_ = 1;                  // samples per pixel in the file (2-4: mixed to grey)
+  std::uintmax_t file_bytes_ = 0;     // the file's size when opened (check_claimed_size)
   std::vector<std::byte> colour_row_;  // one file row of a colour image
   PngState state_;
   FilePtr file_;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <mutex>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <system_error>
 #include <utility>
@@ -37,6 +38,35 @@ void check_dimensions(const fs::path& path, std::int64_t width, std::int64_t hei
                           std::to_string(kMaxWidth) + ")");
   }
   if (height <= 0) input_error(path, "image height " + std::to_string(height) + " is out of range (expected >= 1)");
+}
+
+namespace {
+std::string size_text(long double bytes) {
+  char buf[64];
+  if (bytes >= 1e9L) std::snprintf(buf, sizeof buf, "%.1Lf GB", bytes / 1e9L);
+  else if (bytes >= 1e6L) std::snprintf(buf, sizeof buf, "%.1Lf MB", bytes / 1e6L);
+  else std::snprintf(buf, sizeof buf, "%.0Lf bytes", bytes);
+  return buf;
+}
+}  // namespace
+
+void check_claimed_size(const fs::path& path, std::int64_t width, std::int64_t height, long double decoded_bytes,
+                        long double min_encoded_bytes, std::uintmax_t file_bytes, const std::string& codec) {
+  if (min_encoded_bytes <= static_cast<long double>(file_bytes)) return;
+  input_error(path, "claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels (" + size_text(decoded_bytes) +
+                        " decoded) but the file is " + std::to_string(file_bytes) + " bytes (" + codec + ": at least " +
+                        size_text(min_encoded_bytes) + " needed; expected a complete image)");
+}
+
+double tiff_max_expansion(unsigned compression) {
+  switch (compression) {
+    case 1: return 64.0;      // none: 1:1, but a file cut short is read up to its cut (the row is named there); below 1/64 it is refused
+    case 32773: return 64.0;  // PackBits: 2 bytes for a run of 128
+    case 8:                   // Deflate (Adobe)
+    case 32946: return 1032.0;  // Deflate: 2 bits for 258 bytes
+    case 5: return 4096.0;    // LZW: a 9..12-bit code for at most 4096 bytes
+    default: return 65536.0;
+  }
 }
 
 void swap16(std::byte* data, std::size_t count) {

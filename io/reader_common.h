@@ -23,6 +23,21 @@ std::uintmax_t check_input_file(const std::filesystem::path& path);
 
 void check_dimensions(const std::filesystem::path& path, std::int64_t width, std::int64_t height);
 
+// A file holds no more pixels than its bytes can encode. `min_encoded_bytes`:
+// the fewest bytes the image data the header claims could be stored in (its
+// decoded size divided by the codec's largest expansion, `codec` names it).
+// Throws InputError naming the file, the claimed size and the file's size when
+// the file is smaller, before anything is allocated for the image.
+void check_claimed_size(const std::filesystem::path& path, std::int64_t width, std::int64_t height, long double decoded_bytes,
+                        long double min_encoded_bytes, std::uintmax_t file_bytes, const std::string& codec);
+
+// The largest expansion of a TIFF compression (decoded bytes per stored byte):
+// PackBits 64, Deflate 1032, LZW 4096, anything else 65536; uncompressed 64:
+// a recording cut short is still read up to its cut (the read names the row
+// where it ends), but one that holds less than 1/64 of what it claims is
+// refused up front.
+double tiff_max_expansion(unsigned compression);
+
 void swap16(std::byte* data, std::size_t count);
 
 // The frame height a recording says it holds, from its description text (a

@@ -162,6 +162,7 @@ class TiffReader final : public ReaderBase {
     messages_.clear();
     pages_.clear();
     pieces_.clear();
+    min_encoded_ = decoded_ = 0;
     cache_[0].band = cache_[1].band = -1;
     // "m": no memory mapping; plain reads keep memory use to a strip.
     tif_ = TIFFOpenExt(path_.c_str(), "rm", open_options_.get());
@@ -268,6 +269,15 @@ class TiffReader final : public ReaderBase {
                 (deflate && (p.predictor == PREDICTOR_NONE || p.predictor == PREDICTOR_HORIZONTAL)));
     if (compression == COMPRESSION_NONE) p.predictor = PREDICTOR_NONE;  // libtiff applies none without a codec
 
+    {  // a tiny file claiming huge pages is refused before anything is sized by its header
+      const long double decoded = static_cast<long double>(height) * rb;
+      min_encoded_ += decoded / tiff_max_expansion(compression);
+      decoded_ += decoded;
+      check_claimed_size(path_, width, rows + height, decoded_, min_encoded_, static_cast<std::uintmax_t>(opened_size_),
+                         compression == COMPRESSION_NONE ? std::string("uncompressed, cut short to less than 1/64 of it")
+                                                         : "compression " + std::to_string(compression) + " expands at most " +
+                                                               std::to_string(static_cast<long>(tiff_max_expansion(compression))) + ":1");
+    }
     std::uint32_t pieces = 0;
     if (TIFFIsTiled(tif_) != 0) {
       std::uint32_t tw = 0, th = 0;
@@ -644,6 +654,7 @@ class TiffReader final : public ReaderBase {
   int current_dir_ = -1;
   int fd_ = -1;          // positioned reads, shared by the decoding threads
   off_t opened_size_ = 0;
+  long double min_encoded_ = 0, decoded_ = 0;  // pages read so far: the fewest bytes they fit in, their decoded size
   timespec opened_mtime_{};
   bool swapped_ = false;
   std::vector<Page> pages_;

@@ -90,6 +90,7 @@ class Child {
     return std::nullopt;
   }
   void signal(int sig) { ::kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
   // Exit code, or nullopt if still running at the deadline.
   std::optional<int> wait_exit(std::chrono::milliseconds timeout) {
     const auto deadline = steady::now() + timeout;

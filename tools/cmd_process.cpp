@@ -1,5 +1,6 @@
 // `stripeline run` and `stripeline replay`: a source through the pipeline
 // into file sinks, with a progress bar and a summary.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <chrono>
@@ -13,9 +14,11 @@
 #include "app/outputs.h"
 #include "app/sources.h"
 #include "core/errors.h"
+#include "pipeline/coverage_check.h"
 #include "pipeline/pipeline.h"
 #include "tools/calibration_flags.h"
 #include "tools/commands.h"
+#include "tools/interrupt.h"
 #include "tools/report.h"
 
 namespace stripeline::tools {
@@ -35,38 +38,16 @@ struct CommonFlags {
 
 
 
-// Ctrl-C (or SIGTERM) while a camera runs: stop acquiring, finish the files.
-std::atomic<FrameSource*> g_live_source{nullptr};
-extern "C" void stop_live_source(int) {
-  if (FrameSource* s = g_live_source.load()) s->request_stop();
-}
-
-class StopOnSignal {
- public:
-  explicit StopOnSignal(FrameSource* source) : active_(source != nullptr) {
-    if (!active_) return;
-    g_live_source.store(source);
-    old_int_ = std::signal(SIGINT, stop_live_source);
-    old_term_ = std::signal(SIGTERM, stop_live_source);
-  }
-  ~StopOnSignal() {
-    if (!active_) return;
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
-    g_live_source.store(nullptr);
-  }
-  StopOnSignal(const StopOnSignal&) = delete;
-  StopOnSignal& operator=(const StopOnSignal&) = delete;
-
- private:
-  bool active_;
-  void (*old_int_)(int) = nullptr;
-  void (*old_term_)(int) = nullptr;
-};
-
 int process(const std::string& command, const Config& given, bool quiet, double wait_subscriber = 0.0,
             const RangeMapOptions* range_map = nullptr) {
+  // SIGINT/SIGTERM from here on stop acquiring and finish the files (tools/interrupt.h).
+  GracefulStop stop;
   Config config = given;
+  // Every output name checked before the source is opened and before any file is created.
+  check_output_files(config.output);
+  if (range_map) {
+    for (const auto& p : RangeMapSink(*range_map).files()) check_output_path("range map", p, OutputKind::Other);
+  }
   auto source = make_source(config);
   {  // the calibration file: checked before any output is opened
     const BatchLayout layout = source->frame_layout();
@@ -76,13 +57,30 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   const auto& out = config.output;
   OutputOptions options;
   options.filter_backend = config.pipeline.backend;
-  options.expected_rows = source->total_frames().value_or(0);
+  {  // rows to reserve for up front: what the source says, at most 256 MiB of height codes (more grows as it comes)
+    const std::uint64_t cap = (std::uint64_t{256} << 20) / (2 * static_cast<std::uint64_t>(std::max(1, source->frame_layout().width)));
+    options.expected_rows = std::min<std::uint64_t>(source->total_frames().value_or(0), cap);
+  }
   options.publisher = config.publish ? &config.publisher : nullptr;
   if (range_map && !config.pipeline.sheet)
     throw InputError("--range-map/--range-codes need a sheet-of-light calibration (expected --calibration FILE or [calibration] file)");
+  {  // leftovers of a killed run with these names (our temporary pattern, its process gone)
+    std::vector<std::filesystem::path> range_files;
+    if (range_map) range_files = RangeMapSink(*range_map).files();
+    const auto swept = sweep_stale_outputs(out, range_files);
+    if (!swept.empty())
+      std::fprintf(stderr, "stripeline: removed %zu temporar%s left by an interrupted run (its process is gone): %s%s\n", swept.size(),
+                   swept.size() == 1 ? "y" : "ies", swept.front().string().c_str(), swept.size() > 1 ? ", ..." : "");
+  }
   OutputSinks sinks = make_output_sinks(out, options);
   std::vector<std::filesystem::path> outputs = sinks.files;
   std::vector<ProfileSink*> all_sinks = sinks.all();
+  // A recording replayed with a wrong frame height: a warning after the first batch.
+  std::unique_ptr<StripeCoverageCheck> coverage;
+  if (config.source == SourceKind::File) {
+    coverage = std::make_unique<StripeCoverageCheck>(config.file.path.string());
+    all_sinks.push_back(coverage.get());
+  }
   std::unique_ptr<RangeMapSink> range_sink;
   if (range_map) {
     range_sink = std::make_unique<RangeMapSink>(*range_map);
@@ -99,12 +97,12 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   }
 
   const bool live = config.source == SourceKind::Camera;
-  StopOnSignal stop_on_signal(live ? source.get() : nullptr);
   if (live && !quiet)
     std::fprintf(stderr, "acquiring from %s%s\n", source->describe().c_str(),
                  source->total_frames() ? "" : "; Ctrl-C stops and finishes the files");
   ProgressBar bar(source->total_frames(), !quiet);
   Pipeline pipeline(config.pipeline);
+  stop.attach(source.get(), &pipeline);
   RunReport report;
   report.command = command;
   report.source = source->describe();
@@ -115,7 +113,16 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   report.height_bits = out.height_bits;
   report.method = to_string(config.pipeline.chain.column.method);
   report.stats = pipeline.run(*source, all_sinks, [&bar](const PipelineStats& s) { bar.update(s); });
+  stop.detach();
   bar.done();
+  const int stopped_by = stop.signal();
+  report.interrupted = stopped_by != 0 ? signal_name(stopped_by) : "";
+  // A finite source cut short: the files are complete but hold part of the input (exit 3).
+  const bool cut_short = stopped_by != 0 && source->total_frames() && report.stats.frames < *source->total_frames();
+  if (stopped_by != 0)
+    std::fprintf(stderr, "stripeline: stopped by %s after %llu frames%s; the files hold what was acquired\n", signal_name(stopped_by),
+                 static_cast<unsigned long long>(report.stats.frames),
+                 cut_short ? (" of " + std::to_string(*source->total_frames())).c_str() : "");
   report.acquisition = source->acquisition_counters();
   if (source->end_reason() == SourceEnd::DeviceLost) {
     auto* cam = dynamic_cast<CameraSource*>(source.get());
@@ -143,7 +150,8 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   }
   if (!quiet)
     for (const auto& p : outputs) std::printf("  wrote %s\n", p.string().c_str());
-  return source->end_reason() == SourceEnd::DeviceLost ? 1 : 0;  // a lost camera is a runtime failure, files kept
+  if (source->end_reason() == SourceEnd::DeviceLost) return 1;  // a lost camera is a runtime failure, files kept
+  return cut_short ? kExitInterrupted : 0;
 }
 
 }  // namespace

@@ -186,6 +186,7 @@ Subcommand add_subscribe(CLI::App& app) {
   sub->add_flag("-q,--quiet", f->quiet, "Only the summary");
   add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
   return {sub, [f] {
+            check_output_files(outputs_of(*f, kDefaultHeightCodeBits));  // bad names: one line, exit 2, before subscribing
             if (!f->calibration.empty()) {  // a bad file: one line, exit 2, before subscribing
               Config c;
               apply_calibration_flags(c, f->calibration, f->y_step, f->roi_offset);

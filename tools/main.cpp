@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "tools/commands.h"
+#include "tools/interrupt.h"
 
 namespace {
 
@@ -75,6 +76,9 @@ int main(int argc, char** argv) {
   // Log lines go to stderr: standard output is for results only (a summary,
   // a stream written to '-'). The daemon picks its own target (journald).
   spdlog::set_default_logger(spdlog::stderr_color_mt("stripeline", spdlog::color_mode::automatic));
+  // SIGINT/SIGTERM remove this process's temporaries before it ends; run and
+  // replay stop gracefully instead (tools/interrupt.h); the daemon blocks them.
+  tools::install_cleanup_on_signal();
   spdlog::set_pattern("stripeline: [%l] %v");
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
 

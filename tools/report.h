@@ -39,6 +39,7 @@ struct RunReport {
   int height_bits = 6;
   int frame_height = 0;
   std::string method;
+  std::string interrupted;  // "SIGINT"/"SIGTERM" when a signal stopped the run, else empty
 };
 
 // "camera: 1000 frames received whole, 12 lost (gap 3, incomplete 9, timeout 0, failed 0; 0 beyond gap_fill_limit); 0 underruns; batches 3 full, 1 flushed"
