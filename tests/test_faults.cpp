@@ -67,10 +67,8 @@ std::string check_complete(const fs::path& p) {
       std::smatch m;
       if (!std::regex_search(header, m, std::regex("element vertex ([0-9]+)"))) return "no vertex count";
       const std::uint64_t n = std::stoull(m[1]);
-      std::size_t properties = 0;
-      for (std::size_t at = header.find("property float"); at != std::string::npos; at = header.find("property float", at + 1)) ++properties;
       if (header.find("format binary_little_endian") != std::string::npos) {
-        const std::uint64_t expected = end + 11 + n * properties * 4;
+        const std::uint64_t expected = end + 11 + n * io::kPlyVertexBytes;
         if (text.size() != expected)
           return "size " + std::to_string(text.size()) + " != header + " + std::to_string(n) + " vertices = " + std::to_string(expected);
       }
