@@ -10,7 +10,7 @@ packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev
           libtbb-dev libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev
           libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
           libtiff-dev libpng-dev libdeflate-dev
-          nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev
+          nlohmann-json3-dev libsystemd-dev
           libaravis-dev libusb-1.0-0-dev zlib1g-dev
           libceres-dev)
 # (curl: the README's /metrics example. dpkg-dev: dpkg-shlibdeps, which
