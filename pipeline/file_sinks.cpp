@@ -121,6 +121,8 @@ void HeightMapSink::begin(const ScanInfo& info) {
 }
 
 void HeightMapSink::consume(const ProfileSpan& p) {
+  if (p.width != width_)  // the map's rows must all be as wide as begin() said
+    throw RuntimeFailure("height map: a block of width " + std::to_string(p.width) + " in a map of width " + std::to_string(width_));
   for (int f = 0; f < p.frames; ++f) {
     const std::size_t at = codes_.size();
     codes_.resize(at + static_cast<std::size_t>(p.width));
