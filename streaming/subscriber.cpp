@@ -136,8 +136,12 @@ void SeriesRebuilder::rows(const wire::RowBlock& b, const ProfileMapping& mappin
       const std::uint64_t missed = last_seq_ && seq > *last_seq_ ? seq - *last_seq_ - 1 : 0;
       const std::uint64_t per = std::max<std::uint64_t>(rows_per_message_, static_cast<std::uint64_t>(b.rows));
       const std::uint64_t skip = b.series_row - next_row_;
-      const std::uint64_t limit = std::min(per * std::min<std::uint64_t>(missed, std::uint64_t{1} << 20),
-                                           kMaxSkippedElements / (static_cast<std::uint64_t>(b.width) * b.slots));
+      // And the rows filled in over the whole series stay within what was
+      // received (or kMaxSkippedElements): skipped rows cost a sender nothing.
+      const std::uint64_t per_row = static_cast<std::uint64_t>(b.width) * b.slots;
+      const std::uint64_t budget = std::max(kMaxSkippedElements, received_elements_ + per_row * b.rows);
+      const std::uint64_t room = budget > skipped_elements_ ? (budget - skipped_elements_) / per_row : 0;
+      const std::uint64_t limit = std::min(per * std::min<std::uint64_t>(missed, std::uint64_t{1} << 20), room);
       if (skip > limit)
         throw wire::MalformedMessage("series-row", "series_row " + std::to_string(b.series_row) + " skips " + std::to_string(skip) + " rows after " +
                                                        std::to_string(missed) + " missed messages (expected at most " + std::to_string(limit) + ")");
@@ -146,8 +150,13 @@ void SeriesRebuilder::rows(const wire::RowBlock& b, const ProfileMapping& mappin
     begin(b, mapping);
   }
   last_seq_ = seq;
-  rows_per_message_ = std::max<std::uint64_t>(rows_per_message_, static_cast<std::uint64_t>(b.rows));
-  if (b.series_row > next_row_) feed_empty(b.series_row - next_row_, b.index - (b.series_row - next_row_));
+  if (!start_rows_per_message_) rows_per_message_ = std::max<std::uint64_t>(rows_per_message_, static_cast<std::uint64_t>(b.rows));
+  const std::uint64_t elements_per_row = static_cast<std::uint64_t>(b.width) * b.slots;
+  received_elements_ += elements_per_row * static_cast<std::uint64_t>(b.rows);
+  if (b.series_row > next_row_) {
+    skipped_elements_ += elements_per_row * (b.series_row - next_row_);
+    feed_empty(b.series_row - next_row_, b.index - (b.series_row - next_row_));
+  }
   const std::size_t per_row = static_cast<std::size_t>(b.slots) * b.width, n = per_row * b.rows;
   position_.resize(n);
   count_.assign(static_cast<std::size_t>(b.width) * b.rows, 0);

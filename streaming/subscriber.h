@@ -73,9 +73,11 @@ class SeriesRebuilder {
   // ("overlap"), or that starts further on than the messages missed since the
   // last block could hold ("series-row": rows_per_message, or the largest block
   // seen, per missed message), so that a received offset never sizes memory.
-  // A single skip is also bounded by kMaxSkippedElements (rows x width x slots).
+  // The rows filled in for skips, over the whole series, are also bounded:
+  // at most as many elements (rows x width x slots) as were received, or
+  // kMaxSkippedElements (64 Mi: a 128 MiB height map) if that is more.
   void rows(const wire::RowBlock& block, const ProfileMapping& mapping, std::uint64_t seq);
-  static constexpr std::uint64_t kMaxSkippedElements = std::uint64_t{1} << 28;
+  static constexpr std::uint64_t kMaxSkippedElements = std::uint64_t{1} << 26;
   // Finishes the sinks if any rows came; returns whether they did.
   bool finish();
   void abort() noexcept;
@@ -93,6 +95,7 @@ class SeriesRebuilder {
   std::optional<std::uint64_t> last_seq_;  // of the last block fed
   std::uint64_t rows_per_message_ = 0;     // series-start's rows_per_message, or the largest block seen
   std::uint64_t start_rows_per_message_ = 0;
+  std::uint64_t received_elements_ = 0, skipped_elements_ = 0;
   // One block's profiles (reused).
   std::vector<std::int32_t> position_;
   std::vector<std::uint16_t> intensity_, width_, quality_;

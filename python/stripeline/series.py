@@ -9,6 +9,7 @@ from .wire import Calibration, MalformedMessage, Rows, SeriesEnd, SeriesStart
 
 MAX_SERIES_ROWS = 1 << 26  # a series_row beyond this is taken as malformed, not allocated
 MAX_SERIES_ELEMENTS = 1 << 28  # rows x slots x width of an assembled series: at most 1 GiB of z
+MAX_SKIPPED_ELEMENTS = 1 << 26  # rows skipped (never received) may add at most this, or as much as was received
 
 
 @dataclass
@@ -114,15 +115,20 @@ class SeriesAssembler:
         self.next_row = None  # series row expected next
         self.last_row_seq = None
         self.per_message = 0  # rows per profile message: series-start's, or the largest block seen
+        self.received_elements = 0
+        self.skipped_elements = 0
 
     def _refuse(self, text, reason):
         self.rejected += 1
         raise MalformedMessage(text, reason)
 
-    def _max_skip(self, seq, width, slots):
-        """Rows a block may skip: only messages that are missing can have held them."""
+    def _max_skip(self, seq, width, slots, rows):
+        """Rows a block may skip: only messages that are missing can have held them, and
+        skipped rows cost a sender nothing, so they stay within what was received."""
         missed = seq - self.last_row_seq - 1 if self.last_row_seq is not None and seq > self.last_row_seq else 0
-        return min(self.per_message * min(missed, 1 << 20), MAX_SERIES_ELEMENTS // max(1, width * slots))
+        per_row = max(1, width * slots)
+        budget = max(MAX_SKIPPED_ELEMENTS, self.received_elements + per_row * rows)
+        return min(self.per_message * min(missed, 1 << 20), max(0, budget - self.skipped_elements) // per_row)
 
     def add(self, msg) -> bool:
         """Feed a decoded message; True once its series-end arrived. Messages of another
@@ -150,6 +156,10 @@ class SeriesAssembler:
             self.per_message = max(self.per_message, _rows_per_message(msg))
         elif isinstance(msg, Rows) and msg.topic == "profile" and msg.rows > 0:
             self.blocks.append(msg)
+            per_row = msg.width * msg.slots
+            if self.next_row is not None and msg.series_row > self.next_row:
+                self.skipped_elements += per_row * (msg.series_row - self.next_row)
+            self.received_elements += per_row * msg.rows
             self.next_row = msg.series_row + msg.rows
             self.last_row_seq = msg.seq
             if not (self.start and _rows_per_message(self.start)):
@@ -176,7 +186,7 @@ class SeriesAssembler:
             self._refuse(f"series_row {msg.series_row}..{end - 1} repeats rows already received "
                          f"(expected {self.next_row} on)", "overlap")
         skip = msg.series_row - self.next_row
-        limit = self._max_skip(msg.seq, width, slots)
+        limit = self._max_skip(msg.seq, width, slots, msg.rows)
         if skip > limit:
             self._refuse(f"series_row {msg.series_row} skips {skip} rows (expected at most {limit} after the messages missed)",
                          "series-row")
