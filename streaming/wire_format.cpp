@@ -452,8 +452,11 @@ void check_stats(const json& h) {
   for (const char* k : {"series_rows_dropped", "total"})
     if (const auto o = h.find(k); o != h.end()) {
       if (!o->is_object()) malformed("field", std::string("'") + k + "' is not an object");
-      for (const auto& [name, v] : o->items())
-        if (!v.is_number_unsigned()) malformed("field", std::string("'") + k + "." + printable(name, 30) + "' is not an unsigned integer");
+      for (const auto& [name, v] : o->items()) {  // counts, or counts by reason ({hwm, no_subscriber, error})
+        const bool ok = v.is_number_unsigned() ||
+                        (v.is_object() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_unsigned(); }));
+        if (!ok) malformed("field", std::string("'") + k + "." + printable(name, 30) + "' is not an unsigned integer or an object of them");
+      }
     }
 }
 

@@ -229,8 +229,9 @@ def decode(frames):
         if k in h:
             if not isinstance(h[k], dict):
                 raise MalformedMessage(f"{k} is not an object")
-            for name, v in h[k].items():
-                _int(v, f"{k}.{printable(name, 30)}", *_U64)
+            for name, v in h[k].items():  # counts, or counts by reason ({hwm, no_subscriber, error})
+                for e in (v.values() if isinstance(v, dict) else (v,)):
+                    _int(e, f"{k}.{printable(name, 30)}", *_U64)
     return Stats(**base)
 
 
