@@ -41,7 +41,7 @@ wire::RowBlock block(std::uint64_t series_row, int rows, int width = kWidth, int
   b.rows = rows;
   for (int r = 0; r < rows; ++r) {
     b.frame_ids.push_back(700 + series_row + r);
-    b.timestamps_ns.push_back(1000 * static_cast<std::int64_t>(series_row + r));
+    b.timestamps_ns.push_back(1000 * static_cast<std::int64_t>((series_row + r) % 1000000));  // no overflow for series_row 2^60
     b.encoder.push_back(std::nullopt);
     b.missing.push_back(0);
     for (int s = 0; s < slots; ++s)
