@@ -4,7 +4,8 @@
 # seed corpus (tests/fuzz/corpus/<target>/, read-only here) plus a working
 # corpus (build-fuzz/fuzz-runs/<target>/corpus/). Fails on any finding: a
 # crash, a sanitizer report, a leak, a timeout (> 10 s per input) or an
-# allocation above 1 GiB; the input is saved under build-fuzz/fuzz-runs/<target>/.
+# allocation above 1 GiB; the input is saved under build-fuzz/fuzz-runs/<target>/
+# (an earlier run's findings are moved to <target>/earlier/ first).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   SECONDS per target (default 60); targets: image config wire calibration target
 #   scripts/fuzz.sh --seeds                 regenerate the seed corpora with the project's writers
@@ -46,6 +47,12 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run_one() {
   local t=$1 dir="$OUT/$1"
   mkdir -p "$dir/corpus"
+  # Findings of an earlier run (reported then) move aside: only this run's count.
+  if compgen -G "$dir/crash-*" >/dev/null || compgen -G "$dir/leak-*" >/dev/null || compgen -G "$dir/timeout-*" >/dev/null ||
+     compgen -G "$dir/oom-*" >/dev/null || compgen -G "$dir/slow-unit-*" >/dev/null; then
+    mkdir -p "$dir/earlier"
+    mv "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-* "$dir"/slow-unit-* "$dir/earlier/" 2>/dev/null || true
+  fi
   local dict=()
   case $t in
     wire) dict=(-dict=tests/fuzz/dict/wire.dict) ;;
