@@ -3,8 +3,10 @@
 
 #include <toml++/toml.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <set>
 #include <fstream>
@@ -25,6 +27,18 @@ class Section {
   Section(const toml::table* table, std::string name, std::string origin)
       : table_(table), name_(std::move(name)), origin_(std::move(origin)) {}
 
+  // An integer node, or a floating-point one holding an integral value in
+  // range (what toml++'s value<int64_t>() converts; it casts any float, which
+  // is undefined beyond int64's range: 1e66 came from the fuzzer).
+  static std::optional<std::int64_t> integer_of(const toml::node& n) {
+    if (const auto* i = n.as_integer()) return i->get();
+    if (const auto* f = n.as_floating_point()) {
+      const double d = f->get();
+      if (std::isfinite(d) && d == std::trunc(d) && d >= -9.2e18 && d <= 9.2e18) return static_cast<std::int64_t>(d);
+    }
+    return std::nullopt;
+  }
+
   template <class T>
   void read(const char* key, T& out) {
     if (!table_) return;
@@ -42,7 +56,7 @@ class Section {
       fail(key, "expected a number");
     } else {
       static_assert(std::is_integral_v<T>);
-      auto v = node->value<std::int64_t>();
+      auto v = integer_of(*node);
       if (!v) fail(key, "expected an integer");
       if (*v < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
           (*v > 0 && static_cast<std::uint64_t>(*v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
@@ -81,7 +95,7 @@ class Section {
     if (!arr) fail(key, "expected an array of integers");
     out.clear();
     for (const auto& e : *arr) {
-      auto v = e.value<std::int64_t>();
+      auto v = integer_of(e);
       if (!v || *v < 0 || *v > 1000000) fail(key, "expected an array of integers >= 0");
       out.push_back(*v);
     }

@@ -86,9 +86,8 @@ class Table {
   std::int64_t integer(const char* key, bool required, std::int64_t fallback = 0) {
     const toml::node* n = node(key, required);
     if (!n) return fallback;
-    auto v = n->value<std::int64_t>();
-    if (!v || !n->is_integer()) fail(key, "expected an integer");
-    return *v;
+    if (!n->is_integer()) fail(key, "expected an integer");  // before value<>(): it casts any float, undefined beyond int64
+    return n->as_integer()->get();
   }
   std::vector<double> numbers(const char* key, bool required, std::size_t count) {
     const toml::node* n = node(key, required);

@@ -1,5 +1,6 @@
 #include "core/profile_mapping.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -32,7 +33,12 @@ ProfileMapping::ProfileMapping(const LinearCalibration& calibration, int height_
 
 std::int32_t ProfileMapping::position_from_z(double z) const {
   const double row = calibration_.enabled ? (z - calibration_.z_offset) / calibration_.z_scale : z;
-  return static_cast<std::int32_t>(std::lround(row * kPositionOne));
+  // A received z may be anything: no detection for what is not a number, and
+  // positions clamped to +-2^30 (rows far beyond any frame), so that the
+  // height code's arithmetic cannot overflow.
+  if (!std::isfinite(row)) return kNoPeak;
+  constexpr double kLimit = static_cast<double>(1 << 30);
+  return static_cast<std::int32_t>(std::lround(std::clamp(row * kPositionOne, -kLimit, kLimit)));
 }
 
 float ProfileMapping::z_of_code(std::uint16_t code) const {

@@ -142,6 +142,8 @@ void HeightMapSink::begin(const ScanInfo& info) {
 }
 
 void HeightMapSink::consume(const ProfileSpan& p) {
+  if (p.width != width_)  // the map's rows must all be as wide as begin() said
+    throw RuntimeFailure("height map: a block of width " + std::to_string(p.width) + " in a map of width " + std::to_string(width_));
   const std::size_t at = codes_.size(), w = static_cast<std::size_t>(p.width);
   codes_.resize(at + w * p.frames);  // reserved up front when the length is known
   tbb::parallel_for(tbb::blocked_range<int>(0, p.frames), [&](const tbb::blocked_range<int>& r) {

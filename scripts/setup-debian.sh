@@ -3,7 +3,7 @@
 # available). Safe to run again: it installs only what is missing.
 #   scripts/setup-debian.sh           build dependencies
 #   scripts/setup-debian.sh --viewers PCL's and CloudCompare's command lines, Open3D (ctest Viewers.ReadTheNewPly)
-#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq and numpy for the python/ package and its offline venv test)
+#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq and numpy for the python/ package and its offline venv test, clang for the fuzzing run)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev
@@ -23,6 +23,8 @@ packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev
 # network namespace: aravis-tools, util-linux (unshare) and iproute2 (ip).
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(python3 python3-numpy python3-open3d python3-zmq python3-venv python3-setuptools python3-wheel python3-pip aravis-tools util-linux iproute2)
+  # The sanitizer and fuzz presets (CMakePresets.json, docs/fuzzing.md): clang with libFuzzer, ASan and UBSan.
+  packages+=(clang libclang-rt-14-dev)
 fi
 # The point-cloud viewers ctest Viewers.ReadTheNewPly opens our PLYs with
 # (PCL's pcl_ply2pcd, CloudCompare's command line; a large Qt stack, so opt-in:

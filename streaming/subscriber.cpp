@@ -39,14 +39,24 @@ std::optional<wire::Decoded> Subscriber::receive(std::chrono::milliseconds wait)
   for (const auto& p : parts) bytes_ += p.size();
   try {
     return wire::decode(parts);
-  } catch (const InputError& e) {
-    ++malformed_;
-    last_malformed_ = e.what();
+  } catch (const wire::MalformedMessage& e) {
+    count_malformed(e);
     return std::nullopt;
   }
 }
 
+void Subscriber::count_malformed(const wire::MalformedMessage& e) {
+  ++malformed_;
+  ++by_reason_[e.reason()];
+  last_malformed_ = e.what();
+  last_reason_ = e.reason();
+}
+
 void SeriesRebuilder::start(const wire::Decoded& d) {
+  if (started_ || begun_) throw wire::MalformedMessage("repeated", "a second series-start for this series (seq " + std::to_string(d.seq) + ")");
+  started_ = true;
+  start_rows_per_message_ = d.header.value("rows_per_message", std::uint64_t{0});
+  rows_per_message_ = std::max(rows_per_message_, start_rows_per_message_);
   info_.layout.width = d.header.value("width", 0);
   info_.layout.frame_height = d.header.value("frame_height", 0);
   info_.source = d.header.value("source", std::string("stream"));
@@ -103,12 +113,50 @@ void SeriesRebuilder::feed_empty(std::uint64_t rows, std::uint64_t index) {
   }
 }
 
-void SeriesRebuilder::rows(const wire::RowBlock& b, const ProfileMapping& mapping) {
+void SeriesRebuilder::rows(const wire::RowBlock& b, const ProfileMapping& mapping, std::uint64_t seq) {
   if (b.rows <= 0) return;
-  if (!begun_) begin(b, mapping);
-  if (b.width != info_.layout.width || b.slots != info_.profile_slots) return;  // not this series' geometry
-  if (b.series_row < next_row_) return;                                          // already have these rows
-  if (b.series_row > next_row_) feed_empty(b.series_row - next_row_, b.index - (b.series_row - next_row_));
+  if (b.width < 1 || b.slots < 1 || b.z.size() != static_cast<std::size_t>(b.rows) * b.slots * b.width ||
+      b.frame_ids.size() != static_cast<std::size_t>(b.rows) || b.timestamps_ns.size() != b.frame_ids.size() ||
+      b.encoder.size() != b.frame_ids.size() || b.missing.size() != b.frame_ids.size() || b.intensity.size() != b.z.size() ||
+      b.stripe_width.size() != b.z.size() || b.quality.size() != b.z.size())
+    throw wire::MalformedMessage("shape", "a row block's arrays do not match its shape");
+  if (start_rows_per_message_ && static_cast<std::uint64_t>(b.rows) > start_rows_per_message_)
+    throw wire::MalformedMessage("shape", "a block of " + std::to_string(b.rows) + " rows (series-start said at most " +
+                                              std::to_string(start_rows_per_message_) + " per message)");
+  if (begun_) {
+    if (b.width != info_.layout.width || b.slots != info_.profile_slots)
+      throw wire::MalformedMessage("geometry", "a block of " + std::to_string(b.width) + " columns x " + std::to_string(b.slots) +
+                                                   " slots in a series of " + std::to_string(info_.layout.width) + " x " +
+                                                   std::to_string(info_.profile_slots));
+    if (b.series_row < next_row_)
+      throw wire::MalformedMessage("overlap", "series_row " + std::to_string(b.series_row) + ".." + std::to_string(b.series_row + b.rows - 1) +
+                                                  " repeats rows already received (expected " + std::to_string(next_row_) + " on)");
+    if (b.series_row > next_row_) {
+      // Rows can only be missing in messages that are missing.
+      const std::uint64_t missed = last_seq_ && seq > *last_seq_ ? seq - *last_seq_ - 1 : 0;
+      const std::uint64_t per = std::max<std::uint64_t>(rows_per_message_, static_cast<std::uint64_t>(b.rows));
+      const std::uint64_t skip = b.series_row - next_row_;
+      // And the rows filled in over the whole series stay within what was
+      // received (or kMaxSkippedElements): skipped rows cost a sender nothing.
+      const std::uint64_t per_row = static_cast<std::uint64_t>(b.width) * b.slots;
+      const std::uint64_t budget = std::max(kMaxSkippedElements, received_elements_ + per_row * b.rows);
+      const std::uint64_t room = budget > skipped_elements_ ? (budget - skipped_elements_) / per_row : 0;
+      const std::uint64_t limit = std::min(per * std::min<std::uint64_t>(missed, std::uint64_t{1} << 20), room);
+      if (skip > limit)
+        throw wire::MalformedMessage("series-row", "series_row " + std::to_string(b.series_row) + " skips " + std::to_string(skip) + " rows after " +
+                                                       std::to_string(missed) + " missed messages (expected at most " + std::to_string(limit) + ")");
+    }
+  } else {
+    begin(b, mapping);
+  }
+  last_seq_ = seq;
+  if (!start_rows_per_message_) rows_per_message_ = std::max<std::uint64_t>(rows_per_message_, static_cast<std::uint64_t>(b.rows));
+  const std::uint64_t elements_per_row = static_cast<std::uint64_t>(b.width) * b.slots;
+  received_elements_ += elements_per_row * static_cast<std::uint64_t>(b.rows);
+  if (b.series_row > next_row_) {
+    skipped_elements_ += elements_per_row * (b.series_row - next_row_);
+    feed_empty(b.series_row - next_row_, b.index - (b.series_row - next_row_));
+  }
   const std::size_t per_row = static_cast<std::size_t>(b.slots) * b.width, n = per_row * b.rows;
   position_.resize(n);
   count_.assign(static_cast<std::size_t>(b.width) * b.rows, 0);

@@ -1,6 +1,9 @@
 #include "streaming/wire_format.h"
 
+#include <algorithm>
 #include <bit>
+#include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -26,8 +29,8 @@ zmq::message_t message_of(const std::vector<T>& v) {
 template <class T>
 void vector_from(std::string_view part, std::size_t expected, std::vector<T>& out, const char* name) {
   if (part.size() != expected * sizeof(T))
-    throw InputError(std::string("wire: array '") + name + "' has " + std::to_string(part.size()) + " bytes (expected " +
-                     std::to_string(expected * sizeof(T)) + ")");
+    throw MalformedMessage("size", std::string("array '") + name + "' has " + std::to_string(part.size()) + " bytes (expected " +
+                                       std::to_string(expected * sizeof(T)) + ")");
   out.resize(expected);
   if (expected) std::memcpy(out.data(), part.data(), part.size());
 }
@@ -196,8 +199,14 @@ std::shared_ptr<const AppliedCalibration> sheet_calibration_from_json(const nloh
     c->file = j.value("file", std::string());
     c->file_sha = j.value("file_fnv1a", std::string());
     m.unit = j.value("unit", std::string("mm"));
-    c->roi_x = j.at("roi_offset").at(0).get<int>();
-    c->roi_y = j.at("roi_offset").at(1).get<int>();
+    // Integers within an image's range (a float cast to int out of range is undefined).
+    const auto roi = [&](int i) {
+      const nlohmann::json& v = j.at("roi_offset").at(i);
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxWidth * 4) throw std::out_of_range("roi");
+      return static_cast<int>(v.get<std::int64_t>());
+    };
+    c->roi_x = roi(0);
+    c->roi_y = roi(1);
     m.y_from_encoder = j.value("y_source", std::string("frame")) == "encoder";
     m.y_step = j.at("y_step_mm").get<double>();
     m.y_offset = j.value("y_offset_mm", 0.0);
@@ -206,13 +215,21 @@ std::shared_ptr<const AppliedCalibration> sheet_calibration_from_json(const nloh
     m.scale = j.at("scale").get<double>();
     const auto d = j.at("distortion").get<std::vector<double>>();
     const auto h = j.at("homography").get<std::vector<double>>();
-    if (d.size() != sol::kDistortionCount || h.size() != 9 || !(m.scale > 0)) return nullptr;
+    if (d.size() != sol::kDistortionCount || h.size() != 9 || !(m.scale > 0) || !std::isfinite(m.scale)) return nullptr;
+    for (double v : d)
+      if (!std::isfinite(v)) return nullptr;
+    for (double v : h)
+      if (!std::isfinite(v)) return nullptr;
+    for (double v : {m.y_step, m.y_offset, m.cu, m.cv})
+      if (!std::isfinite(v)) return nullptr;
     for (int i = 0; i < sol::kDistortionCount; ++i) m.distortion[i] = d[i];
     for (int i = 0; i < 9; ++i) m.homography[i] = h[i];
     m.skew_about_x_deg = j.value("skew_about_x_deg", 0.0);
     m.skew_about_z_deg = j.value("skew_about_z_deg", 0.0);
     return c;
   } catch (const nlohmann::json::exception&) {
+    return nullptr;
+  } catch (const std::out_of_range&) {
     return nullptr;
   }
 }
@@ -310,70 +327,269 @@ Decoded decode(const std::vector<zmq::message_t>& parts) {
 }
 
 namespace {
+using nlohmann::json;
+
+[[noreturn]] void malformed(const char* reason, const std::string& problem) { throw MalformedMessage(reason, problem); }
+
+// Typed access to header fields: absent -> nullopt (or the caller's
+// default), present with another type or out of range -> MalformedMessage.
+// JSON integers only (1.0 is not an integer here, as in the Python client).
+std::optional<std::uint64_t> opt_u64(const json& h, const char* key, std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
+  const auto it = h.find(key);
+  if (it == h.end()) return std::nullopt;
+  if (!it->is_number_unsigned())
+    malformed(it->is_number_integer() ? "range" : "field",
+              std::string("'") + key + "' is " + printable(it->dump(), 40) + " (expected an unsigned integer)");
+  const std::uint64_t v = it->get<std::uint64_t>();
+  if (v > max) malformed("range", std::string("'") + key + "' is " + std::to_string(v) + " (expected at most " + std::to_string(max) + ")");
+  return v;
+}
+std::uint64_t need_u64(const json& h, const char* key, std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
+  const auto v = opt_u64(h, key, max);
+  if (!v) malformed("field", std::string("header field '") + key + "' is missing");
+  return *v;
+}
+std::optional<int> opt_int(const json& h, const char* key, int lo, int hi) {
+  const auto it = h.find(key);
+  if (it == h.end()) return std::nullopt;
+  if (!it->is_number_integer())
+    malformed("field", std::string("'") + key + "' is " + printable(it->dump(), 40) + " (expected an integer)");
+  const bool neg = it->is_number_integer() && !it->is_number_unsigned();
+  const std::int64_t v = neg ? it->get<std::int64_t>() : static_cast<std::int64_t>(std::min<std::uint64_t>(it->get<std::uint64_t>(), std::uint64_t{1} << 62));
+  if (v < lo || v > hi)
+    malformed("range", std::string("'") + key + "' is " + printable(it->dump(), 40) + " (expected " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return static_cast<int>(v);
+}
+int need_int(const json& h, const char* key, int lo, int hi) {
+  const auto v = opt_int(h, key, lo, hi);
+  if (!v) malformed("field", std::string("header field '") + key + "' is missing");
+  return *v;
+}
+std::int64_t as_i64(const json& v, const char* what) {
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      malformed("range", std::string(what) + " is " + printable(v.dump(), 40) + " (expected a signed 64-bit integer)");
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  }
+  if (!v.is_number_integer()) malformed("field", std::string(what) + " is " + printable(v.dump(), 40) + " (expected an integer)");
+  return v.get<std::int64_t>();
+}
+void opt_string(const json& h, const char* key) {
+  const auto it = h.find(key);
+  if (it != h.end() && !it->is_string())
+    malformed("field", std::string("'") + key + "' is " + printable(it->dump(), 40) + " (expected a string)");
+}
+double finite_number(const json& v, const char* what) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    malformed("field", std::string(what) + " is " + printable(v.dump(), 40) + " (expected a finite number)");
+  return v.get<double>();
+}
+const json& need_array(const json& h, const char* key) {
+  const auto it = h.find(key);
+  if (it == h.end()) malformed("field", std::string("header field '") + key + "' is missing");
+  if (!it->is_array()) malformed("field", std::string("'") + key + "' is not an array");
+  return *it;
+}
+
+// The linear calibration block, checked: an object of finite numbers and booleans.
+LinearCalibration checked_calibration(const json& h) {
+  const auto it = h.find("calibration");
+  if (it == h.end()) return {};
+  if (!it->is_object()) malformed("field", "'calibration' is not an object");
+  const json& j = *it;
+  for (const char* b : {"enabled", "y_from_encoder"})
+    if (j.contains(b) && !j[b].is_boolean()) malformed("field", std::string("'calibration.") + b + "' is not true or false");
+  for (const char* k : {"x_scale", "x_offset", "y_scale", "y_offset", "z_scale", "z_offset"})
+    if (j.contains(k)) finite_number(j[k], (std::string("'calibration.") + k + "'").c_str());
+  opt_string(j, "unit");
+  LinearCalibration c = calibration_from_json(j);
+  if (c.enabled && c.z_scale == 0.0) malformed("range", "'calibration.z_scale' is 0 (expected a non-zero scale)");
+  return c;
+}
+
+// A series id as log lines may show it: 1..64 characters of [A-Za-z0-9._:-] (a UUID).
+void check_series(const json& h) {
+  const auto it = h.find("series");
+  if (it == h.end()) malformed("field", "header field 'series' is missing");
+  if (!it->is_string()) malformed("field", "'series' is " + printable(it->dump(), 40) + " (expected a string)");
+  const std::string& s = it->get_ref<const std::string&>();
+  const bool ok = !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' || c == ':';
+  });
+  if (!ok) malformed("field", "'series' is '" + printable(s, 40) + "' (expected 1..64 characters of A-Z a-z 0-9 . _ : -, a UUID)");
+}
+
+void check_series_start(const json& h) {
+  need_int(h, "width", 0, kMaxWidth);
+  const int frame_height = opt_int(h, "frame_height", 0, kMaxFrameHeight).value_or(0);
+  opt_int(h, "slots", 1, kMaxFrameHeight);
+  opt_int(h, "rows_per_message", 0, kMaxRowsPerMessage);
+  opt_int(h, "heightmap_rows", 0, kMaxRowsPerMessage);
+  const int bits = opt_int(h, "height_bits", 0, 8).value_or(kDefaultHeightCodeBits);
+  if (frame_height > max_frame_height_for_code(bits))
+    malformed("range", "frame_height " + std::to_string(frame_height) + " does not fit the height code with height_bits " +
+                           std::to_string(bits) + " (expected at most " + std::to_string(max_frame_height_for_code(bits)) + ")");
+  for (const char* k : {"source", "backend", "method", "pixel_format", "software", "format", "point_unit"}) opt_string(h, k);
+  opt_u64(h, "scan");
+  if (const auto u = h.find("unit"); u != h.end() && !(u->is_string() && (*u == "mm" || *u == "px")))
+    malformed("field", "'unit' is " + printable(u->dump(), 20) + " (expected \"mm\" or \"px\")");
+  checked_calibration(h);
+  if (const auto sc = h.find("sheet_calibration"); sc != h.end() && !sheet_calibration_from_json(*sc))
+    malformed("field", "'sheet_calibration' is not a complete sheet-of-light model");
+}
+
+void check_series_end(const json& h) {
+  for (const char* k : {"profile_rows", "profile_messages", "rows_in", "messages", "scan"}) opt_u64(h, k);
+  opt_string(h, "reason");
+  if (const auto d = h.find("rows_dropped"); d != h.end()) {
+    if (!d->is_object()) malformed("field", "'rows_dropped' is " + printable(d->dump(), 40) + " (expected an object)");
+    for (const char* k : {"hwm", "no_subscriber", "error"}) opt_u64(*d, k);
+  }
+}
+
+void check_stats(const json& h) {
+  for (const char* k : {"series_rows_in", "series_rows_published"}) opt_u64(h, k);
+  for (const char* k : {"series_rows_dropped", "total"})
+    if (const auto o = h.find(k); o != h.end()) {
+      if (!o->is_object()) malformed("field", std::string("'") + k + "' is not an object");
+      for (const auto& [name, v] : o->items()) {  // counts, or counts by reason ({hwm, no_subscriber, error})
+        const bool ok = v.is_number_unsigned() ||
+                        (v.is_object() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_unsigned(); }));
+        if (!ok) malformed("field", std::string("'") + k + "." + printable(name, 30) + "' is not an unsigned integer or an object of them");
+      }
+    }
+}
+
+void check_part_descriptions(const json& h, std::size_t arrays, const json& shape) {
+  const auto it = h.find("parts");
+  if (it == h.end()) return;  // the arrays' order and sizes are fixed by the format
+  if (!it->is_array() || it->size() < arrays)
+    malformed("shape", "'parts' does not describe the message's " + std::to_string(arrays) + " arrays");
+  static const char* const names[] = {"z", "intensity", "width", "quality"};
+  static const char* const dtypes[] = {"<f4", "<u2", "<u2", "<u2"};
+  for (std::size_t i = 0; i < arrays; ++i) {
+    const json& p = (*it)[i];
+    if (!p.is_object() || p.value("name", json()) != names[i] || p.value("dtype", json()) != dtypes[i] || p.value("shape", json()) != shape)
+      malformed("shape", "'parts' entry " + std::to_string(i) + " is " + printable(p.dump(), 80) + " (expected name " + names[i] +
+                             ", dtype " + dtypes[i] + ", shape " + shape.dump() + ")");
+  }
+}
+
+RowBlock decode_rows(const json& h, const std::vector<std::string_view>& parts, const std::string& topic_text) {
+  RowBlock r;
+  r.rows = need_int(h, "rows", 0, kMaxRowsPerMessage);
+  r.width = need_int(h, "width", 1, kMaxWidth);
+  r.slots = need_int(h, "slots", 1, kMaxFrameHeight);
+  r.series_row = need_u64(h, "series_row", kMaxSeriesRow);
+  r.index = need_u64(h, "index");
+  opt_u64(h, "frame");
+  const int bits = opt_int(h, "height_bits", 0, 8).value_or(kDefaultHeightCodeBits);
+  (void)bits;
+  if (const auto u = h.find("unit"); u != h.end() && !(u->is_string() && (*u == "mm" || *u == "px")))
+    malformed("field", "'unit' is " + printable(u->dump(), 20) + " (expected \"mm\" or \"px\")");
+  const auto rows = static_cast<std::size_t>(r.rows);
+  const json& ids = need_array(h, "frame_ids");
+  const json& ts = need_array(h, "timestamps_ns");
+  const json& enc = need_array(h, "encoder");
+  if (ids.size() != rows || ts.size() != rows || enc.size() != rows)
+    malformed("shape", "per-row lists have " + std::to_string(ids.size()) + "/" + std::to_string(ts.size()) + "/" + std::to_string(enc.size()) +
+                           " entries (expected 'rows' = " + std::to_string(rows) + ")");
+  r.frame_ids.reserve(rows);
+  r.timestamps_ns.reserve(rows);
+  r.encoder.reserve(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (!ids[i].is_number_unsigned()) malformed("field", "'frame_ids[" + std::to_string(i) + "]' is not an unsigned integer");
+    r.frame_ids.push_back(ids[i].get<std::uint64_t>());
+    r.timestamps_ns.push_back(as_i64(ts[i], "'timestamps_ns[]'"));
+    r.encoder.push_back(enc[i].is_null() ? std::nullopt : std::optional<std::int64_t>(as_i64(enc[i], "'encoder[]'")));
+  }
+  r.missing.assign(rows, 0);
+  if (const auto mr = h.find("missing_rows"); mr != h.end()) {
+    if (!mr->is_array()) malformed("field", "'missing_rows' is not an array");
+    for (const auto& m : *mr) {
+      if (!m.is_number_unsigned() || m.get<std::uint64_t>() >= rows)
+        malformed("range", "'missing_rows' holds " + printable(m.dump(), 30) + " (expected a row 0.." + std::to_string(rows) + " - 1)");
+      r.missing[m.get<std::size_t>()] = 1;
+    }
+  }
+  // 1.0 senders have no quality part (5 parts); 1.1 adds it (6).
+  if (parts.size() != 5 && parts.size() != 6)
+    malformed("parts", "a " + topic_text + " message has " + std::to_string(parts.size()) + " parts (expected 5 or 6)");
+  check_part_descriptions(h, parts.size() - 2, json::array({r.rows, r.slots, r.width}));
+  const std::size_t n = rows * static_cast<std::size_t>(r.slots) * static_cast<std::size_t>(r.width);
+  vector_from(parts[2], n, r.z, "z");
+  vector_from(parts[3], n, r.intensity, "intensity");
+  vector_from(parts[4], n, r.stripe_width, "width");
+  if (parts.size() == 6)
+    vector_from(parts[5], n, r.quality, "quality");
+  else
+    r.quality.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isinf(r.z[i])) malformed("values", "z[" + std::to_string(i) + "] is infinite (expected a finite value, or NaN for no detection)");
+  return r;
+}
+
 Decoded decode_parts(const std::vector<std::string_view>& parts) {
-  if (parts.size() < 2) throw InputError("wire: a message has " + std::to_string(parts.size()) + " parts (expected at least 2: topic, header)");
+  if (parts.size() < 2) malformed("parts", "a message has " + std::to_string(parts.size()) + " parts (expected at least 2: topic, header)");
   Decoded d;
-  const std::string topic_text(parts[0].substr(0, 40));
+  const std::string topic_text = printable(parts[0], 40);
   const auto topic = parse_topic(std::string(parts[0]));
-  if (!topic) throw InputError("wire: unknown topic '" + topic_text + "'");
+  if (!topic) malformed("topic", "unknown topic '" + topic_text + "'");
   d.topic = *topic;
   try {
-    d.header = nlohmann::json::parse(parts[1]);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("wire: the header is not JSON (") + e.what() + ")");
+    d.header = json::parse(parts[1]);
+  } catch (const json::exception& e) {
+    malformed("header", std::string("the header is not JSON (") + printable(e.what(), 160) + ")");
   }
-  if (!d.header.is_object()) throw InputError("wire: the header is not a JSON object");
-  const std::string ht = d.header.value("htype", "");
+  if (!d.header.is_object()) malformed("header", "the header is not a JSON object");
+  const json& h = d.header;
+  const auto ht_it = h.find("htype");
+  if (ht_it == h.end() || !ht_it->is_string()) malformed("htype", "'htype' is missing or not a string");
+  const std::string& ht = ht_it->get_ref<const std::string&>();
   const std::string prefix = std::string("stripeline-") + topic_name(d.topic) + "-";
-  if (ht.rfind(prefix, 0) != 0) throw InputError("wire: htype '" + ht + "' does not match topic '" + topic_text + "'");
+  if (ht.rfind(prefix, 0) != 0) malformed("htype", "htype '" + printable(ht, 60) + "' does not match topic '" + topic_text + "'");
   const std::string version = ht.substr(prefix.size());
   if (version.substr(0, version.find('.')) != std::to_string(kFormatMajor))
-    throw InputError("wire: htype '" + ht + "' has an unsupported major version (expected " + std::to_string(kFormatMajor) + ".x)");
+    malformed("version", "htype '" + printable(ht, 60) + "' has an unsupported major version (expected " + std::to_string(kFormatMajor) + ".x)");
   try {
-    d.series = d.header.at("series").get<std::string>();
-    d.seq = d.header.at("seq").get<std::uint64_t>();
-    if (d.topic != Topic::Profile && d.topic != Topic::Heightmap) return d;
-    RowBlock r;
-    r.rows = d.header.at("rows").get<int>();
-    r.width = d.header.at("width").get<int>();
-    r.slots = d.header.at("slots").get<int>();
-    r.series_row = d.header.at("series_row").get<std::uint64_t>();
-    r.index = d.header.at("index").get<std::uint64_t>();
-    if (r.rows < 0 || r.width < 0 || r.slots < 1 || r.width > kMaxWidth || r.slots > kMaxFrameHeight)
-      throw InputError("wire: rows/width/slots out of range");
-    r.frame_ids = d.header.at("frame_ids").get<std::vector<std::uint64_t>>();
-    r.timestamps_ns = d.header.at("timestamps_ns").get<std::vector<std::int64_t>>();
-    for (const auto& e : d.header.at("encoder")) r.encoder.push_back(e.is_null() ? std::nullopt : std::optional<std::int64_t>(e.get<std::int64_t>()));
-    if (r.frame_ids.size() != static_cast<std::size_t>(r.rows) || r.timestamps_ns.size() != r.frame_ids.size() ||
-        r.encoder.size() != r.frame_ids.size())
-      throw InputError("wire: per-row lists do not have 'rows' entries");
-    r.missing.assign(r.rows, 0);
-    for (const auto& m : d.header.value("missing_rows", nlohmann::json::array())) {
-      const int i = m.get<int>();
-      if (i >= 0 && i < r.rows) r.missing[i] = 1;
+    check_series(h);
+    d.series = h["series"].get<std::string>();
+    d.seq = need_u64(h, "seq");
+    if (const auto t = h.find("time_ns"); t != h.end()) as_i64(*t, "'time_ns'");
+    switch (d.topic) {
+      case Topic::SeriesStart: check_series_start(h); break;
+      case Topic::SeriesEnd: check_series_end(h); break;
+      case Topic::Stats: check_stats(h); break;
+      case Topic::Profile:
+      case Topic::Heightmap:
+        d.rows = decode_rows(h, parts, topic_text);
+        d.calibration = checked_calibration(h);
+        break;
     }
-    // 1.0 senders have no quality part (5 parts); 1.1 adds it (6).
-    if (parts.size() != 5 && parts.size() != 6)
-      throw InputError("wire: a " + topic_text + " message has " + std::to_string(parts.size()) + " parts (expected 5 or 6)");
-    const std::size_t n = static_cast<std::size_t>(r.rows) * r.slots * r.width;
-    vector_from(parts[2], n, r.z, "z");
-    vector_from(parts[3], n, r.intensity, "intensity");
-    vector_from(parts[4], n, r.stripe_width, "width");
-    if (parts.size() == 6)
-      vector_from(parts[5], n, r.quality, "quality");
-    else
-      r.quality.assign(n, 0);
-    d.calibration = calibration_from_json(d.header.value("calibration", nlohmann::json::object()));
-    d.rows = std::move(r);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("wire: header field missing or of the wrong type (") + e.what() + ")");
+  } catch (const json::exception& e) {  // not expected after the checks above; still one line
+    malformed("field", std::string("header field of the wrong type (") + printable(e.what(), 160) + ")");
   }
   return d;
 }
 }  // namespace
 
+MalformedMessage::MalformedMessage(std::string reason, const std::string& problem)
+    : InputError("wire: " + problem), reason_(std::move(reason)) {}
+
+std::string printable(std::string_view s, std::size_t max) {
+  std::string out;
+  out.reserve(std::min(s.size(), max) + 3);
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    out.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : '?');
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
 std::optional<Gap> GapTracker::observe(const std::string& series, std::uint64_t seq) {
   ++messages_;
+  last_backwards_ = false;
   std::optional<Gap> gap;
   if (series != series_) {
     series_ = series;
@@ -384,6 +600,7 @@ std::optional<Gap> GapTracker::observe(const std::string& series, std::uint64_t 
       gap = Gap{series, *last_ + 1, seq - *last_ - 1};
     } else if (seq <= *last_) {
       ++backwards_;
+      last_backwards_ = true;
       return std::nullopt;
     }
   }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@
 
 #include "core/applied_calibration.h"
 #include "core/calibration.h"
+#include "core/errors.h"
 #include "core/profile.h"
 #include "core/profile_mapping.h"
 
@@ -95,9 +97,36 @@ Message encode_rows(Topic t, nlohmann::json header, const ProfileSpan& p, int fi
 // The same from rows held in memory.
 Message encode_rows(Topic t, nlohmann::json header, const RowBlock& rows);
 
-// A decoded message. decode() throws InputError naming the problem for
-// anything that does not follow the format (wrong part count or size,
-// unknown major version).
+// A message that does not follow the format. what() is one printable line
+// ("wire: <problem> (expected ...)"); reason() a short key by which receivers
+// count what they skipped: parts, topic, header, htype, version, field,
+// range, shape, size, values, and (SeriesRebuilder) geometry, overlap,
+// series-row.
+class MalformedMessage : public InputError {
+ public:
+  MalformedMessage(std::string reason, const std::string& problem);
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+// At most `max` characters of `s`, every byte outside printable ASCII shown
+// as '?': what a log line may quote of received text.
+std::string printable(std::string_view s, std::size_t max = 80);
+
+// Bounds a decoder enforces on a profile/heightmap message (besides the part
+// sizes matching the shape): rows per message, and series rows.
+inline constexpr int kMaxRowsPerMessage = 1 << 20;
+inline constexpr std::uint64_t kMaxSeriesRow = std::uint64_t{1} << 48;
+
+// A decoded message. decode() throws MalformedMessage naming the problem for
+// anything that does not follow the format: wrong part count or size, an
+// unknown topic or major version, a known header field of the wrong type or
+// out of range (integers must be JSON integers; seq, series_row ... unsigned),
+// a shape that does not match the arrays, an infinite z. After decode() every
+// known header field present has its documented type, so header.value(...)
+// cannot throw for them.
 struct Decoded {
   Topic topic = Topic::Stats;
   nlohmann::json header;
@@ -118,17 +147,24 @@ struct Gap {
 };
 class GapTracker {
  public:
-  // Returns the gap before this message, if any.
+  // Returns the gap before this message, if any. A seq at or below the last
+  // one (a duplicate or a publisher going backwards) is counted in
+  // duplicates_or_reordered(), reported by backwards(), and not taken as the
+  // new position.
   std::optional<Gap> observe(const std::string& series, std::uint64_t seq);
   std::uint64_t missing() const { return missing_; }
   std::uint64_t messages() const { return messages_; }
   const std::vector<Gap>& gaps() const { return gaps_; }
   std::uint64_t duplicates_or_reordered() const { return backwards_; }
+  // Whether the last observe() saw a seq at or below the one before it.
+  bool backwards() const { return last_backwards_; }
+  std::optional<std::uint64_t> last_seq() const { return last_; }
 
  private:
   std::string series_;
   std::optional<std::uint64_t> last_;
   std::uint64_t missing_ = 0, messages_ = 0, backwards_ = 0;
+  bool last_backwards_ = false;
   std::vector<Gap> gaps_;
 };
 

@@ -186,6 +186,16 @@ TEST(Config, MistakesNameTheFileAndTheKey) {
   }
 }
 
+// fuzz_config found toml++ casting any float to an integer key (undefined
+// beyond int64's range); integral floats in range still read as before.
+TEST(Config, AFloatForAnIntegerKeyIsReadOnlyWhenIntegralAndInRange) {
+  EXPECT_NE(error_of("[camera]\nwidth = 1193e063\n").find("expected an integer"), std::string::npos);
+  EXPECT_NE(error_of("[camera]\nwidth = 1e308\n").find("expected an integer"), std::string::npos);
+  EXPECT_NE(error_of("[camera]\nwidth = nan\n").find("expected an integer"), std::string::npos);
+  EXPECT_NE(error_of("[processing]\nthreshold = 60.5\n").find("expected an integer"), std::string::npos);
+  EXPECT_EQ(parse_config("[processing]\nthreshold = 60.0\n", "t.toml").pipeline.chain.column.threshold, 60u);
+}
+
 TEST(Config, MissingFileIsAnInputError) {
   EXPECT_THROW(load_config("/nonexistent/stripeline.toml"), InputError);
 }

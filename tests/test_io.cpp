@@ -432,6 +432,31 @@ TEST(IoPgm, SixteenBitIsBigEndianOnDiskBothWays) {
   EXPECT_EQ(read_bytes(out), std::string("P5\n2 1\n65535\n\x12\x34\xff\x00", 17));
 }
 
+// fuzz_image found a 200-byte PNG whose tEXt chunk claims 2 GB: libpng
+// allocated it in png_read_info. The reader refuses it first, naming the chunk.
+TEST(IoPng, AChunkBeyondTheFileIsRefusedBeforeLibpngAllocatesIt) {
+  IoTempDir dir;
+  const fs::path good = dir / "good.png";
+  const unsigned char row[2] = {1, 2};
+  ASSERT_EQ(write_png_custom(good.c_str(), 2, 1, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, row, 2), 0);
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  // After the signature and IHDR (8 + 25 bytes): a tEXt claiming 0x7F7F7F7F bytes.
+  const std::string text("\x7f\x7f\x7f\x7ftEXtDescription\0x", 20);
+  const fs::path bad = dir / "bad.png";
+  std::ofstream(bad, std::ios::binary) << bytes.substr(0, 33) + text + bytes.substr(33);
+  try {
+    open_image(bad);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bad.png"), std::string::npos) << m;
+    EXPECT_NE(m.find("'tEXt'"), std::string::npos) << m;
+    EXPECT_NE(m.find("beyond the end of the file"), std::string::npos) << m;
+  }
+  EXPECT_EQ(open_image(good)->info().width, 2);
+}
+
 TEST(IoPng, SixteenBitIsBigEndianOnDisk) {
   IoTempDir dir;
   const fs::path path = dir / "be.png";

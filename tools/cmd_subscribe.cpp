@@ -91,10 +91,18 @@ int subscribe(const Flags& f) {
       std::optional<wire::Decoded> msg = sub.receive(std::chrono::duration_cast<std::chrono::milliseconds>(wait) + std::chrono::milliseconds(1));
       if (sub.malformed() > malformed_seen) {
         malformed_seen = sub.malformed();
-        std::fprintf(stderr, "stripeline: subscribe: skipped a malformed message: %s\n", sub.last_malformed().c_str());
+        std::fprintf(stderr, "stripeline: subscribe: skipped a malformed message (%s): %s\n", sub.last_malformed_reason().c_str(),
+                     sub.last_malformed().c_str());
       }
       if (!msg) continue;
       wire::Decoded& d = *msg;
+      // Checks after decoding (seq order, the series' geometry and rows): the
+      // message is skipped, counted and named in one line like the above.
+      const auto skip = [&](const wire::MalformedMessage& e) {
+        sub.count_malformed(e);
+        malformed_seen = sub.malformed();
+        std::fprintf(stderr, "stripeline: subscribe: skipped a malformed message (%s): %s\n", e.reason().c_str(), e.what());
+      };
       ++messages;
       if (series.empty()) {
         series = d.series;
@@ -106,10 +114,17 @@ int subscribe(const Flags& f) {
         if (!f.quiet) std::fprintf(stderr, "stripeline: subscribe: ignoring series %s (assembling %s)\n", d.series.c_str(), series.c_str());
         continue;
       }
+      const auto last_seq = gaps.last_seq();
       if (auto g = gaps.observe(d.series, d.seq))
         std::fprintf(stderr, "stripeline: subscribe: gap: series %s seq %llu..%llu missing (%llu messages)\n", g->series.c_str(),
                      static_cast<unsigned long long>(g->first_missing), static_cast<unsigned long long>(g->first_missing + g->count - 1),
                      static_cast<unsigned long long>(g->count));
+      if (gaps.backwards()) {  // ZeroMQ keeps a publisher's order: a repeated or earlier seq is the publisher's fault
+        skip(wire::MalformedMessage("seq", "seq " + std::to_string(d.seq) + " after " + std::to_string(last_seq.value_or(0)) +
+                                               " (expected seq to grow; a duplicate or a publisher going backwards)"));
+        continue;
+      }
+      try {
       switch (d.topic) {
         case wire::Topic::SeriesStart: {
           outputs_for(d);
@@ -124,9 +139,9 @@ int subscribe(const Flags& f) {
           outputs_for(d);
           wire::RowBlock& b = *d.rows;
           if (f.rows && rows + static_cast<std::uint64_t>(b.rows) > f.rows) truncate(b, static_cast<int>(f.rows - rows));  // exactly --rows rows
+          rebuild->rows(b, ProfileMapping(d.calibration, d.header.value("height_bits", kDefaultHeightCodeBits)), d.seq);
           rows += static_cast<std::uint64_t>(b.rows);
           for (const auto m : b.missing) missing_rows += m ? 1 : 0;
-          rebuild->rows(b, ProfileMapping(d.calibration, d.header.value("height_bits", kDefaultHeightCodeBits)));
           break;
         }
         case wire::Topic::SeriesEnd:
@@ -135,6 +150,9 @@ int subscribe(const Flags& f) {
         case wire::Topic::Heightmap:
         case wire::Topic::Stats:
           break;
+      }
+      } catch (const wire::MalformedMessage& e) {
+        skip(e);
       }
     }
   } catch (...) {
@@ -148,6 +166,11 @@ int subscribe(const Flags& f) {
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(missing_rows), static_cast<unsigned long long>(messages),
               sub.bytes() / 1e6, seconds, series.empty() ? "-" : series.c_str(), gaps.gaps().size(),
               static_cast<unsigned long long>(gaps.missing()));
+  if (sub.malformed() > 0) {
+    std::string reasons;
+    for (const auto& [reason, n] : sub.malformed_by_reason()) reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+    std::printf("malformed messages skipped: %llu (%s)\n", static_cast<unsigned long long>(sub.malformed()), reasons.c_str());
+  }
   if (end) {
     const auto published = end->value("profile_rows", std::uint64_t{0});
     const auto dropped = end->value("rows_dropped", nlohmann::json::object());

@@ -5,7 +5,7 @@ from typing import Iterator, Optional
 import zmq
 
 from .series import Series, SeriesAssembler
-from .wire import MalformedMessage, decode
+from .wire import MalformedMessage, Rows, decode
 
 
 def load_key_file(path):
@@ -48,6 +48,7 @@ class Subscriber:
         for t in topics:
             self.sock.setsockopt(zmq.SUBSCRIBE, t.encode())
         self.malformed = 0
+        self.malformed_by_reason = {}
         self.last_error = None
 
     def close(self):
@@ -66,10 +67,17 @@ class Subscriber:
                 raise TimeoutError(f"no message for {timeout} s")
             frames = self.sock.recv_multipart(copy=True)
             try:
-                yield decode(frames)
+                msg = decode(frames)
             except MalformedMessage as e:
-                self.malformed += 1
-                self.last_error = str(e)
+                self.count_malformed(e)
+                continue
+            yield msg
+
+    def count_malformed(self, e: MalformedMessage):
+        """Count a skipped message by its reason (decode, or the assembler's checks)."""
+        self.malformed += 1
+        self.malformed_by_reason[e.reason] = self.malformed_by_reason.get(e.reason, 0) + 1
+        self.last_error = str(e)
 
     __iter__ = messages
 
@@ -78,12 +86,16 @@ class Subscriber:
         asm = SeriesAssembler()
         rows = 0
         for msg in self.messages(timeout):
-            if asm.add(msg):
-                break
-            rows = sum(b.rows for b in asm.blocks)
+            try:
+                if asm.add(msg):
+                    break
+            except MalformedMessage as e:  # out of order, a second start, rows that do not fit the series
+                self.count_malformed(e)
+                continue
+            rows += msg.rows if isinstance(msg, Rows) and msg.topic == "profile" else 0
             if max_rows and rows >= max_rows:
                 break
-        return asm.series(malformed=self.malformed)
+        return asm.series(malformed=self.malformed, malformed_by_reason=dict(self.malformed_by_reason))
 
 
 def receive_series(endpoint: str, timeout: float = 30.0, **kw) -> Series:

@@ -4,10 +4,12 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .wire import Calibration, Rows, SeriesEnd, SeriesStart
+from .wire import Calibration, MalformedMessage, Rows, SeriesEnd, SeriesStart
 
 
 MAX_SERIES_ROWS = 1 << 26  # a series_row beyond this is taken as malformed, not allocated
+MAX_SERIES_ELEMENTS = 1 << 28  # rows x slots x width of an assembled series: at most 1 GiB of z
+MAX_SKIPPED_ELEMENTS = 1 << 26  # rows skipped (never received) may add at most this, or as much as was received
 
 
 @dataclass
@@ -32,6 +34,7 @@ class Series:
     calibration: Calibration = field(default_factory=Calibration)
     gaps: List[Tuple[int, int]] = field(default_factory=list)  # (first missing seq, count)
     malformed: int = 0
+    malformed_by_reason: dict = field(default_factory=dict)
     quality: Optional[np.ndarray] = None  # [rows, slots, width] uint16: contrast above the local background
 
     @property
@@ -120,38 +123,100 @@ class SeriesAssembler:
         self.series_id = None
         self.last_seq = None
         self.gaps = []
-        self.rejected = 0  # row blocks that do not fit the series (shape, absurd offset)
+        self.rejected = 0  # messages refused here (MalformedMessage raised by add)
+        self.next_row = None  # series row expected next
+        self.last_row_seq = None
+        self.per_message = 0  # rows per profile message: series-start's, or the largest block seen
+        self.received_elements = 0
+        self.skipped_elements = 0
+
+    def _refuse(self, text, reason):
+        self.rejected += 1
+        raise MalformedMessage(text, reason)
+
+    def _max_skip(self, seq, width, slots, rows):
+        """Rows a block may skip: only messages that are missing can have held them, and
+        skipped rows cost a sender nothing, so they stay within what was received."""
+        missed = seq - self.last_row_seq - 1 if self.last_row_seq is not None and seq > self.last_row_seq else 0
+        per_row = max(1, width * slots)
+        budget = max(MAX_SKIPPED_ELEMENTS, self.received_elements + per_row * rows)
+        return min(self.per_message * min(missed, 1 << 20), max(0, budget - self.skipped_elements) // per_row)
 
     def add(self, msg) -> bool:
         """Feed a decoded message; True once its series-end arrived. Messages of another
-        series than the first one seen are ignored."""
+        series than the first one seen are ignored. A message that does not fit the
+        series (a seq that does not grow, a second series-start, rows of another shape,
+        rows already received, or starting further on than the missed messages could
+        hold) raises MalformedMessage and changes nothing; the caller counts and skips it."""
         if self.series_id is None:
             self.series_id = msg.series
         elif msg.series != self.series_id:
             return False
+        if self.last_seq is not None and msg.seq <= self.last_seq:
+            self._refuse(f"seq {msg.seq} after {self.last_seq} (expected seq to grow)", "seq")
+        # It arrived: its seq counts for the gaps even when its content is refused below.
         if self.last_seq is not None and msg.seq > self.last_seq + 1:
             self.gaps.append((self.last_seq + 1, msg.seq - self.last_seq - 1))
-        if self.last_seq is None or msg.seq > self.last_seq:
-            self.last_seq = msg.seq
+        self.last_seq = msg.seq
+        if isinstance(msg, SeriesStart):
+            if self.start is not None or self.blocks:
+                self._refuse(f"a second series-start (seq {msg.seq})", "repeated")
+        elif isinstance(msg, Rows) and msg.topic == "profile" and msg.rows > 0:
+            self._check_rows(msg)
         if isinstance(msg, SeriesStart):
             self.start = msg
-        elif isinstance(msg, Rows) and msg.topic == "profile":
-            fits = (msg.series_row + msg.rows <= MAX_SERIES_ROWS and
-                    (self.start is None or (msg.width == self.start.width and msg.slots <= self.start.slots)))
-            if fits:
-                self.blocks.append(msg)
-            else:
-                self.rejected += 1
+            self.per_message = max(self.per_message, _rows_per_message(msg))
+        elif isinstance(msg, Rows) and msg.topic == "profile" and msg.rows > 0:
+            self.blocks.append(msg)
+            per_row = msg.width * msg.slots
+            if self.next_row is not None and msg.series_row > self.next_row:
+                self.skipped_elements += per_row * (msg.series_row - self.next_row)
+            self.received_elements += per_row * msg.rows
+            self.next_row = msg.series_row + msg.rows
+            self.last_row_seq = msg.seq
+            if not (self.start and _rows_per_message(self.start)):
+                self.per_message = max(self.per_message, msg.rows)
         elif isinstance(msg, SeriesEnd):
             self.end = msg
             return True
         return False
 
-    def series(self, malformed=0) -> Series:
+    def _check_rows(self, msg):
+        width = self.start.width if self.start else (self.blocks[0].width if self.blocks else msg.width)
+        slots = self.start.slots if self.start else (self.blocks[0].slots if self.blocks else msg.slots)
+        if msg.width != width or msg.slots > slots:
+            self._refuse(f"a block of {msg.width} columns x {msg.slots} slots in a series of {width} x {slots}", "geometry")
+        rpm = _rows_per_message(self.start) if self.start else 0
+        if rpm and msg.rows > rpm:
+            self._refuse(f"a block of {msg.rows} rows (series-start said at most {rpm} per message)", "shape")
+        end = msg.series_row + msg.rows
+        if end > MAX_SERIES_ROWS or end * width * slots > MAX_SERIES_ELEMENTS:
+            self._refuse(f"series_row {msg.series_row} + {msg.rows} rows is beyond what a series may hold here", "series-row")
+        if self.next_row is None:
+            return  # the first block: a late joiner starts where it joined
+        if msg.series_row < self.next_row:
+            self._refuse(f"series_row {msg.series_row}..{end - 1} repeats rows already received "
+                         f"(expected {self.next_row} on)", "overlap")
+        skip = msg.series_row - self.next_row
+        limit = self._max_skip(msg.seq, width, slots, msg.rows)
+        if skip > limit:
+            self._refuse(f"series_row {msg.series_row} skips {skip} rows (expected at most {limit} after the messages missed)",
+                         "series-row")
+
+    def series(self, malformed=0, malformed_by_reason=None) -> Series:
         blocks = self.blocks
         width = self.start.width if self.start else (blocks[0].width if blocks else 0)
         slots = self.start.slots if self.start else (blocks[0].slots if blocks else 1)
-        n = max([b.series_row + b.rows for b in blocks] + [min(self.end.profile_rows, MAX_SERIES_ROWS) if self.end else 0])
+        n = max([b.series_row + b.rows for b in blocks] + [0])
+        if self.end and self.end.profile_rows > n:
+            # Rows published after the last block received: only as many as the
+            # messages missed before series-end could have held.
+            last = self.last_row_seq if self.last_row_seq is not None else (self.start.seq if self.start else None)
+            missed = self.end.seq - last - 1 if last is not None and self.end.seq > last else 0
+            per = self.per_message or 1
+            n = min(self.end.profile_rows, n + per * min(missed, 1 << 20), MAX_SERIES_ROWS,
+                    MAX_SERIES_ELEMENTS // max(1, width * slots))
+            n = max(n, max([b.series_row + b.rows for b in blocks] + [0]))
         z = np.full((n, slots, width), np.nan, dtype=np.float32)
         inten = np.zeros((n, slots, width), dtype=np.uint16)
         wid = np.zeros((n, slots, width), dtype=np.uint16)
@@ -184,4 +249,10 @@ class SeriesAssembler:
         return Series(start=self.start, end=self.end, z=z, intensity=inten, width=wid, quality=qual, index=index,
                       frame_ids=fids, timestamps_ns=ts, encoder=enc, has_encoder=has_enc,
                       received=received, missing=missing, calibration=cal, gaps=list(self.gaps),
-                      malformed=malformed + rejected)
+                      malformed=malformed + (rejected if malformed_by_reason is None else 0),
+                      malformed_by_reason=dict(malformed_by_reason or {}))
+
+
+def _rows_per_message(start):
+    v = start.header.get("rows_per_message", 0) if start is not None else 0
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0

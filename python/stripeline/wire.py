@@ -19,8 +19,28 @@ _U64 = (0, (1 << 64) - 1)
 _I64 = (-(1 << 63), (1 << 63) - 1)
 
 
+MAX_ROWS_PER_MESSAGE = 1 << 20   # as the C++ decoder (wire::kMaxRowsPerMessage)
+MAX_SERIES_ROW = 1 << 48
+MAX_FRAME_HEIGHT = 4096          # kMaxFrameHeight
+_SERIES_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:")
+
+
 class MalformedMessage(ValueError):
-    """A message that does not follow the wire format; the reason is the text."""
+    """A message that does not follow the wire format; the text is one printable line,
+    `reason` a short key to count by (as the C++ subscriber: parts, topic, header, htype,
+    version, field, range, shape, size, values; the assembler adds seq, repeated,
+    geometry, overlap, series-row)."""
+
+    def __init__(self, text, reason="field"):
+        super().__init__(printable(text, 300))
+        self.reason = reason
+
+
+def printable(s, limit=80):
+    """At most `limit` characters of s, anything outside printable ASCII as '?'."""
+    s = str(s)
+    out = "".join(c if " " <= c <= "~" else "?" for c in s[:limit])
+    return out + ("..." if len(s) > limit else "")
 
 
 @dataclass
@@ -113,26 +133,28 @@ class Stats(Message):
 
 
 def _int(v, what, lo, hi):
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise MalformedMessage(f"{what} is {v!r} (expected an integer in {lo}..{hi})")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise MalformedMessage(f"{what} is {printable(repr(v), 40)} (expected an integer in {lo}..{hi})", "field")
+    if not lo <= v <= hi:
+        raise MalformedMessage(f"{what} is {printable(repr(v), 40)} (expected an integer in {lo}..{hi})", "range")
     return v
 
 
 def _finite(v, what):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise MalformedMessage(f"{what} is {v!r} (expected a finite number)")
+        raise MalformedMessage(f"{what} is {printable(repr(v), 40)} (expected a finite number)")
     return float(v)
 
 
 def _bool(v, what):
     if not isinstance(v, bool):
-        raise MalformedMessage(f"{what} is {v!r} (expected true or false)")
+        raise MalformedMessage(f"{what} is {printable(repr(v), 40)} (expected true or false)")
     return v
 
 
 def _str(v, what):
     if not isinstance(v, str):
-        raise MalformedMessage(f"{what} is {v!r} (expected a string)")
+        raise MalformedMessage(f"{what} is {printable(repr(v), 40)} (expected a string)")
     return v
 
 
@@ -145,47 +167,76 @@ def _need(h, name):
 def _int_list(h, name, n, lo, hi, allow_null=False):
     v = _need(h, name)
     if not isinstance(v, list) or len(v) != n:
-        raise MalformedMessage(f"{name} has {len(v) if isinstance(v, list) else type(v).__name__} entries (expected {n})")
+        raise MalformedMessage(f"{name} has {len(v) if isinstance(v, list) else type(v).__name__} entries (expected {n})",
+                               "shape" if isinstance(v, list) else "field")
     return [None if (allow_null and e is None) else _int(e, name + "[]", lo, hi) for e in v]
 
 
 def decode(frames):
     """[topic, header, arrays...] (bytes) -> a typed Message; MalformedMessage otherwise."""
     if len(frames) < 2:
-        raise MalformedMessage(f"{len(frames)} parts (expected at least 2: topic, header)")
+        raise MalformedMessage(f"{len(frames)} parts (expected at least 2: topic, header)", "parts")
     try:
         topic = bytes(frames[0]).decode("ascii")
     except UnicodeDecodeError:
-        raise MalformedMessage("the topic is not ASCII") from None
+        raise MalformedMessage("the topic is not ASCII", "topic") from None
     if topic not in TOPICS:
-        raise MalformedMessage(f"unknown topic '{topic[:40]}'")
+        raise MalformedMessage(f"unknown topic '{printable(topic, 40)}'", "topic")
     try:
-        h = json.loads(bytes(frames[1]))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise MalformedMessage(f"the header is not JSON ({e})") from None
+        h = json.loads(bytes(frames[1]), parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise MalformedMessage(f"the header is not JSON ({printable(e, 160)})", "header") from None
     if not isinstance(h, dict):
-        raise MalformedMessage("the header is not a JSON object")
-    htype = _str(_need(h, "htype"), "htype")
+        raise MalformedMessage("the header is not a JSON object", "header")
+    if not isinstance(h.get("htype"), str):
+        raise MalformedMessage("'htype' is missing or not a string", "htype")
+    htype = h["htype"]
     prefix = f"stripeline-{topic}-"
     if not htype.startswith(prefix):
-        raise MalformedMessage(f"htype '{htype[:60]}' does not match topic '{topic}'")
+        raise MalformedMessage(f"htype '{printable(htype, 60)}' does not match topic '{topic}'", "htype")
     if htype[len(prefix):].split(".")[0] != str(FORMAT_MAJOR):
-        raise MalformedMessage(f"htype '{htype[:60]}' has an unsupported major version (expected {FORMAT_MAJOR}.x)")
-    base = dict(topic=topic, header=h, series=_str(_need(h, "series"), "series"),
+        raise MalformedMessage(f"htype '{printable(htype, 60)}' has an unsupported major version (expected {FORMAT_MAJOR}.x)",
+                               "version")
+    series = _str(_need(h, "series"), "series")
+    if not 1 <= len(series) <= 64 or not set(series) <= _SERIES_CHARS:
+        raise MalformedMessage(f"series is '{printable(series, 40)}' (expected 1..64 characters of A-Z a-z 0-9 . _ : -, a UUID)")
+    base = dict(topic=topic, header=h, series=series,
                 seq=_int(_need(h, "seq"), "seq", *_U64), time_ns=_int(h.get("time_ns", 0), "time_ns", *_I64))
     if topic == "series-start":
         return _series_start(h, base)
     if topic in ("profile", "heightmap"):
         return _rows(h, base, frames)
     if topic == "series-end":
+        dropped = h.get("rows_dropped", {})
+        if not isinstance(dropped, dict):
+            raise MalformedMessage(f"rows_dropped is {printable(repr(dropped), 40)} (expected an object)")
+        for k in ("hwm", "no_subscriber", "error"):
+            if k in dropped:
+                _int(dropped[k], "rows_dropped." + k, *_U64)
+        if "scan" in h:
+            _int(h["scan"], "scan", *_U64)
         return SeriesEnd(**base,
                          profile_rows=_int(_need(h, "profile_rows"), "profile_rows", *_U64),
                          profile_messages=_int(h.get("profile_messages", 0), "profile_messages", *_U64),
                          rows_in=_int(h.get("rows_in", 0), "rows_in", *_U64),
                          messages=_int(h.get("messages", 0), "messages", *_U64),
                          reason=_str(h.get("reason", ""), "reason"),
-                         rows_dropped=h.get("rows_dropped", {}) if isinstance(h.get("rows_dropped", {}), dict) else {})
+                         rows_dropped=dropped)
+    for k in ("series_rows_in", "series_rows_published"):
+        if k in h:
+            _int(h[k], k, *_U64)
+    for k in ("series_rows_dropped", "total"):
+        if k in h:
+            if not isinstance(h[k], dict):
+                raise MalformedMessage(f"{k} is not an object")
+            for name, v in h[k].items():  # counts, or counts by reason ({hwm, no_subscriber, error})
+                for e in (v.values() if isinstance(v, dict) else (v,)):
+                    _int(e, f"{k}.{printable(name, 30)}", *_U64)
     return Stats(**base)
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
 
 
 def _series_start(h, base):
@@ -193,12 +244,27 @@ def _series_start(h, base):
     unit = _str(h.get("unit", cal.unit), "unit")
     if unit not in ("mm", "px"):
         raise MalformedMessage(f"unit '{unit[:20]}' (expected mm or px)")
+    frame_height = _int(h.get("frame_height", 0), "frame_height", 0, MAX_FRAME_HEIGHT)
+    height_bits = _int(h.get("height_bits", 6), "height_bits", 0, 8)
+    if frame_height > (65535 >> height_bits):
+        raise MalformedMessage(f"frame_height {frame_height} does not fit the height code with height_bits {height_bits} "
+                               f"(expected at most {65535 >> height_bits})", "range")
+    for k in ("rows_per_message", "heightmap_rows"):
+        if k in h:
+            _int(h[k], k, 0, MAX_ROWS_PER_MESSAGE)
+    for k in ("backend", "pixel_format", "format", "point_unit"):
+        if k in h:
+            _str(h[k], k)
+    if "scan" in h:
+        _int(h["scan"], "scan", *_U64)
+    if "sheet_calibration" in h and not isinstance(h["sheet_calibration"], dict):
+        raise MalformedMessage("sheet_calibration is not an object")
     return SeriesStart(**base,
                        width=_int(_need(h, "width"), "width", 0, MAX_WIDTH),
-                       frame_height=_int(h.get("frame_height", 0), "frame_height", 0, 1 << 20),
+                       frame_height=frame_height,
                        slots=_int(h.get("slots", 1), "slots", 1, MAX_SLOTS),
                        unit=unit,
-                       height_bits=_int(h.get("height_bits", 6), "height_bits", 0, 8),
+                       height_bits=height_bits,
                        method=_str(h.get("method", ""), "method"),
                        source=_str(h.get("source", ""), "source"),
                        software=_str(h.get("software", ""), "software"),
@@ -206,10 +272,14 @@ def _series_start(h, base):
 
 
 def _rows(h, base, frames):
-    rows = _int(_need(h, "rows"), "rows", 0, 1 << 24)
-    width = _int(_need(h, "width"), "width", 0, MAX_WIDTH)
+    rows = _int(_need(h, "rows"), "rows", 0, MAX_ROWS_PER_MESSAGE)
+    width = _int(_need(h, "width"), "width", 1, MAX_WIDTH)
     slots = _int(_need(h, "slots"), "slots", 1, MAX_SLOTS)
-    series_row = _int(_need(h, "series_row"), "series_row", *_U64)
+    series_row = _int(_need(h, "series_row"), "series_row", 0, MAX_SERIES_ROW)
+    if "height_bits" in h:
+        _int(h["height_bits"], "height_bits", 0, 8)
+    if "unit" in h and h["unit"] not in ("mm", "px"):
+        raise MalformedMessage(f"unit is {printable(repr(h['unit']), 20)} (expected mm or px)")
     index = _int(_need(h, "index"), "index", *_U64)
     frame_ids = _int_list(h, "frame_ids", rows, *_U64)
     stamps = _int_list(h, "timestamps_ns", rows, *_I64)
@@ -219,23 +289,28 @@ def _rows(h, base, frames):
     if not isinstance(mr, list):
         raise MalformedMessage("missing_rows is not a list")
     for m in mr:
-        missing[_int(m, "missing_rows[]", 0, max(rows - 1, 0))] = True
+        if rows == 0:
+            raise MalformedMessage(f"missing_rows holds {printable(repr(m), 20)} in a message of 0 rows", "range")
+        missing[_int(m, "missing_rows[]", 0, rows - 1)] = True
     # 1.0 sends z, intensity, width; 1.1 adds quality (docs/wire-format.md).
     if len(frames) not in (5, 6):
-        raise MalformedMessage(f"a {base['topic']} message has {len(frames)} parts (expected 5 or 6)")
+        raise MalformedMessage(f"a {base['topic']} message has {len(frames)} parts (expected 5 or 6)", "parts")
     parts = _need(h, "parts")
     if not isinstance(parts, list) or len(parts) != len(frames) - 2:
-        raise MalformedMessage(f"parts does not describe the message's {len(frames) - 2} arrays")
+        raise MalformedMessage(f"parts does not describe the message's {len(frames) - 2} arrays", "shape")
     shape = [rows, slots, width]
     arrays = {}
     for (name, dtype), desc, buf in zip(ROW_PARTS, parts, frames[2:]):
         if not isinstance(desc, dict) or desc.get("name") != name or desc.get("dtype") != dtype or desc.get("shape") != shape:
-            raise MalformedMessage(f"parts entry {desc!r:.120} (expected name {name}, dtype {dtype}, shape {shape})")
+            raise MalformedMessage(f"parts entry {printable(repr(desc), 120)} (expected name {name}, dtype {dtype}, shape {shape})",
+                                   "shape")
         buf = memoryview(frames[2 + len(arrays)]).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
         want = rows * slots * width * np.dtype(dtype).itemsize
         if len(buf) != want:
-            raise MalformedMessage(f"part '{name}' has {len(buf)} bytes (expected {want})")
+            raise MalformedMessage(f"part '{name}' has {len(buf)} bytes (expected {want})", "size")
         arrays[name] = np.frombuffer(buf, dtype=dtype).reshape(shape)
+    if np.isinf(arrays["z"]).any():
+        raise MalformedMessage("z holds an infinite value (expected finite, or NaN for no detection)", "values")
     return Rows(**base, series_row=series_row, index=index,
                 frame=_int(h.get("frame", frame_ids[0] if rows else 0), "frame", *_U64),
                 rows=rows, width=width, slots=slots,
