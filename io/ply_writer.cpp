@@ -70,7 +70,9 @@ unsigned char* store_le(unsigned char* p, T value) {
   return p + sizeof(T);
 }
 
-void pack_vertex(const PlyVertex& v, unsigned char* p) {
+}  // namespace
+
+void pack_ply_vertex(const PlyVertex& v, unsigned char* p) {
   p = store_le(p, v.x);
   p = store_le(p, v.y);
   p = store_le(p, v.z);
@@ -80,6 +82,7 @@ void pack_vertex(const PlyVertex& v, unsigned char* p) {
   store_le(p, v.width);
 }
 
+namespace {
 }  // namespace
 
 class PlyWriter::Impl {
@@ -102,7 +105,7 @@ class PlyWriter::Impl {
         if (buffer_.size() + kPlyVertexBytes > kBufferBytes) flush();
         const std::size_t at = buffer_.size();
         buffer_.resize(at + kPlyVertexBytes);
-        pack_vertex(v[i], reinterpret_cast<unsigned char*>(buffer_.data() + at));
+        pack_ply_vertex(v[i], reinterpret_cast<unsigned char*>(buffer_.data() + at));
       }
       return;
     }
@@ -124,6 +127,21 @@ class PlyWriter::Impl {
       put(static_cast<unsigned>(v[i].width), '\n');
     }
   }
+
+  void write_records(const unsigned char* records, std::size_t count) {
+    if (finished_) throw std::logic_error("PlyWriter::write after finish() for " + file_.target().string());
+    if (encoding_ != PlyEncoding::BinaryLittleEndian) throw std::logic_error("PlyWriter::write_records on an ASCII PLY: " + file_.target().string());
+    const std::size_t bytes = count * kPlyVertexBytes;
+    if (buffer_.size() + bytes > kBufferBytes) {
+      flush();
+      if (bytes >= kBufferBytes / 2) {  // large: straight to the file, no copy through the buffer
+        file_.write(reinterpret_cast<const char*>(records), bytes);
+        return;
+      }
+    }
+    buffer_.append(reinterpret_cast<const char*>(records), bytes);
+  }
+  PlyEncoding encoding() const { return encoding_; }
 
   void finish(std::uint64_t count) {
     if (finished_) throw std::logic_error("PlyWriter::finish called twice for " + file_.target().string());
@@ -162,6 +180,14 @@ void PlyWriter::write(const PlyVertex* vertices, std::size_t count) {
   impl_->write(vertices, count);
   count_ += count;
 }
+
+void PlyWriter::write_records(const unsigned char* records, std::size_t count) {
+  if (count == 0) return;
+  impl_->write_records(records, count);
+  count_ += count;
+}
+
+PlyEncoding PlyWriter::encoding() const { return impl_->encoding(); }
 
 void PlyWriter::finish() { impl_->finish(count_); }
 

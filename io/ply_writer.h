@@ -34,6 +34,9 @@ struct PlyVertex {
 // Bytes of one binary vertex record (packed, little-endian): 4+8+4+4+4+1+2.
 inline constexpr std::size_t kPlyVertexBytes = 27;
 
+// One vertex as the binary file holds it: kPlyVertexBytes little-endian bytes at out.
+void pack_ply_vertex(const PlyVertex& v, unsigned char* out);
+
 class PlyWriter {
  public:
   PlyWriter(const std::filesystem::path& path, PlyEncoding encoding, std::vector<std::string> comments = {});
@@ -42,6 +45,11 @@ class PlyWriter {
   PlyWriter& operator=(const PlyWriter&) = delete;
 
   void write(const PlyVertex* vertices, std::size_t count);
+  // Binary encoding only: `count` records already packed by pack_ply_vertex()
+  // (kPlyVertexBytes each), appended as they are. Lets a caller pack in
+  // parallel; the writer then only moves bytes.
+  void write_records(const unsigned char* records, std::size_t count);
+  PlyEncoding encoding() const;
   std::uint64_t vertices() const { return count_; }
   void finish();
 

@@ -37,40 +37,63 @@ void PlySink::begin(const ScanInfo& info) {
   }
   writer_ = std::make_unique<io::PlyWriter>(path_, encoding_, comments);
   chunk_frames_ = std::max(1, info.layout.frames);
-  buffer_.resize(static_cast<std::size_t>(info.layout.width) * info.profile_slots * chunk_frames_);
+  const std::size_t batch_slots = static_cast<std::size_t>(info.layout.width) * info.profile_slots * chunk_frames_;
+  if (encoding_ == io::PlyEncoding::BinaryLittleEndian)
+    packed_.resize(batch_slots * io::kPlyVertexBytes);
+  else
+    buffer_.resize(batch_slots);
   counts_.assign(static_cast<std::size_t>(chunk_frames_), 0);
 }
 
-// Frame f's vertices into out (room for width x slots); returns how many.
-std::size_t PlySink::encode_frame(const ProfileSpan& p, int f, io::PlyVertex* out) const {
+namespace {
+// Frame f's vertices, each handed to emit(n, vertex) with its rank n in the
+// frame; returns how many.
+template <class Emit>
+std::size_t encode_frame(const ProfileMapping& mapping, const ProfileSpan& p, int f, Emit&& emit) {
   std::size_t n_out = 0;
-  const double y = mapping_.point_y(p.index(f), p.meta[f]);
+  const double y = mapping.point_y(p.index(f), p.meta[f]);
   for (int x = 0; x < p.width; ++x) {
     const int n = p.peaks(f, x);
     for (int s = 0; s < n; ++s) {
       const std::size_t i = p.slot_index(f, s, x);
       double X, Y, Z;
-      if (!mapping_.point(p, f, s, x, y, X, Y, Z)) continue;  // beyond the sheet's horizon: no point
-      out[n_out++] = {static_cast<float>(X), Y, static_cast<float>(Z), static_cast<float>(p.intensity[i]),
-                      p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f, static_cast<std::uint8_t>(s),
-                      p.stripe_width != nullptr ? p.stripe_width[i] : std::uint16_t{0}};
+      if (!mapping.point(p, f, s, x, y, X, Y, Z)) continue;  // beyond the sheet's horizon: no point
+      emit(n_out++, io::PlyVertex{static_cast<float>(X), Y, static_cast<float>(Z), static_cast<float>(p.intensity[i]),
+                                  p.quality != nullptr ? static_cast<float>(p.quality[i]) : 0.0f, static_cast<std::uint8_t>(s),
+                                  p.stripe_width != nullptr ? p.stripe_width[i] : std::uint16_t{0}});
     }
   }
   return n_out;
 }
+}  // namespace
 
-// Frames are encoded in parallel (each into its own stretch of the buffer),
-// then written in order: the writer is the only serial part.
+// Frames are encoded in parallel, each into its own stretch of a buffer
+// (binary: packed as the file holds them), then written in order: the
+// writer only moves bytes.
 void PlySink::consume(const ProfileSpan& p) {
   const std::size_t stride = static_cast<std::size_t>(p.width) * p.slots;
+  const bool binary = encoding_ == io::PlyEncoding::BinaryLittleEndian;
   for (int first = 0; first < p.frames; first += chunk_frames_) {
     const int frames = std::min(chunk_frames_, p.frames - first);
-    if (buffer_.size() < stride * frames) buffer_.resize(stride * frames);  // only if a span is wider than begin() said
+    if (binary && packed_.size() < stride * frames * io::kPlyVertexBytes) packed_.resize(stride * frames * io::kPlyVertexBytes);
+    if (!binary && buffer_.size() < stride * frames) buffer_.resize(stride * frames);  // only if a span is wider than begin() said
     tbb::parallel_for(tbb::blocked_range<int>(0, frames), [&](const tbb::blocked_range<int>& r) {
-      for (int f = r.begin(); f != r.end(); ++f) counts_[f] = encode_frame(p, first + f, buffer_.data() + stride * f);
+      for (int f = r.begin(); f != r.end(); ++f) {
+        if (binary) {
+          unsigned char* out = packed_.data() + stride * f * io::kPlyVertexBytes;
+          counts_[f] = encode_frame(mapping_, p, first + f,
+                                    [out](std::size_t n, const io::PlyVertex& v) { io::pack_ply_vertex(v, out + n * io::kPlyVertexBytes); });
+        } else {
+          io::PlyVertex* out = buffer_.data() + stride * f;
+          counts_[f] = encode_frame(mapping_, p, first + f, [out](std::size_t n, const io::PlyVertex& v) { out[n] = v; });
+        }
+      }
     });
     for (int f = 0; f < frames; ++f) {
-      writer_->write(buffer_.data() + stride * f, counts_[f]);
+      if (binary)
+        writer_->write_records(packed_.data() + stride * f * io::kPlyVertexBytes, counts_[f]);
+      else
+        writer_->write(buffer_.data() + stride * f, counts_[f]);
       points_ += counts_[f];
     }
   }

@@ -28,10 +28,9 @@ class PlySink final : public ProfileSink {
   std::filesystem::path path_;
   io::PlyEncoding encoding_;
   ProfileMapping mapping_;
-  std::size_t encode_frame(const ProfileSpan& p, int f, io::PlyVertex* out) const;
-
   std::unique_ptr<io::PlyWriter> writer_;
-  std::vector<io::PlyVertex> buffer_;  // [frame][width x slots], a batch's worth, allocated at begin()
+  std::vector<io::PlyVertex> buffer_;  // ASCII: [frame][width x slots], a batch's worth, allocated at begin()
+  std::vector<unsigned char> packed_;  // binary: the same, packed records
   std::vector<std::size_t> counts_;    // vertices of each frame in buffer_
   int chunk_frames_ = 1;
   std::uint64_t points_ = 0;
