@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "example_models.h"
 #include "calibration/calibrate.h"
 #include "calibration/calibration_file.h"
 #include "calibration/fit_residuals.h"
@@ -28,22 +29,7 @@ namespace stripeline {
 namespace {
 
 using test::kDeg;
-
-// A model with realistic values: what the fit finds on the simulated sensor.
-SheetOfLightModel realistic_model() {
-  SheetOfLightModel m;
-  m.kind = SheetOfLightModel::Kind::SheetOfLight;
-  m.unit = "mm";
-  m.cu = 1023.5;
-  m.cv = 543.5;
-  m.scale = 1024.0;
-  const double d[5] = {0.00477011998, -0.000238325787, -7.67195961e-05, -5.5963605e-05, -3.82381185e-06};
-  const double h[9] = {49.9465071, -0.429775491, 0.052875433, 0.229961264, -104.21397, 12.8207813, 0.00171466275, -0.346002323, 1.0};
-  std::copy(d, d + 5, m.distortion);
-  std::copy(h, h + 9, m.homography);
-  m.y_step = 0.1;
-  return m;
-}
+using test::realistic_model;
 
 // Every message of a bad file: one line, naming the file.
 void expect_one_line(const std::string& message, const std::string& origin, const std::string& needle) {

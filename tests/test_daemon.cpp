@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -200,6 +201,19 @@ class HostileClients {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+// A daemon started from the test: its publisher endpoint and HTTP port, once
+// it says it is ready; nullopt (the caller fails with its output) otherwise.
+struct StartedDaemon {
+  std::string endpoint;
+  int port = 0;
+};
+std::optional<StartedDaemon> wait_started(Child& d) {
+  const auto endpoint = d.wait_for(R"(publisher: bound (tcp://127\.0\.0\.1:[0-9]+))", 30s);
+  const auto port = endpoint ? d.wait_for(R"(http: listening on http://127\.0\.0\.1:([0-9]+))", 10s) : std::nullopt;
+  if (!port || !d.wait_for("daemon: ready", 30s)) return std::nullopt;
+  return StartedDaemon{*endpoint, std::stoi(*port)};
+}
 
 }  // namespace
 
@@ -654,13 +668,12 @@ TEST(Daemon, SighupWithAnEmptyOrBlankConfigIsRefusedAndTheSeriesGoesOn) {
   const auto cfg = dir / "d.toml";
   write_text(cfg, daemon_config(dir, 100000));
   Child d({test::binary_path(), "daemon", "--config", cfg.string()});
-  const auto endpoint = d.wait_for(R"(publisher: bound (tcp://127\.0\.0\.1:[0-9]+))", 30s);
-  ASSERT_TRUE(endpoint) << d.output();
-  const auto port = d.wait_for(R"(http: listening on http://127\.0\.0\.1:([0-9]+))", 10s);
-  ASSERT_TRUE(port) << d.output();
-  ASSERT_TRUE(d.wait_for("daemon: ready", 30s)) << d.output();
+  const auto started = wait_started(d);
+  ASSERT_TRUE(started) << d.output();
+  const std::string& endpoint = started->endpoint;
+  const int port = started->port;
   zmq::context_t ctx(1);
-  zmq::socket_t sub = subscriber(ctx, *endpoint, "profile");
+  zmq::socket_t sub = subscriber(ctx, endpoint, "profile");
   std::vector<wire::Decoded> msgs;
   ASSERT_TRUE(receive_until(sub, msgs, [](const auto& m) { return !m.empty(); }, 30s)) << d.output();
   const std::string series = msgs.front().series;
@@ -679,7 +692,7 @@ TEST(Daemon, SighupWithAnEmptyOrBlankConfigIsRefusedAndTheSeriesGoesOn) {
     d.signal(SIGHUP);
     ASSERT_TRUE(d.wait_for("configuration rejected, keeping the running one", 10s, mark)) << what << "\n" << d.output();
     ++rejected;
-    const auto m = parse_metrics(http_get(std::stoi(*port), "/metrics").second);
+    const auto m = parse_metrics(http_get(port, "/metrics").second);
     EXPECT_EQ(m.at("stripeline_config_reloads_total{result=\"rejected\"}"), rejected) << what;
     EXPECT_EQ(m.at("stripeline_config_reloads_total{result=\"applied\"}"), 0) << what;
   }
@@ -690,7 +703,7 @@ TEST(Daemon, SighupWithAnEmptyOrBlankConfigIsRefusedAndTheSeriesGoesOn) {
   ASSERT_TRUE(receive_until(sub, msgs, [](const auto& m) { return m.size() >= 3; }, 30s)) << d.output();
   EXPECT_EQ(msgs.back().series, series) << "the series changed although every reload was refused";
   EXPECT_EQ(d.output().find("ended (reload)"), std::string::npos) << d.output();
-  EXPECT_EQ(http_get(std::stoi(*port), "/readyz").first, 200);
+  EXPECT_EQ(http_get(port, "/readyz").first, 200);
   d.signal(SIGTERM);
   const auto code = d.wait_exit(25s);
   ASSERT_TRUE(code) << d.output();
@@ -705,11 +718,10 @@ TEST(Daemon, SighupWhoseConfigCannotStartRollsBack) {
   const auto cfg = dir / "d.toml";
   write_text(cfg, daemon_config(dir, 100000));
   Child d({test::binary_path(), "daemon", "--config", cfg.string()});
-  const auto endpoint = d.wait_for(R"(publisher: bound (tcp://127\.0\.0\.1:[0-9]+))", 30s);
-  ASSERT_TRUE(endpoint) << d.output();
-  const auto port = d.wait_for(R"(http: listening on http://127\.0\.0\.1:([0-9]+))", 10s);
-  ASSERT_TRUE(port) << d.output();
-  ASSERT_TRUE(d.wait_for("daemon: ready", 30s)) << d.output();
+  const auto started = wait_started(d);
+  ASSERT_TRUE(started) << d.output();
+  const std::string& endpoint = started->endpoint;
+  const int port = started->port;
   zmq::context_t ctx(1);
   zmq::socket_t taken(ctx, zmq::socket_type::pub);
   taken.set(zmq::sockopt::linger, 0);
@@ -723,9 +735,9 @@ TEST(Daemon, SighupWhoseConfigCannotStartRollsBack) {
   ASSERT_TRUE(d.wait_for("cannot start \\(.*\\); going back to the previous one", 30s, mark)) << d.output();
   ASSERT_TRUE(d.wait_for("daemon: ready", 30s, mark)) << d.output();
   EXPECT_EQ(d.output().find("publisher: bound", mark), std::string::npos) << "the running publisher was replaced\n" << d.output();
-  const auto m = parse_metrics(http_get(std::stoi(*port), "/metrics").second);
+  const auto m = parse_metrics(http_get(port, "/metrics").second);
   EXPECT_EQ(m.at("stripeline_config_reloads_total{result=\"rolled_back\"}"), 1);
-  EXPECT_EQ(http_get(std::stoi(*port), "/livez").first, 200);
+  EXPECT_EQ(http_get(port, "/livez").first, 200);
   d.signal(SIGTERM);
   const auto code = d.wait_exit(25s);
   ASSERT_TRUE(code) << d.output();
