@@ -81,19 +81,35 @@ std::vector<double> steger_centres(const std::vector<double>& img, int w, int h,
   const auto rxx = convolve(img, w, h, k.second, k.smooth, r);
   const auto ryy = convolve(img, w, h, k.smooth, k.second, r);
   const auto rxy = convolve(img, w, h, k.first, k.first, r);
+  const auto at = [w](int x, int y) { return static_cast<std::size_t>(y) * w + x; };
 
-  std::vector<double> centre(static_cast<std::size_t>(w), std::numeric_limits<double>::quiet_NaN());
-  std::vector<double> column(static_cast<std::size_t>(h));
-  struct RidgePoint {
-    double row, strength;
+  // The column's noise of -r_yy, robustly (1.4826 x the median absolute
+  // deviation): the thresholds scale with it.
+  std::vector<double> noise(static_cast<std::size_t>(w));
+  {
+    std::vector<double> column(static_cast<std::size_t>(h)), dev(static_cast<std::size_t>(h));
+    for (int x = 0; x < w; ++x) {
+      for (int y = 0; y < h; ++y) column[static_cast<std::size_t>(y)] = -ryy[at(x, y)];
+      const double med = median(column);
+      for (int y = 0; y < h; ++y) dev[static_cast<std::size_t>(y)] = std::abs(column[static_cast<std::size_t>(y)] - med);
+      noise[static_cast<std::size_t>(x)] = 1.4826 * median(dev);
+    }
+  }
+
+  // Line points: pixels whose ridge centre lies inside them, at least the
+  // lower threshold strong.
+  struct LinePoint {
+    bool valid = false;
+    double px = 0.0, py = 0.0;  // sub-pixel centre
+    double nx = 0.0, ny = 0.0;  // unit normal (across the line)
+    double t = 0.0;             // centre = pixel + t n
+    double strength = 0.0;      // -lambda
+    int line = -1;              // the line it was linked into
   };
-  std::vector<std::vector<RidgePoint>> weak(static_cast<std::size_t>(w));  // per column: points between the thresholds
-  for (int x = 0; x < w; ++x) {
-    std::vector<RidgePoint> points;
-    double best_strength = 0.0, best_row = std::numeric_limits<double>::quiet_NaN();
-    for (int y = 0; y < h; ++y) {
-      const std::size_t i = static_cast<std::size_t>(y) * w + x;
-      column[static_cast<std::size_t>(y)] = -ryy[i];
+  std::vector<LinePoint> pts(static_cast<std::size_t>(w) * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const std::size_t i = at(x, y);
       // Hessian eigen-decomposition: the most negative eigenvalue and its direction.
       const double a = rxx[i], b = rxy[i], c = ryy[i];
       const double mean = 0.5 * (a + c), root = std::sqrt(0.25 * (a - c) * (a - c) + b * b);
@@ -114,50 +130,93 @@ std::vector<double> steger_centres(const std::vector<double>& img, int w, int h,
       nx /= norm;
       ny /= norm;
       const double t = -(rx[i] * nx + ry[i] * ny) / lambda;
-      if (std::abs(t * nx) > 0.5 || std::abs(t * ny) > 0.5) continue;
-      if (std::abs(ny) < 0.5) continue;  // steeper than 60 degrees: no centre on this column
+      if (std::abs(t * nx) > o.pixel_boundary || std::abs(t * ny) > o.pixel_boundary) continue;
       const double strength = -lambda;
-      points.push_back({y + t / ny, strength});
-      if (strength > best_strength) {
-        best_strength = strength;
-        best_row = y + t / ny;
-      }
+      if (strength < o.min_strength || strength < o.link_strength_noise * noise[static_cast<std::size_t>(x)]) continue;
+      pts[i] = {true, x + t * nx, y + t * ny, nx, ny, t, strength, -1};
     }
-    // The column's noise of -r_yy, robustly.
-    const double med = median(column);
-    std::vector<double> dev(column.size());
-    for (std::size_t j = 0; j < column.size(); ++j) dev[j] = std::abs(column[j] - med);
-    const double noise = 1.4826 * median(dev);
-    if (!std::isnan(best_row) && best_strength >= o.min_strength && best_strength >= o.min_strength_noise * noise) {
-      centre[static_cast<std::size_t>(x)] = best_row;  // above the upper threshold: a line point by itself
-      continue;
-    }
-    for (const RidgePoint& p : points)  // below it: line points only if linked
-      if (p.strength >= o.min_strength && p.strength >= o.link_strength_noise * noise) weak[static_cast<std::size_t>(x)].push_back(p);
-  }
-  // Hysteresis with linking, as in Steger's detector: a column without a line
-  // point takes its strongest weak point within link_rows of a neighbour
-  // column's line point; grown until stable.
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (int x = 0; x < w; ++x) {
-      const auto i = static_cast<std::size_t>(x);
-      if (!std::isnan(centre[i])) continue;
-      double best = 0.0, row = std::numeric_limits<double>::quiet_NaN();
-      for (int dx : {-1, 1}) {
-        const int n = x + dx;
-        if (n < 0 || n >= w || std::isnan(centre[static_cast<std::size_t>(n)])) continue;
-        for (const RidgePoint& p : weak[i])
-          if (std::abs(centre[static_cast<std::size_t>(n)] - p.row) <= o.link_rows && p.strength > best) {
-            best = p.strength;
-            row = p.row;
+
+  // Linking (Steger 1998, section 3.3): from the strongest unlinked point
+  // above the upper threshold, follow the line both ways. From a point, the
+  // next is one of the three 8-neighbours in the line's direction (the
+  // tangent, perpendicular to n): the unlinked line point with the smallest
+  // distance between the two centres plus the angle between the two
+  // tangents. A line ends where no neighbour is a line point.
+  std::vector<std::size_t> seeds;
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    if (pts[i].valid && pts[i].strength >= o.min_strength_noise * noise[i % static_cast<std::size_t>(w)]) seeds.push_back(i);
+  std::stable_sort(seeds.begin(), seeds.end(), [&](std::size_t a, std::size_t b) { return pts[a].strength > pts[b].strength; });
+  struct Line {
+    double weight = 0.0;  // sum of strengths
+    int length = 0;       // points
+  };
+  std::vector<Line> lines;
+  constexpr int kStep[8][2] = {{1, 0}, {1, 1}, {0, 1}, {-1, 1}, {-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
+  for (std::size_t seed : seeds) {
+    if (pts[seed].line >= 0) continue;
+    const int id = static_cast<int>(lines.size());
+    lines.push_back({});
+    pts[seed].line = id;
+    lines[static_cast<std::size_t>(id)].weight += pts[seed].strength;
+    lines[static_cast<std::size_t>(id)].length += 1;
+    for (int way : {1, -1}) {
+      std::size_t cur = seed;
+      double dx = -pts[seed].ny * way, dy = pts[seed].nx * way;  // tangent
+      for (;;) {
+        const int cx = static_cast<int>(cur % static_cast<std::size_t>(w)), cy = static_cast<int>(cur / static_cast<std::size_t>(w));
+        const int octant = static_cast<int>(std::lround(std::atan2(dy, dx) / (kPi / 4.0))) & 7;
+        double best_cost = std::numeric_limits<double>::infinity();
+        std::size_t best = 0;
+        double best_dx = 0.0, best_dy = 0.0;
+        for (int s : {octant, (octant + 1) & 7, (octant + 7) & 7}) {
+          const int x = cx + kStep[s][0], y = cy + kStep[s][1];
+          if (x < 0 || x >= w || y < 0 || y >= h) continue;
+          const LinePoint& p = pts[at(x, y)];
+          if (!p.valid || p.line >= 0) continue;
+          double tx = -p.ny, ty = p.nx;
+          if (tx * dx + ty * dy < 0.0) tx = -tx, ty = -ty;
+          const double angle = std::acos(std::clamp(tx * dx + ty * dy, -1.0, 1.0));
+          const double cost = std::hypot(p.px - pts[cur].px, p.py - pts[cur].py) + angle;
+          if (cost < best_cost) {
+            best_cost = cost;
+            best = at(x, y);
+            best_dx = tx;
+            best_dy = ty;
           }
-      }
-      if (!std::isnan(row)) {
-        centre[i] = row;
-        grew = true;
+        }
+        if (!std::isfinite(best_cost)) break;
+        pts[best].line = id;
+        lines[static_cast<std::size_t>(id)].weight += pts[best].strength;
+        lines[static_cast<std::size_t>(id)].length += 1;
+        cur = best;
+        dx = best_dx;
+        dy = best_dy;
       }
     }
+  }
+
+  // Per column, the stripe is the heaviest line crossing it (at least
+  // min_line_length points): its centre moved along the line onto the column,
+  // row y + t / n_y (the strongest of its points in the column). Where it
+  // crosses the column steeper than 60 degrees (|n_y| < 0.5) only, the column
+  // holds a stripe without a centre (+infinity).
+  std::vector<double> centre(static_cast<std::size_t>(w), std::numeric_limits<double>::quiet_NaN());
+  for (int x = 0; x < w; ++x) {
+    int best_line = -1;
+    for (int y = 0; y < h; ++y) {
+      const LinePoint& p = pts[at(x, y)];
+      if (p.line < 0 || lines[static_cast<std::size_t>(p.line)].length < o.min_line_length) continue;
+      if (best_line < 0 || lines[static_cast<std::size_t>(p.line)].weight > lines[static_cast<std::size_t>(best_line)].weight) best_line = p.line;
+    }
+    if (best_line < 0) continue;
+    double nearest = std::numeric_limits<double>::infinity(), row = std::numeric_limits<double>::infinity();
+    for (int y = 0; y < h; ++y) {
+      const LinePoint& p = pts[at(x, y)];
+      if (p.line != best_line || std::abs(p.ny) < 0.5 || std::abs(p.t) >= nearest) continue;
+      nearest = std::abs(p.t);
+      row = y + p.t / p.ny;
+    }
+    centre[static_cast<std::size_t>(x)] = row;
   }
   return centre;
 }
@@ -167,6 +226,10 @@ ReferenceScore score_against_reference(const std::vector<double>& got, const std
   s.columns = static_cast<int>(std::min(got.size(), ref.size()));
   std::vector<double> distances;
   for (int x = 0; x < s.columns; ++x) {
+    if (std::isinf(ref[x])) {  // a stripe crossing steeply: present, no centre to compare
+      ++s.steep;
+      continue;
+    }
     const bool g = !std::isnan(got[x]), r = !std::isnan(ref[x]);
     s.reference += r;
     s.detected += g;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -57,26 +58,25 @@ TEST(DefaultExtraction, TheOldFixedThresholdDefaultFailsOnAmbientLightAnd16Bit) 
 }
 
 TEST(DefaultExtraction, HoldsOnRealPhotographsAgainstTheStegerReference) {
-  // Below the 5 % targets, bounded at today's figures (measured at 8 / 16 bits;
-  // the causes in docs/extraction.md, "Not yet at the targets"):
-  // > 3 px: gravel top 5.86 / 5.69 %, gravel bottom 8.00 / 8.00 % (38 of its
-  // 48 columns are the reference on gravel speckle 70-130 rows off a
-  // continuous line); extra: gravel top 9.38 % (48 of its 60 columns are a
-  // visible line segment the reference does not link), gravel bottom 6.25 %,
-  // floor_blocks_step 6.72 % (with the line on a block's steep face, which the
-  // reference leaves out by design, and isolated reference gaps on the line).
-  const std::map<std::string, double> over3_bound = {{"gravel_top_line_red.png", 6.5}, {"gravel_bottom_line_red.png", 8.5}};
-  const std::map<std::string, double> extra_bound = {
-      {"gravel_top_line_red.png", 10.0}, {"gravel_bottom_line_red.png", 7.0}, {"floor_blocks_step_red.png", 7.5}};
+  // Every image meets the targets but one figure: gravel top, 9.38 % extra
+  // (8 and 16 bits). 48 of its 60 extra columns (182-229) are a dim segment
+  // of the line that the reference does not seed: its strongest ridge is
+  // 2.4 x the gravel's ridge noise, under the reference's 5 x, and at 4 x the
+  // reference already reports texture lines in 22 % of the synthetic
+  // scanner's occluded textured columns (docs/extraction.md, "Not yet at the
+  // targets", with the picture). Bounded at today's figure.
+  const std::map<std::string, double> extra_bound = {{"gravel_top_line_red.png", 9.5}};
   for (const std::string& name : real_image_names()) {
     const RealImage img = load_real_image(name);
     const auto ref = steger_reference(img);
     for (bool bits16 : {false, true}) {
       const ReferenceScore s = score_against_reference(extract_real(img, ChainConfig{}, bits16), ref);
       const std::string what = name + (bits16 ? " as 16-bit" : " as 8-bit");
-      ASSERT_GT(s.reference, s.columns / 2) << what << ": the reference finds the line in too few columns to score";
+      std::printf("%s: median %.3f px, > 3 px %.2f %%, extra %.2f %%, missed %.2f %% (reference %d of %d columns, %d steep)\n", what.c_str(),
+                  s.median, s.over_3px_percent(), s.extra_percent(), s.missed_percent(), s.reference, s.columns, s.steep);
+      ASSERT_GT(s.reference, s.columns * 9 / 10) << what << ": the reference finds the line in too few columns to score";
       EXPECT_LE(s.median, 0.5) << what;
-      EXPECT_LE(s.over_3px_percent(), over3_bound.count(name) ? over3_bound.at(name) : 5.0) << what;
+      EXPECT_LE(s.over_3px_percent(), 5.0) << what;
       EXPECT_LE(s.extra_percent(), extra_bound.count(name) ? extra_bound.at(name) : 5.0) << what;
       EXPECT_LE(s.missed_percent(), 2.0) << what;
     }
@@ -85,7 +85,7 @@ TEST(DefaultExtraction, HoldsOnRealPhotographsAgainstTheStegerReference) {
 
 // Two lines 280 rows apart in one image: selection "all" keeps both, each
 // where the single-line crops put it (the crops are rows 0..179 and 180..359).
-// Measured: 458 of 541 columns (84.7 %); the rest lose a line to gravel
+// Measured: 496 of 576 columns (86.1 %); the rest lose a line to gravel
 // speckle as prominent as the line.
 TEST(DefaultExtraction, TwoLinesStayTwoPeaksWithSelectionAll) {
   RealImage both = load_real_image("gravel_two_lines_red.png");
@@ -97,7 +97,7 @@ TEST(DefaultExtraction, TwoLinesStayTwoPeaksWithSelectionAll) {
   const auto rows = extract_all_real(both, chain);
   int columns = 0, both_found = 0;
   for (int x = 0; x < both.width; ++x) {
-    if (std::isnan(top[x]) || std::isnan(bottom[x])) continue;
+    if (!std::isfinite(top[x]) || !std::isfinite(bottom[x])) continue;
     ++columns;
     bool t = false, b = false;
     for (double r : rows[static_cast<std::size_t>(x)]) {
@@ -106,6 +106,7 @@ TEST(DefaultExtraction, TwoLinesStayTwoPeaksWithSelectionAll) {
     }
     both_found += t && b;
   }
+  std::printf("both lines found in %d of %d columns\n", both_found, columns);
   ASSERT_GT(columns, 400);
   EXPECT_GE(both_found, columns * 80 / 100) << both_found << " of " << columns << " columns hold both lines";
 }
