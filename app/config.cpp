@@ -325,6 +325,8 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("stripe_max_width", p.chain.adaptive.max_width);
     s.read("steger_sigma", p.chain.adaptive.steger_sigma);
     s.read("pixel_bits", p.chain.adaptive.pixel_bits);
+    s.read("neighbour_columns", p.chain.neighbour_check.columns);
+    s.read("neighbour_step", p.chain.neighbour_check.step);
     std::string ambient = to_string(p.ambient.mode);
     s.read("ambient", ambient);
     s.read("dark_frame", p.ambient.dark_frame_path);

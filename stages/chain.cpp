@@ -154,6 +154,20 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
   return p;
 }
 
+kernels::NeighbourCheckParams validate_neighbour_check(const ChainConfig& c, const kernels::ColumnParams& p) {
+  const NeighbourCheckConfig& n = c.neighbour_check;
+  if (n.columns < 0 || n.columns > kernels::kMaxNeighbourColumns)
+    bad("neighbour_columns", n.columns, "0 (off).." + std::to_string(kernels::kMaxNeighbourColumns));
+  if (!(n.step > 0.0 && n.step <= 64.0)) bad_number("neighbour_step", n.step, "more than 0 and at most 64 rows per column");
+  if (n.columns > 0 && p.slots != 1)
+    bad("neighbour_columns", n.columns, "0 with " + std::to_string(p.slots) + " slots per column (the check needs single-peak profiles: not selection or method all)");
+  kernels::NeighbourCheckParams k;
+  k.columns = n.columns;
+  k.step_q8 = static_cast<std::int32_t>(std::lround(n.step * kPositionOne));
+  if (k.step_q8 < 1) k.step_q8 = 1;
+  return k;
+}
+
 std::unique_ptr<BatchProcessor> make_processor(Backend backend, const BatchLayout& layout, const ChainConfig& config) {
   return backend_factory(backend).processor(layout, config);
 }

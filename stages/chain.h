@@ -14,6 +14,7 @@
 #include "kernels/calibrated_points.h"
 #include "kernels/column_extract.h"
 #include "kernels/gaussian.h"
+#include "kernels/neighbour_check.h"
 #include "stages/backend.h"
 
 namespace stripeline {
@@ -35,6 +36,13 @@ struct AdaptiveConfig {
   int pixel_bits = 0;          // significant bits of the pixels: 0 = the format's (8 or 16); 10/12 for such cameras in 16-bit words
 };
 
+// After extraction: detections that no neighbouring column continues are
+// removed (kernels/neighbour_check.h, docs/extraction.md). Off by default.
+struct NeighbourCheckConfig {
+  int columns = 0;     // columns looked at on each side, 1..16; 0 = off
+  double step = 2.0;   // a neighbour within step x distance (columns) rows supports a detection, rows per column (0 < step <= 64)
+};
+
 struct ChainConfig {
   int blur_size = 5;         // odd 3..15, or 0 for no blur
   double blur_sigma = 0.0;   // 0: from the size (OpenCV's rule)
@@ -46,6 +54,7 @@ struct ChainConfig {
   int max_peaks = 4;         // local-max with selection 'all': slots per column
   int max_points = 0;        // 'all' method: slots per column (0 = frame height)
   AdaptiveConfig adaptive;   // 'adaptive' method
+  NeighbourCheckConfig neighbour_check;  // isolated detections removed after extraction (single-peak profiles)
   // The last step, with a sheet-of-light calibration ([calibration] file; the
   // pipeline sets it): every detection mapped to (X, dY, Z) mm into the
   // profiles' points array (core/calibrated_point.h), on the processor's
@@ -63,6 +72,10 @@ SubpixelEstimator parse_estimator(const std::string& text);  // ConfigError if u
 // Checks every value against the frame geometry; throws ConfigError naming the
 // key. Returns the column parameters with `slots` filled in.
 kernels::ColumnParams validate_chain(const ChainConfig& config, const BatchLayout& layout);
+// The neighbour check's kernel parameters (columns 0 = off); throws
+// ConfigError naming the key for a bad value, or when it is asked for with
+// more than one slot per column.
+kernels::NeighbourCheckParams validate_neighbour_check(const ChainConfig& config, const kernels::ColumnParams& params);
 // Output slots per column for this config and frame height.
 int output_slots(const ChainConfig& config, int frame_height);
 // Pixels below this are zeroed before extraction (the threshold stage); 0 =
@@ -100,12 +113,27 @@ class BatchProcessor {
   virtual double last_compute_ms() const { return 0.0; }
 
  protected:
-  // params.slots set (validate_chain); calibration: ChainConfig::calibration.
-  BatchProcessor(const BatchLayout& layout, const kernels::ColumnParams& params, std::shared_ptr<const AppliedCalibration> calibration)
-      : layout_(layout), params_(params), calibration_(std::move(calibration)) {
+  // config validated against layout here (validate_chain, validate_neighbour_check).
+  BatchProcessor(const BatchLayout& layout, const ChainConfig& config)
+      : layout_(layout),
+        params_(validate_chain(config, layout)),
+        neighbour_(validate_neighbour_check(config, params_)),
+        calibration_(config.calibration) {
     if (calibration_) points_map_ = calibration_->model.map<double>();
   }
   const kernels::ColumnParams& params() const { return params_; }
+  // The neighbour check, after extraction and before the calibrated points.
+  bool checks_neighbours() const { return neighbour_.columns > 0; }
+  const kernels::NeighbourCheckParams& neighbour_params() const { return neighbour_; }
+  // Its view over single-slot profile arrays (host or device pointers) of
+  // `frames` frames, with `isolated` as its mark scratch (frames x width bytes).
+  kernels::NeighbourCheckView neighbour_view(std::int32_t* position, std::uint16_t* intensity, std::uint16_t* stripe_width,
+                                             std::uint16_t* quality, std::uint8_t* count, std::uint8_t* isolated, int frames) const {
+    kernels::NeighbourCheckView v;
+    v.position = position, v.intensity = intensity, v.stripe_width = stripe_width, v.quality = quality, v.count = count;
+    v.isolated = isolated, v.frames = frames, v.width = layout_.width;
+    return v;
+  }
   // The calibrated-points step: present when the chain has a calibration.
   bool maps_points() const { return calibration_ != nullptr; }
   const SheetOfLightMap<double>& points_map() const { return points_map_; }
@@ -125,6 +153,7 @@ class BatchProcessor {
  private:
   BatchLayout layout_;
   kernels::ColumnParams params_;
+  kernels::NeighbourCheckParams neighbour_;
   std::shared_ptr<const AppliedCalibration> calibration_;
   SheetOfLightMap<double> points_map_{};
   ProfileBatch* pending_ = nullptr;

@@ -222,4 +222,11 @@ ChainConfig adaptive_chain(SubpixelEstimator estimator) {
   return c;
 }
 
+ChainConfig neighbour_checked_chain() {
+  ChainConfig c;
+  c.neighbour_check.columns = 1;
+  c.neighbour_check.step = 2.0;
+  return c;
+}
+
 }  // namespace stripeline::test

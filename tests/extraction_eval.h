@@ -70,5 +70,6 @@ std::vector<double> steger_reference(const RealImage& image);
 
 ChainConfig old_default_chain();  // cog, threshold 40, min_peak 50, blur 5
 ChainConfig adaptive_chain(SubpixelEstimator estimator);  // adaptive with that estimator, other settings default
+ChainConfig neighbour_checked_chain();  // the default with the neighbour check on: 1 column each side, 2 rows per column
 
 }  // namespace stripeline::test

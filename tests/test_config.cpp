@@ -199,3 +199,10 @@ TEST(Config, AFloatForAnIntegerKeyIsReadOnlyWhenIntegralAndInRange) {
 TEST(Config, MissingFileIsAnInputError) {
   EXPECT_THROW(load_config("/nonexistent/stripeline.toml"), InputError);
 }
+
+TEST(Config, NeighbourCheckKeysAreRead) {
+  const Config c = parse_config("[processing]\nneighbour_columns = 3\nneighbour_step = 1.5\n", "t.toml");
+  EXPECT_EQ(c.pipeline.chain.neighbour_check.columns, 3);
+  EXPECT_DOUBLE_EQ(c.pipeline.chain.neighbour_check.step, 1.5);
+  EXPECT_EQ(parse_config("", "t.toml").pipeline.chain.neighbour_check.columns, 0) << "off by default";
+}

@@ -170,6 +170,11 @@ ChainConfig make_config(const MethodCase& m, int blur, bool threshold_stage, Pix
   c.adaptive.centroid_level = variant == 3 ? 0.0 : 0.125;
   c.adaptive.steger_sigma = variant % 2 ? 1.6 : 1.0;
   c.adaptive.pixel_bits = f == PixelFormat::Mono16 && variant == 3 ? 12 : 0;
+  // the neighbour check (single-peak profiles only): on for odd variants
+  if (variant % 2 == 1 && m.selection != SpotSelection::All && m.method != ColumnMethod::All) {
+    c.neighbour_check.columns = variant == 3 ? 3 : 1;
+    c.neighbour_check.step = variant == 3 ? 0.75 : 2.0;
+  }
   return c;
 }
 
@@ -178,7 +183,8 @@ std::string describe(const Batch& b, const MethodCase& m, const ChainConfig& c, 
   s << b.layout.width << "x" << b.layout.frame_height << " " << to_string(b.layout.format) << " frames " << b.frames << "/"
     << b.layout.frames << " " << m.name << " blur " << c.blur_size << " sigma " << c.blur_sigma << " threshold_stage "
     << c.threshold_stage << " min/max width " << c.column.min_width << "/" << c.column.max_width << " window " << c.column.window
-    << " neighbours " << c.column.neighbours << " max_peaks " << c.max_peaks << " max_points " << c.max_points
+    << " neighbours " << c.column.neighbours << " max_peaks " << c.max_peaks << " max_points " << c.max_points << " neighbour check "
+    << c.neighbour_check.columns << "/" << c.neighbour_check.step
     << (stripes ? " stripes" : " random");
   return s.str();
 }
@@ -525,6 +531,28 @@ TEST_F(CudaFused, ProductionShapeAndPartialBatches) {
       for (int m : {0, 3, 6}) {
         const ChainConfig config = make_config(kMethods[m], 5, true, format, 52);
         ASSERT_NO_FATAL_FAILURE(check_chain(in, config, describe(in, kMethods[m], config, true), frames != 300));
+      }
+    }
+}
+
+// The default chain with the neighbour check on, production shape, 1 to 300
+// frames, 8 and 16 bits, on frames that give it work (random noise columns
+// beside the stripes), with a calibration-free and an odd-width batch.
+TEST_F(CudaFused, NeighbourCheckMatchesCpuOnTheDefaultChain) {
+  const HostAllocator pinned = host_allocator_for(Backend::Cuda);
+  std::uint64_t seed = 31;
+  for (PixelFormat format : kFormats)
+    for (auto [width, frames] : {std::array{2048, 1}, std::array{2048, 17}, std::array{2048, 300}, std::array{1937, 5}}) {
+      Batch in = make_batch(width, 52, frames, 300, format, pinned);
+      fill(in, seed % 2 == 0, seed);
+      ++seed;
+      for (int columns : {1, 4, 16}) {
+        ChainConfig config;  // the default: adaptive, centroid
+        config.neighbour_check.columns = columns;
+        config.neighbour_check.step = columns == 4 ? 0.5 : 2.0;
+        ASSERT_NO_FATAL_FAILURE(
+            check_chain(in, config, std::to_string(width) + "x52 " + to_string(format) + " frames " + std::to_string(frames) +
+                                        " neighbour_columns " + std::to_string(columns), frames < 300));
       }
     }
 }

@@ -28,7 +28,8 @@ std::vector<Named> compared_chains() {
           {"adaptive centroid", adaptive_chain(SubpixelEstimator::Centroid)},
           {"adaptive gauss", adaptive_chain(SubpixelEstimator::Gauss)},
           {"adaptive parabola", adaptive_chain(SubpixelEstimator::Parabola)},
-          {"adaptive steger", adaptive_chain(SubpixelEstimator::Steger)}};
+          {"adaptive steger", adaptive_chain(SubpixelEstimator::Steger)},
+          {"adaptive centroid + neighbour check 1/2", neighbour_checked_chain()}};
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ constexpr int kTileWidth = 256;
 
 struct Scratch {
   std::vector<std::uint32_t> mid;
+  std::vector<std::uint8_t> isolated;  // the neighbour check's marks of one frame
   std::vector<std::uint32_t> acc;
   std::vector<std::uint16_t> tile;  // big enough for either pixel type
 };
@@ -44,6 +45,7 @@ tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l) {
   exemplar.mid.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
   exemplar.acc.resize(kTileWidth);
   exemplar.tile.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
+  exemplar.isolated.resize(static_cast<std::size_t>(l.width));
   return tbb::enumerable_thread_specific<Scratch>(exemplar);
 }
 
@@ -123,7 +125,7 @@ class CpuExtract final : public ExtractStage {
 class CpuProcessor final : public BatchProcessor {
  public:
   CpuProcessor(const BatchLayout& l, const ChainConfig& c)
-      : BatchProcessor(l, validate_chain(c, l), c.calibration),
+      : BatchProcessor(l, c),
         taps_(kernels::make_gaussian_taps(c.blur_size, c.blur_sigma)),
         threshold_stage_(threshold_stage_level(c, params()) != 0),
         grid_(l),
@@ -154,6 +156,18 @@ class CpuProcessor final : public BatchProcessor {
         }
       });
     });
+    if (checks_neighbours()) {  // isolated detections removed, a frame per task (its marks in the thread's scratch)
+      tbb::parallel_for(tbb::blocked_range<int>(0, in.frames), [&](const tbb::blocked_range<int>& r) {
+        Scratch& s = scratch_.local();
+        for (int f = r.begin(); f != r.end(); ++f) {
+          const std::size_t row = static_cast<std::size_t>(f) * out.width;
+          // The view of this one frame: its marks start at the scratch.
+          const kernels::NeighbourCheckView v = neighbour_view(out.position + row, out.intensity + row, out.stripe_width + row, out.quality + row,
+                                                               out.count + row, s.isolated.data(), 1);
+          kernels::neighbour_check_cpu(v, neighbour_params(), 0, 1);
+        }
+      });
+    }
     if (maps_points()) {  // the calibrated points of every detection, frames spread over the cores
       const kernels::CalibratedPointsView v = points_view(out.position, out.count, out.xyz, in.frames);
       tbb::parallel_for(tbb::blocked_range<int>(0, in.frames), [&](const tbb::blocked_range<int>& r) {

@@ -12,6 +12,7 @@
 #include "core/cuda/runtime.h"
 #include "core/errors.h"
 #include "kernels/cuda/calibrated_points_kernels.h"
+#include "kernels/cuda/neighbour_check_kernels.h"
 #include "kernels/cuda/stripe_kernels.h"
 
 namespace stripeline::cuda {
@@ -156,7 +157,7 @@ constexpr int kLowLatencyFrames = 16;
 class CudaProcessorImpl final : public CudaProcessor {
  public:
   CudaProcessorImpl(const BatchLayout& l, const ChainConfig& c, const CudaProcessorOptions& options)
-      : CudaProcessor(l, validate_chain(c, l), c.calibration),
+      : CudaProcessor(l, c),
         // Small batches are the low-latency mode: spin on completion rather
         // than sleep (a sleeping thread's wake-up costs tens of microseconds).
         lane_(l.frames <= kLowLatencyFrames ? DeviceLane::Wait::Spin : DeviceLane::Wait::Sleep) {
@@ -168,6 +169,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     fused_ = options.allow_fused && shared <= max_shared_bytes_per_block();
     in_ = DeviceBuffer::allocate(l.bytes(), "batch pixels");
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
+    if (checks_neighbours()) isolated_ = DeviceBuffer::allocate(static_cast<std::size_t>(l.width) * l.frames, "neighbour check marks");
     if (fused_)
       configure_fused_once();
     else if (taps.size > 0)
@@ -219,6 +221,11 @@ class CudaProcessorImpl final : public CudaProcessor {
         kc::extract<T>(pixels, chain_.zero_below, chain_.column, profiles_->view(), stream);
       }
     });
+    if (checks_neighbours()) {
+      const kc::ProfileView& p = profiles_->view();
+      kc::launch_neighbour_check(neighbour_view(p.position, p.intensity, p.stripe_width, p.quality, p.count, isolated_.as<std::uint8_t>(), frames),
+                                 neighbour_params(), stream);
+    }
     // Calibrated points straight from the device profiles: no host round trip.
     if (maps_points()) {
       const kc::ProfileView& p = profiles_->view();
@@ -229,7 +236,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   kc::ChainParams chain_;
   bool fused_ = false;
   double last_ms_ = 0.0;
-  DeviceBuffer in_, scratch_;
+  DeviceBuffer in_, scratch_, isolated_;
   std::unique_ptr<DeviceProfiles> profiles_;
   DeviceLane lane_;  // declared last: destroyed first, waiting for the stream before the buffers go
 };
