@@ -182,7 +182,7 @@ Subcommand add_replay(CLI::App& app) {
   struct Flags : CommonFlags {
     std::string input, ply, heightmap, preview, summary, xyz_tiff, method, format, selection, publish, channel, estimator, dark_frame;
     bool alternate = false, off_first = false;
-    int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1;
+    int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1, neighbour_columns = -1;
     std::int64_t threshold = -1;
     double rate = -1;
     std::uint64_t loops = 1;
@@ -201,6 +201,8 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--height-bits", f->height_bits, "Fractional bits of the 16-bit height code (default 6 = 1/64 px)");
   sub->add_option("-m,--method", f->method, "adaptive (default), cog, max, window, local-max or all");
   sub->add_option("--estimator", f->estimator, "adaptive: sub-pixel centre: centroid (default), gauss, parabola or steger");
+  sub->add_option("--neighbour-columns", f->neighbour_columns,
+                  "Remove detections that none of this many columns on each side continues (0 = off; [processing] neighbour_step sets the reach)");
   sub->add_option("--dark-frame", f->dark_frame, "Subtract this laser-off image (one frame) from every frame");
   sub->add_flag("--alternate", f->alternate, "Frames alternate laser on/off: each pair becomes one frame, on minus off");
   sub->add_flag("--off-first", f->off_first, "With --alternate: each pair starts with the laser-off frame");
@@ -252,6 +254,7 @@ Subcommand add_replay(CLI::App& app) {
             if (f->height_bits >= 0) c.output.height_bits = f->height_bits;
             if (!f->method.empty()) c.pipeline.chain.column.method = parse_method(f->method);
             if (!f->estimator.empty()) c.pipeline.chain.adaptive.estimator = parse_estimator(f->estimator);
+            if (f->neighbour_columns >= 0) c.pipeline.chain.neighbour_check.columns = f->neighbour_columns;
             if (!f->channel.empty()) c.file.channel = io::parse_channel_mix(f->channel, "--channel");
             if (!f->dark_frame.empty() && f->alternate) throw InputError("--dark-frame and --alternate exclude each other (pick one ambient suppression)");
             if (!f->dark_frame.empty()) {
