@@ -23,6 +23,11 @@ void PlySink::begin(const ScanInfo& info) {
       "source " + info.source,
       std::string("method ") + to_string(info.chain.column.method),
   };
+  if (const NeighbourCheckConfig& n = info.chain.neighbour_check; n.columns > 0) {  // docs/extraction.md: isolated detections removed
+    char step[32];
+    std::snprintf(step, sizeof step, "%.6g", n.step);
+    comments.push_back("neighbour_check columns " + std::to_string(n.columns) + " step " + step);
+  }
   if (const AppliedCalibration* c = info.sheet.get()) {
     // docs/calibration.md: world frame of the sheet-of-light model.
     comments.push_back("units mm (x across the laser line, y along the motion, z height up toward the sensor; right-handed)");
@@ -126,6 +131,14 @@ std::string json_number(double v) {
   return buf;
 }
 
+// `, "neighbour_check": {...}` when the check ran, else nothing.
+std::string neighbour_check_json(const NeighbourCheckConfig& n) {
+  if (n.columns <= 0) return "";
+  char step[32];
+  std::snprintf(step, sizeof step, "%.6g", n.step);
+  return ", \"neighbour_check\": {\"columns\": " + std::to_string(n.columns) + ", \"step\": " + step + "}";
+}
+
 // What a reader needs to turn the codes back into heights (docs/data-model.md);
 // `stripeline describe` and the Python package (python/) read it.
 std::string heightmap_description(const ScanInfo& info, int bits, const std::vector<std::string>& filters) {
@@ -145,7 +158,8 @@ std::string heightmap_description(const ScanInfo& info, int bits, const std::vec
   return "{\"stripeline\": \"heightmap\", \"height_bits\": " + std::to_string(bits) +
          ", \"rounding\": \"half up\", \"code\": \"0 = no detection; else (position_1/256px + 128 + 2^(7-b)) >> (8-b)\"" +
          ", \"frame_height\": " + std::to_string(info.layout.frame_height) +
-         ", \"method\": " + json_string(to_string(info.chain.column.method)) + ", \"calibration\": " + cal +
+         ", \"method\": " + json_string(to_string(info.chain.column.method)) + neighbour_check_json(info.chain.neighbour_check) +
+         ", \"calibration\": " + cal +
          ", \"unit\": " + json_string(c.unit()) + ", \"filters\": " + steps + ", \"source\": " + json_string(info.source) +
          ", \"software\": \"stripeline " STRIPELINE_VERSION "\"}";
 }

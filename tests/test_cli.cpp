@@ -1,8 +1,10 @@
 // The `stripeline` program end to end: run, synth, replay, and the bad-input
 // matrix (exit 2, one line naming the file, nothing half-written left).
 #include <gtest/gtest.h>
+#include <tiffio.h>
 
 #include <fstream>
+#include <iterator>
 #include <algorithm>
 #include <regex>
 #include <cmath>
@@ -117,6 +119,34 @@ TEST(Cli, SynthThenReplayGivesOnePointPerDetectedColumnPerFrame) {
   EXPECT_EQ(static_cast<std::size_t>(std::count_if(codes.begin(), codes.end(), [](auto c) { return c != 0; })), v.size());
 }
 
+// --neighbour-columns: the outputs say the check ran; bad values are one line, exit 2.
+TEST(Cli, ReplayWithTheNeighbourCheckSaysSoInItsOutputs) {
+  TempDir dir;
+  ASSERT_EQ(run_cli("synth " + (dir / "rec.png").string() + " --width 200 --frame-height 32 --frames 12"), 0);
+  std::string out;
+  ASSERT_EQ(run_cli("replay " + (dir / "rec.png").string() + " -H 32 -q --neighbour-columns 2 --ply " + (dir / "n.ply").string() +
+                        " --heightmap " + (dir / "n.tif").string(), &out),
+            0)
+      << out;
+  EXPECT_FALSE(io::read_ply(dir / "n.ply").empty());
+  std::ifstream ply(dir / "n.ply", std::ios::binary);
+  std::string header((std::istreambuf_iterator<char>(ply)), {});
+  header = header.substr(0, header.find("end_header"));
+  EXPECT_NE(header.find("comment neighbour_check columns 2 step 2\n"), std::string::npos) << header;
+  TIFF* t = TIFFOpen((dir / "n.tif").c_str(), "r");
+  ASSERT_NE(t, nullptr);
+  char* desc = nullptr;
+  ASSERT_EQ(TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &desc), 1);
+  EXPECT_NE(std::string(desc).find("\"neighbour_check\": {\"columns\": 2, \"step\": 2}"), std::string::npos) << desc;
+  TIFFClose(t);
+  for (const std::string& bad : {std::string(" --neighbour-columns 17"), std::string(" --neighbour-columns 1 --method all")}) {
+    std::string err;
+    EXPECT_EQ(run_cli("replay " + (dir / "rec.png").string() + " -H 32 -q --ply " + (dir / "bad.ply").string() + bad, &err), 2) << bad;
+    EXPECT_NE(err.find("neighbour_columns"), std::string::npos) << err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "bad.ply")) << bad;
+  }
+}
+
 TEST(Cli, ReplayEveryMethod) {
   TempDir dir;
   ASSERT_EQ(run_cli("synth " + (dir / "rec.png").string() + " --width 200 --frame-height 32 --frames 12"), 0);
@@ -221,7 +251,6 @@ TEST(Cli, VersionSaysWhatWasBuiltInAndGlobalFlagsWorkAfterTheCommand) {
 // ---------------------------------------------------------------------------
 // The organised X/Y/Z export (--xyz-tiff): float32 TIFF, 3 separate planes,
 // frames x width, NaN = no point; each point the PLY's slot-0 vertex.
-#include <tiffio.h>
 
 namespace {
 struct XyzPlanes {
