@@ -1,8 +1,10 @@
 #pragma once
 // A sheet-of-light model with realistic values (what the fit finds on the
-// simulated sensor), for tests and fuzz seeds that need a model but no fit.
+// simulated sensor), and a calibration file around it, for tests and fuzz
+// seeds that need a model but no fit.
 #include <algorithm>
 
+#include "calibration/calibration_file.h"
 #include "core/sheet_of_light.h"
 
 namespace stripeline::test {
@@ -20,6 +22,24 @@ inline SheetOfLightModel realistic_model() {
   std::copy(h, h + 9, m.homography);
   m.y_step = 0.1;
   return m;
+}
+
+// realistic_model() as a fitted file: sensor 2048 x 1088, ROI rows 428..683,
+// 0.1 mm per frame, fit on the sawtooth target (residual 0.0323 px, 40 frames).
+inline CalibrationFile realistic_calibration_file() {
+  CalibrationFile f;
+  f.model = realistic_model();
+  f.model.y_offset = -0.1;
+  f.sensor_width = 2048;
+  f.sensor_height = 1088;
+  f.roi = {0, 428, 2048, 256};
+  f.y_step_mm = 0.1;
+  f.sync_motion();
+  f.fit.present = true;
+  f.fit.target = "sawtooth";
+  f.fit.residual_rms_px = 0.0323;
+  f.fit.frames_used = 40;
+  return f;
 }
 
 }  // namespace stripeline::test

@@ -133,6 +133,15 @@ int exit_of(Child& c) {
   return code ? *code : -1;
 }
 
+// A PID that is certainly not alive: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -204,11 +213,7 @@ TEST(Interrupts, StaleTemporariesOfADeadProcessAreSweptOthersKept) {
   TempDir dir;
   const fs::path out = dir / "out";
   fs::create_directories(out);
-  // A PID that is certainly not alive: a child that has exited and been reaped.
-  const pid_t dead = ::fork();
-  if (dead == 0) ::_exit(0);
-  int st = 0;
-  ::waitpid(dead, &st, 0);
+  const pid_t dead = dead_pid();
   const std::string d = std::to_string(dead), alive = std::to_string(::getpid());
   const std::vector<std::string> stale = {".scan.ply.tmp-" + d + "-0", ".summary.json.tmp-" + d + "-3"};
   const std::vector<std::string> kept = {".scan.ply.tmp-" + alive + "-0",        // its process lives
@@ -229,10 +234,7 @@ TEST(Interrupts, DaemonSecondSignalAbortsAndItsStaleScansAreSwept) {
   TempDir dir;
   const fs::path out = dir / "out";
   fs::create_directories(out);
-  const pid_t dead = ::fork();
-  if (dead == 0) ::_exit(0);
-  int st = 0;
-  ::waitpid(dead, &st, 0);
+  const pid_t dead = dead_pid();
   const std::string stale = ".20260101T000000Z-000007-scan.ply.tmp-" + std::to_string(dead) + "-0";
   write_text(out / stale, "partial");
   write_text(dir / "d.toml", small_daemon_config(out));

@@ -181,19 +181,7 @@ int main(int argc, char** argv) {
   }
   fs::remove_all(tmp);
   // calibration files
-  CalibrationFile f;
-  f.model = realistic_model();
-  f.model.y_offset = -0.1;
-  f.sensor_width = 2048;
-  f.sensor_height = 1088;
-  f.roi = {0, 428, 2048, 256};
-  f.y_step_mm = 0.1;
-  f.sync_motion();
-  f.fit.present = true;
-  f.fit.target = "sawtooth";
-  f.fit.residual_rms_px = 0.0323;
-  f.fit.frames_used = 40;
-  write(out / "calibration/sheet-of-light.toml", format_calibration(f));
+  write(out / "calibration/sheet-of-light.toml", format_calibration(test::realistic_calibration_file()));
   CalibrationFile lin;
   lin.model = from_linear(LinearCalibration{true, 0.05, -1.0, 0.1, 0.0, 0.02, 3.0, true});
   lin.y_step_mm = 1.0;
