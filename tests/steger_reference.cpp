@@ -152,13 +152,16 @@ std::vector<double> steger_centres(const std::vector<double>& img, int w, int h,
   };
   std::vector<Line> lines;
   constexpr int kStep[8][2] = {{1, 0}, {1, 1}, {0, 1}, {-1, 1}, {-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
+  const auto link = [&](std::size_t point, int id) {
+    pts[point].line = id;
+    lines[static_cast<std::size_t>(id)].weight += pts[point].strength;
+    lines[static_cast<std::size_t>(id)].length += 1;
+  };
   for (std::size_t seed : seeds) {
     if (pts[seed].line >= 0) continue;
     const int id = static_cast<int>(lines.size());
     lines.push_back({});
-    pts[seed].line = id;
-    lines[static_cast<std::size_t>(id)].weight += pts[seed].strength;
-    lines[static_cast<std::size_t>(id)].length += 1;
+    link(seed, id);
     for (int way : {1, -1}) {
       std::size_t cur = seed;
       double dx = -pts[seed].ny * way, dy = pts[seed].nx * way;  // tangent
@@ -185,9 +188,7 @@ std::vector<double> steger_centres(const std::vector<double>& img, int w, int h,
           }
         }
         if (!std::isfinite(best_cost)) break;
-        pts[best].line = id;
-        lines[static_cast<std::size_t>(id)].weight += pts[best].strength;
-        lines[static_cast<std::size_t>(id)].length += 1;
+        link(best, id);
         cur = best;
         dx = best_dx;
         dy = best_dy;
@@ -197,7 +198,8 @@ std::vector<double> steger_centres(const std::vector<double>& img, int w, int h,
 
   // Per column, the stripe is the heaviest line crossing it (at least
   // min_line_length points): its centre moved along the line onto the column,
-  // row y + t / n_y (the strongest of its points in the column). Where it
+  // row y + t / n_y (of its points in the column, the one whose centre lies
+  // nearest the pixel: the most accurate expansion). Where it
   // crosses the column steeper than 60 degrees (|n_y| < 0.5) only, the column
   // holds a stripe without a centre (+infinity).
   std::vector<double> centre(static_cast<std::size_t>(w), std::numeric_limits<double>::quiet_NaN());
