@@ -405,6 +405,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("rectified_grid", p.rectified_grid);
     s.read("rectified_rule", p.rectified_rule);
     s.read("rectified_fill", p.rectified_fill);
+    s.read("points", p.points);
     s.read("stats_interval", p.stats_interval);
     s.read("linger_ms", p.linger_ms);
     s.read("control_timeout_ms", p.control_timeout_ms);

@@ -131,7 +131,7 @@ class Publisher::Impl {
         wire::Topic::Profile,
         [&](json h) {
           h.update(series_context());
-          return wire::encode_rows(wire::Topic::Profile, std::move(h), p, first, count, mapping, series.counters().rows_in);
+          return wire::encode_rows(wire::Topic::Profile, std::move(h), p, first, count, mapping, series.counters().rows_in, cfg.points);
         },
         false, static_cast<std::uint64_t>(count));
   }
@@ -182,11 +182,11 @@ class Publisher::Impl {
       rect.z.resize(at + static_cast<std::size_t>(bins));
       const kernels::RectifyAccumulator acc{rect.z.data() + at, rect_key.data(), rect_n.data()};
       acc.clear(bins);
-      const double y = sheet_mapping.point_y(p.index(f), m);
+      const double y = mapping.point_y(p.index(f), m);
       for (int x = 0; x < p.width; ++x)
         for (int s = 0; s < p.peaks(f, x); ++s) {
           double X, Y, Z;
-          if (sheet_mapping.point(p, f, s, x, y, X, Y, Z)) acc.add(grid, bins, X, Z);
+          if (mapping.point(p, f, s, x, y, X, Y, Z)) acc.add(grid, bins, X, Z);
         }
       acc.finish(grid, bins);
       rect.intensity.resize(rect.intensity.size() + static_cast<std::size_t>(bins), 0);
@@ -254,7 +254,8 @@ class Publisher::Impl {
     sender.drain_subscriptions();
     series.start();  // keeps the annotations made before it
     info = scan;
-    mapping = ProfileMapping(scan.calibration, cfg.height_bits);
+    // With the sheet: the points of rectified rows and of the points parts (z stays in rows).
+    mapping = ProfileMapping(scan.calibration, cfg.height_bits, scan.sheet);
     hm.clear(scan.layout.width, scan.profile_slots);
     rectified = !cfg.rectified_grid.empty() && scan.sheet != nullptr;
     if (!cfg.rectified_grid.empty() && !scan.sheet)
@@ -262,7 +263,6 @@ class Publisher::Impl {
     if (rectified) {
       grid = cfg.rectify_grid();
       bins = grid.bins();
-      sheet_mapping = ProfileMapping(scan.calibration, cfg.height_bits, scan.sheet);
       rect.clear(bins, 1);
       rect_key.assign(static_cast<std::size_t>(bins), 0.0f);
       rect_n.assign(static_cast<std::size_t>(bins), 0);
@@ -288,6 +288,7 @@ class Publisher::Impl {
           if (scan.sheet) {
             h["sheet_calibration"] = wire::sheet_calibration_json(*scan.sheet);
             h["point_unit"] = "mm";
+            h["points"] = cfg.points;  // whether row messages carry the points parts
           }
           if (!cfg.heightmap_filters.empty())
             h["heightmap_filters"] = {{"steps", cfg.heightmap_filters}, {"backend", to_string(resolve_backend(cfg.filter_backend))}};
@@ -308,7 +309,7 @@ class Publisher::Impl {
         int done = 0;
         while (done < n) {
           const int take = std::min(n - done, cfg.heightmap_rows - hm.rows);
-          hm.append(p, f + done, take, mapping, series.counters().rows_in + static_cast<std::uint64_t>(done));
+          hm.append(p, f + done, take, mapping, series.counters().rows_in + static_cast<std::uint64_t>(done), cfg.points);
           if (rectified) append_rectified(p, f + done, take, series.counters().rows_in + static_cast<std::uint64_t>(done));
           done += take;
           if (hm.rows == cfg.heightmap_rows) {
@@ -361,7 +362,6 @@ class Publisher::Impl {
   bool rectified = false;
   kernels::RectifyGrid grid;
   int bins = 0;
-  ProfileMapping sheet_mapping;
   wire::RowBlock rect;
   std::vector<float> rect_key;
   std::vector<std::uint32_t> rect_n;

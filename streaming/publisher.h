@@ -59,6 +59,11 @@ struct PublisherConfig {
   std::string rectified_grid;
   std::string rectified_rule = "max";  // max, min, mean or nearest
   int rectified_fill = 0;              // largest gap (bins) filled by interpolation
+  // With a sheet-of-light calibration, profile and heightmap messages carry
+  // the processor's calibrated points (parts points and motion_y,
+  // docs/wire-format.md): 12 bytes per column and slot plus 8 per row. false
+  // leaves them out (clients map the rows with series-start's model).
+  bool points = true;
   CurveConfig curve;
 
   // Throws ConfigError naming the key ("publisher.<key>", "security.<key>").

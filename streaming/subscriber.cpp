@@ -118,7 +118,8 @@ void SeriesRebuilder::rows(const wire::RowBlock& b, const ProfileMapping& mappin
   if (b.width < 1 || b.slots < 1 || b.z.size() != static_cast<std::size_t>(b.rows) * b.slots * b.width ||
       b.frame_ids.size() != static_cast<std::size_t>(b.rows) || b.timestamps_ns.size() != b.frame_ids.size() ||
       b.encoder.size() != b.frame_ids.size() || b.missing.size() != b.frame_ids.size() || b.intensity.size() != b.z.size() ||
-      b.stripe_width.size() != b.z.size() || b.quality.size() != b.z.size())
+      b.stripe_width.size() != b.z.size() || b.quality.size() != b.z.size() ||
+      (b.has_points() && (b.points.size() != 3 * b.z.size() || b.motion_y.size() != b.frame_ids.size())))
     throw wire::MalformedMessage("shape", "a row block's arrays do not match its shape");
   if (start_rows_per_message_ && static_cast<std::uint64_t>(b.rows) > start_rows_per_message_)
     throw wire::MalformedMessage("shape", "a block of " + std::to_string(b.rows) + " rows (series-start said at most " +
@@ -189,6 +190,10 @@ void SeriesRebuilder::rows(const wire::RowBlock& b, const ProfileMapping& mappin
   s.stripe_width = b.stripe_width.data();
   s.quality = b.quality.data();
   s.count = count_.data();
+  // The publisher's points (the processor's X, dY, Z) when it carried them and
+  // the rows are mapped with the series' own model; the sinks add each row's
+  // motion position from that model, the same double as the carried motion_y.
+  if (b.has_points() && info_.sheet && !override_) s.xyz = b.points.data();
   for (ProfileSink* sink : sinks_) sink->consume(s);
   next_row_ = b.series_row + static_cast<std::uint64_t>(b.rows);
 }

@@ -67,7 +67,9 @@ class SeriesRebuilder {
   void start(const wire::Decoded& series_start);
   void use_calibration(std::shared_ptr<const AppliedCalibration> sheet) { override_ = std::move(sheet); }
   // A profile message's rows (its calibration and height code in `mapping`),
-  // `seq` its message number. Checked against the series before anything is
+  // `seq` its message number. Points the block carries (RowBlock::points)
+  // are the ones the sinks write, unless use_calibration() replaced the
+  // series' model; without them the sinks map the rows with the model. Checked against the series before anything is
   // written; wire::MalformedMessage (nothing fed) for a block whose geometry
   // is not the series' ("geometry"), that repeats or overlaps rows already fed
   // ("overlap"), or that starts further on than the messages missed since the

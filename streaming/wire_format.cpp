@@ -35,10 +35,27 @@ void vector_from(std::string_view part, std::size_t expected, std::vector<T>& ou
   if (expected) std::memcpy(out.data(), part.data(), part.size());
 }
 
+// The descriptions of a row message's arrays (header "parts"): z,
+// intensity, width, quality [rows, slots, width], then with points the
+// points [rows, slots, width, 3] and motion_y [rows].
+nlohmann::json part_descriptions(int rows, int slots, int width, bool points) {
+  const nlohmann::json shape = {rows, slots, width};
+  nlohmann::json parts = nlohmann::json::array({{{"name", "z"}, {"dtype", "<f4"}, {"shape", shape}},
+                                                {{"name", "intensity"}, {"dtype", "<u2"}, {"shape", shape}},
+                                                {{"name", "width"}, {"dtype", "<u2"}, {"shape", shape}},
+                                                {{"name", "quality"}, {"dtype", "<u2"}, {"shape", shape}}});
+  if (points) {
+    parts.push_back({{"name", "points"}, {"dtype", "<f4"}, {"shape", {rows, slots, width, 3}}});
+    parts.push_back({{"name", "motion_y"}, {"dtype", "<f8"}, {"shape", {rows}}});
+  }
+  return parts;
+}
+
 // The row fields of a profile/heightmap header: `meta(i)` gives row i's
 // frame id, timestamp, encoder and missing flag.
 template <class Meta>
-void add_row_fields(nlohmann::json& h, std::uint64_t series_row, std::uint64_t index, int rows, int width, int slots, const Meta& meta) {
+void add_row_fields(nlohmann::json& h, std::uint64_t series_row, std::uint64_t index, int rows, int width, int slots, bool points,
+                    const Meta& meta) {
   h["series_row"] = series_row;
   h["index"] = index;
   h["rows"] = rows;
@@ -58,11 +75,8 @@ void add_row_fields(nlohmann::json& h, std::uint64_t series_row, std::uint64_t i
   h["timestamps_ns"] = std::move(ts);
   h["encoder"] = std::move(enc);
   h["missing_rows"] = std::move(missing);
-  const nlohmann::json shape = {rows, slots, width};
-  h["parts"] = nlohmann::json::array({{{"name", "z"}, {"dtype", "<f4"}, {"shape", shape}},
-                                      {{"name", "intensity"}, {"dtype", "<u2"}, {"shape", shape}},
-                                      {{"name", "width"}, {"dtype", "<u2"}, {"shape", shape}},
-                                      {{"name", "quality"}, {"dtype", "<u2"}, {"shape", shape}}});
+  if (points) h["point_unit"] = "mm";
+  h["parts"] = part_descriptions(rows, slots, width, points);
 }
 
 struct RowMeta {
@@ -117,9 +131,31 @@ void RowBlock::clear(int w, int s) {
   stripe_width.clear();
   quality.clear();
   primary.clear();
+  points.clear();
+  motion_y.clear();
 }
 
-void RowBlock::append(const ProfileSpan& p, int first, int count, const ProfileMapping& mapping, std::uint64_t series_row_of_first) {
+double points_row(const ProfileSpan& p, int f, const ProfileMapping& mapping, float* out) {
+  const float none = std::numeric_limits<float>::quiet_NaN();
+  for (int s = 0; s < p.slots; ++s)
+    for (int x = 0; x < p.width; ++x) {
+      float* o = out + 3 * (static_cast<std::size_t>(s) * p.width + x);
+      double X, dY, Z;
+      // y = 0: dY comes back as the float the processor computed (Y - motion_y).
+      if (s < p.peaks(f, x) && mapping.point(p, f, s, x, 0.0, X, dY, Z)) {
+        o[0] = static_cast<float>(X);
+        o[1] = static_cast<float>(dY);
+        o[2] = static_cast<float>(Z);
+      } else {
+        o[0] = o[1] = o[2] = none;
+      }
+    }
+  return mapping.point_y(p.index(f), p.meta[f]);
+}
+
+void RowBlock::append(const ProfileSpan& p, int first, int count, const ProfileMapping& mapping, std::uint64_t series_row_of_first,
+                      bool with_points) {
+  with_points = with_points && mapping.sheet() != nullptr;
   if (rows == 0) {
     series_row = series_row_of_first;
     index = p.index(first);
@@ -137,6 +173,10 @@ void RowBlock::append(const ProfileSpan& p, int first, int count, const ProfileM
     mapping.z_row(p, f, z.data() + z.size() - per_row);
     if (keep_primary)
       for (int x = 0; x < p.width; ++x) primary.push_back(p.primary(f, x));
+    if (with_points) {
+      points.resize(points.size() + 3 * per_row);
+      motion_y.push_back(points_row(p, f, mapping, points.data() + points.size() - 3 * per_row));
+    }
     // Slots beyond the peaks found carry whatever the processor left: zero them.
     for (int s = 0; s < p.slots; ++s)
       for (int x = 0; x < p.width; ++x) {
@@ -259,8 +299,9 @@ Message encode_control(Topic t, const nlohmann::json& header) {
 }
 
 Message encode_rows(Topic t, nlohmann::json h, const ProfileSpan& p, int first, int count, const ProfileMapping& mapping,
-                    std::uint64_t series_row_of_first) {
-  add_row_fields(h, series_row_of_first, p.index(first), count, p.width, p.slots, [&](int i) {
+                    std::uint64_t series_row_of_first, bool points) {
+  points = points && mapping.sheet() != nullptr;
+  add_row_fields(h, series_row_of_first, p.index(first), count, p.width, p.slots, points, [&](int i) {
     const FrameMeta& m = p.meta[first + i];
     return RowMeta{m.frame_id, m.timestamp_ns, m.has_encoder ? std::optional<std::int64_t>(m.encoder) : std::nullopt, m.missing};
   });
@@ -286,27 +327,37 @@ Message encode_rows(Topic t, nlohmann::json h, const ProfileSpan& p, int first, 
     }
   }
   Message m;
-  m.parts.reserve(6);
+  m.parts.reserve(8);
   m.parts.push_back(text_message(topic_name(t)));
   m.parts.push_back(text_message(h.dump()));
   m.parts.push_back(std::move(z));
   m.parts.push_back(std::move(intensity));
   m.parts.push_back(std::move(width));
   m.parts.push_back(std::move(quality));
+  if (points) {
+    zmq::message_t xyz(3 * n * sizeof(float)), motion(static_cast<std::size_t>(count) * sizeof(double));
+    for (int r = 0; r < count; ++r) motion.data<double>()[r] = points_row(p, first + r, mapping, xyz.data<float>() + 3 * r * per_row);
+    m.parts.push_back(std::move(xyz));
+    m.parts.push_back(std::move(motion));
+  }
   return m;
 }
 
 Message encode_rows(Topic t, nlohmann::json h, const RowBlock& r) {
-  add_row_fields(h, r.series_row, r.index, r.rows, r.width, r.slots,
+  add_row_fields(h, r.series_row, r.index, r.rows, r.width, r.slots, r.has_points(),
                  [&](int i) { return RowMeta{r.frame_ids[i], r.timestamps_ns[i], r.encoder[i], r.missing[i] != 0}; });
   Message m;
-  m.parts.reserve(6);
+  m.parts.reserve(8);
   m.parts.push_back(text_message(topic_name(t)));
   m.parts.push_back(text_message(h.dump()));
   m.parts.push_back(message_of(r.z));
   m.parts.push_back(message_of(r.intensity));
   m.parts.push_back(message_of(r.stripe_width));
   m.parts.push_back(message_of(r.quality));
+  if (r.has_points()) {
+    m.parts.push_back(message_of(r.points));
+    m.parts.push_back(message_of(r.motion_y));
+  }
   return m;
 }
 
@@ -434,6 +485,8 @@ void check_series_start(const json& h) {
   if (const auto u = h.find("unit"); u != h.end() && !(u->is_string() && (*u == "mm" || *u == "px")))
     malformed("field", "'unit' is " + printable(u->dump(), 20) + " (expected \"mm\" or \"px\")");
   checked_calibration(h);
+  if (const auto pt = h.find("points"); pt != h.end() && !pt->is_boolean())
+    malformed("field", "'points' is " + printable(pt->dump(), 20) + " (expected true or false)");
   if (const auto sc = h.find("sheet_calibration"); sc != h.end() && !sheet_calibration_from_json(*sc))
     malformed("field", "'sheet_calibration' is not a complete sheet-of-light model");
 }
@@ -460,19 +513,40 @@ void check_stats(const json& h) {
     }
 }
 
-void check_part_descriptions(const json& h, std::size_t arrays, const json& shape) {
+void check_part_descriptions(const json& h, std::size_t arrays, int rows, int slots, int width) {
   const auto it = h.find("parts");
   if (it == h.end()) return;  // the arrays' order and sizes are fixed by the format
   if (!it->is_array() || it->size() < arrays)
     malformed("shape", "'parts' does not describe the message's " + std::to_string(arrays) + " arrays");
-  static const char* const names[] = {"z", "intensity", "width", "quality"};
-  static const char* const dtypes[] = {"<f4", "<u2", "<u2", "<u2"};
+  const json expected = part_descriptions(rows, slots, width, arrays == 6);
   for (std::size_t i = 0; i < arrays; ++i) {
     const json& p = (*it)[i];
-    if (!p.is_object() || p.value("name", json()) != names[i] || p.value("dtype", json()) != dtypes[i] || p.value("shape", json()) != shape)
-      malformed("shape", "'parts' entry " + std::to_string(i) + " is " + printable(p.dump(), 80) + " (expected name " + names[i] +
-                             ", dtype " + dtypes[i] + ", shape " + shape.dump() + ")");
+    const json& e = expected[i];
+    if (!p.is_object() || p.value("name", json()) != e["name"] || p.value("dtype", json()) != e["dtype"] || p.value("shape", json()) != e["shape"])
+      malformed("shape", "'parts' entry " + std::to_string(i) + " is " + printable(p.dump(), 80) + " (expected name " +
+                             e["name"].get<std::string>() + ", dtype " + e["dtype"].get<std::string>() + ", shape " + e["shape"].dump() + ")");
   }
+}
+
+// The carried points (parts 6 and 7), checked against z: a point is three
+// finite values or three NaN, there is none where z has no detection, and
+// every motion_y is finite.
+void decode_points(RowBlock& r, std::string_view points, std::string_view motion) {
+  const std::size_t n = static_cast<std::size_t>(r.rows) * r.slots * r.width;
+  vector_from(points, 3 * n, r.points, "points");
+  vector_from(motion, static_cast<std::size_t>(r.rows), r.motion_y, "motion_y");
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* p = r.points.data() + 3 * i;
+    const int nans = std::isnan(p[0]) + std::isnan(p[1]) + std::isnan(p[2]);
+    if (std::isinf(p[0]) || std::isinf(p[1]) || std::isinf(p[2]) || (nans != 0 && nans != 3))
+      malformed("values", "points[" + std::to_string(i) + "] is (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ", " +
+                              std::to_string(p[2]) + ") (expected three finite values, or three NaN for no point)");
+    if (nans == 0 && std::isnan(r.z[i]))
+      malformed("values", "points[" + std::to_string(i) + "] is a point where z has no detection (expected NaN)");
+  }
+  for (int i = 0; i < r.rows; ++i)
+    if (!std::isfinite(r.motion_y[i]))
+      malformed("values", "motion_y[" + std::to_string(i) + "] is " + std::to_string(r.motion_y[i]) + " (expected a finite position in mm)");
 }
 
 RowBlock decode_rows(const json& h, const std::vector<std::string_view>& parts, const std::string& topic_text) {
@@ -512,10 +586,12 @@ RowBlock decode_rows(const json& h, const std::vector<std::string_view>& parts, 
       r.missing[m.get<std::size_t>()] = 1;
     }
   }
-  // 1.0 senders have no quality part (5 parts); 1.1 adds it (6).
-  if (parts.size() != 5 && parts.size() != 6)
-    malformed("parts", "a " + topic_text + " message has " + std::to_string(parts.size()) + " parts (expected 5 or 6)");
-  check_part_descriptions(h, parts.size() - 2, json::array({r.rows, r.slots, r.width}));
+  // 1.0 senders have no quality part (5 parts); 1.1 adds it (6); 1.2 the
+  // calibrated points and motion_y (8), when the publisher carries them.
+  if (parts.size() != 5 && parts.size() != 6 && parts.size() != 8)
+    malformed("parts", "a " + topic_text + " message has " + std::to_string(parts.size()) + " parts (expected 5, 6 or 8)");
+  check_part_descriptions(h, parts.size() - 2, r.rows, r.slots, r.width);
+  opt_string(h, "point_unit");
   const std::size_t n = rows * static_cast<std::size_t>(r.slots) * static_cast<std::size_t>(r.width);
   vector_from(parts[2], n, r.z, "z");
   vector_from(parts[3], n, r.intensity, "intensity");
@@ -526,6 +602,7 @@ RowBlock decode_rows(const json& h, const std::vector<std::string_view>& parts, 
     r.quality.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i)
     if (std::isinf(r.z[i])) malformed("values", "z[" + std::to_string(i) + "] is infinite (expected a finite value, or NaN for no detection)");
+  if (parts.size() == 8) decode_points(r, parts[6], parts[7]);
   return r;
 }
 

@@ -8,7 +8,10 @@
 //   part 2… raw little-endian arrays described by header["parts"]
 //           (name, dtype, shape): for profile/heightmap z (<f4, NaN = none),
 //           intensity (<u2), width (<u2) and quality (<u2, since 1.1),
-//           each [rows, slots, width].
+//           each [rows, slots, width]; with a sheet-of-light calibration
+//           (since 1.2, unless the publisher leaves them out) points (<f4
+//           [rows, slots, width, 3]: X, Y - motion_y, Z in mm, NaN = no point)
+//           and motion_y (<f8 [rows]): the PLY's X/Y/Z exactly.
 // No sockets here (streaming/sender.h sends), so the format is tested on its own.
 #include <cstdint>
 #include <memory>
@@ -28,7 +31,7 @@
 
 namespace stripeline::wire {
 
-inline constexpr const char* kFormatVersion = "1.1";
+inline constexpr const char* kFormatVersion = "1.2";
 inline constexpr int kFormatMajor = 1;
 
 enum class Topic { SeriesStart, Profile, Heightmap, SeriesEnd, Stats };
@@ -59,11 +62,24 @@ struct RowBlock {
   std::vector<std::int32_t> primary;         // [rows][width] slot 0's fixed-point position (kNoPeak = none),
                                              // kept only when keep_primary: not sent, the exact input of height-map filters
   bool keep_primary = false;
+  // The processor's calibrated points (sheet-of-light calibration, since 1.2),
+  // both empty when not carried: points [rows][slots][width][3] X, dY, Z in mm
+  // (core/calibrated_point.h; NaN x3 = no point: no detection, or beyond the
+  // horizon) and motion_y [rows] in mm. A point's Y is motion_y + double(dY),
+  // its X and Z the floats: exactly the PLY's vertex.
+  std::vector<float> points;
+  std::vector<double> motion_y;
+  bool has_points() const { return !motion_y.empty(); }
 
   void clear(int width, int slots);
-  // Append profiles [first, first + count) of a span, z through the mapping.
-  void append(const ProfileSpan& p, int first, int count, const ProfileMapping& mapping, std::uint64_t series_row_of_first);
-  std::size_t payload_bytes() const { return z.size() * 4 + intensity.size() * 2 + stripe_width.size() * 2 + quality.size() * 2; }
+  // Append profiles [first, first + count) of a span, z through the mapping;
+  // with `points` (and a mapping with a sheet-of-light calibration) also each
+  // point's X, dY, Z and each row's motion_y.
+  void append(const ProfileSpan& p, int first, int count, const ProfileMapping& mapping, std::uint64_t series_row_of_first,
+              bool points = false);
+  std::size_t payload_bytes() const {
+    return z.size() * 4 + intensity.size() * 2 + stripe_width.size() * 2 + quality.size() * 2 + points.size() * 4 + motion_y.size() * 8;
+  }
 };
 
 nlohmann::json calibration_json(const LinearCalibration& c);
@@ -91,11 +107,19 @@ Message encode_control(Topic t, const nlohmann::json& header);
 // message, encoded straight into the message's buffers (the one copy after
 // the device-to-host copy). `header` holds the base fields and the
 // series-wide context (calibration, height_bits); the row fields and the part
-// descriptions are added here.
+// descriptions are added here. With `points` and a mapping with a
+// sheet-of-light calibration, the points and motion_y parts follow
+// (RowBlock::points): the span's own points when it carries them (the
+// processor's), else computed here by the same function.
 Message encode_rows(Topic t, nlohmann::json header, const ProfileSpan& p, int first, int count, const ProfileMapping& mapping,
-                    std::uint64_t series_row_of_first);
-// The same from rows held in memory.
+                    std::uint64_t series_row_of_first, bool points = false);
+// The same from rows held in memory (with its points parts when it has them).
 Message encode_rows(Topic t, nlohmann::json header, const RowBlock& rows);
+
+// Frame f of a span as carried points: slots*width*3 floats X, dY, Z
+// (NaN x3 where there is no point), and the frame's motion_y. The one place
+// the stream's points are made (encode_rows, RowBlock::append).
+double points_row(const ProfileSpan& p, int f, const ProfileMapping& mapping, float* out);
 
 // A message that does not follow the format. what() is one printable line
 // ("wire: <problem> (expected ...)"); reason() a short key by which receivers
@@ -124,7 +148,9 @@ inline constexpr std::uint64_t kMaxSeriesRow = std::uint64_t{1} << 48;
 // anything that does not follow the format: wrong part count or size, an
 // unknown topic or major version, a known header field of the wrong type or
 // out of range (integers must be JSON integers; seq, series_row ... unsigned),
-// a shape that does not match the arrays, an infinite z. After decode() every
+// a shape that does not match the arrays, an infinite z, points that are
+// infinite, partly NaN or present without a detection, a motion_y that is
+// not finite. After decode() every
 // known header field present has its documented type, so header.value(...)
 // cannot throw for them.
 struct Decoded {

@@ -55,6 +55,18 @@ wire::RowBlock block(std::uint64_t series_row, int rows, int width = kWidth, int
   return b;
 }
 
+// The block with carried points (format 1.2): X = column, dY = 0, Z = z
+// where z has a detection, NaN elsewhere; motion_y = 0.1 mm per row.
+wire::RowBlock with_points(wire::RowBlock b) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = 0; i < b.z.size(); ++i) {
+    const bool point = !std::isnan(b.z[i]);
+    b.points.insert(b.points.end(), {point ? static_cast<float>(i % b.width) : nan, point ? 0.0f : nan, point ? b.z[i] : nan});
+  }
+  for (int r = 0; r < b.rows; ++r) b.motion_y.push_back(0.1 * static_cast<double>(b.series_row + r));
+  return b;
+}
+
 Parts profile(std::uint64_t seq, const wire::RowBlock& b) {
   Json h = wire::base_header(wire::Topic::Profile, kSeries, seq);
   h["calibration"] = wire::calibration_json(LinearCalibration{});
@@ -172,6 +184,50 @@ std::vector<Case> cases() {
     p.push_back("extra");
     c.push_back({"7 parts", p, "parts"});
   }
+  {  // The carried points (format 1.2): sizes, values, descriptions.
+    const auto pts = [] { return profile(2, with_points(block(2, 2))); };
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    Parts p = pts();
+    p[6].pop_back();
+    c.push_back({"points one byte short", p, "size"});
+    p = pts();
+    p[7] += std::string(8, '\0');
+    c.push_back({"motion_y one row too long", p, "size"});
+    p = pts();
+    std::memcpy(p[6].data() + 4, &nan, 4);  // point 0's dY only
+    c.push_back({"a point partly NaN", p, "values"});
+    p = pts();
+    std::memcpy(p[6].data() + 8, &inf, 4);
+    c.push_back({"a point with an infinite Z", p, "values"});
+    p = pts();
+    const float one = 1.0f;
+    for (int k = 0; k < 3; ++k) std::memcpy(p[6].data() + (3 * 2 + k) * 4, &one, 4);  // column 2 has no detection
+    c.push_back({"a point where z has no detection", p, "values"});
+    p = pts();
+    const double dnan = std::numeric_limits<double>::quiet_NaN();
+    std::memcpy(p[7].data() + 8, &dnan, 8);
+    c.push_back({"motion_y NaN", p, "values"});
+    p = pts();
+    Json h = Json::parse(p[1]);
+    h["parts"][4]["shape"] = {2, 1, kWidth};
+    p[1] = h.dump();
+    c.push_back({"points described without their 3 coordinates", p, "shape"});
+    p = pts();
+    h = Json::parse(p[1]);
+    h["parts"][5]["dtype"] = "<f4";
+    p[1] = h.dump();
+    c.push_back({"motion_y described as float32", p, "shape"});
+    p = pts();
+    h = Json::parse(p[1]);
+    h["parts"].erase(5);
+    p[1] = h.dump();
+    c.push_back({"8 parts, 5 described", p, "shape"});
+    p = pts();
+    h = Json::parse(p[1]);
+    h["point_unit"] = 1;
+    p[1] = h.dump();
+    c.push_back({"point_unit a number", p, "field"});
+  }
   // Headers: seq, series, htype, JSON.
   prof("seq -1", [](Json& h) { h["seq"] = -1; }, "range");
   prof("seq 1.5", [](Json& h) { h["seq"] = 1.5; }, "field");
@@ -221,6 +277,7 @@ std::vector<Case> cases() {
   start("series-start calibration a string", [](Json& h) { h["calibration"] = "yes"; }, "field");
   start("series-start sheet_calibration incomplete", [](Json& h) { h["sheet_calibration"] = {{"model", 1}}; }, "field");
   start("series-start rows_per_message negative", [](Json& h) { h["rows_per_message"] = -2; }, "range");
+  start("series-start points a string", [](Json& h) { h["points"] = "yes"; }, "field");
   return c;
 }
 

@@ -186,7 +186,7 @@ Subcommand add_replay(CLI::App& app) {
     std::int64_t threshold = -1;
     double rate = -1;
     std::uint64_t loops = 1;
-    bool ascii = false;
+    bool ascii = false, publish_no_points = false;
     RangeMapFlags range;
   };
   auto f = std::make_shared<Flags>();
@@ -218,6 +218,8 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--loops", f->loops, "Passes over the file (0 = forever)");
   sub->add_option("-c,--config", f->config, "TOML configuration (see configs/replay.toml); flags override it");
   sub->add_option("--publish", f->publish, "Also stream the rows over ZeroMQ on this endpoint, e.g. tcp://127.0.0.1:5556 (docs/wire-format.md)");
+  sub->add_flag("--publish-no-points", f->publish_no_points,
+                "With --publish and a sheet-of-light calibration: leave the calibrated X/Y/Z out of the messages (publisher.points = false)");
   sub->add_option("--wait-subscriber", f->wait_subscriber, "With --publish: wait up to this many seconds for a subscriber before starting");
   sub->add_option("--backend", f->backend, "auto, cpu or cuda");
   sub->add_flag("-q,--quiet", f->quiet, "No progress bar, no list of outputs");
@@ -276,6 +278,7 @@ Subcommand add_replay(CLI::App& app) {
               c.publisher.endpoint = f->publish;
               c.publisher.validate();
             }
+            if (f->publish_no_points) c.publisher.points = false;
             if (f->height_bits >= 0) c.output.validate();
             const std::unique_ptr<RangeMapOptions> range = f->range.options();
             return process("replay", c, f->quiet, f->wait_subscriber, range.get());

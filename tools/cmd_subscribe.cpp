@@ -52,6 +52,7 @@ void truncate(wire::RowBlock& b, int keep) {
   b.rows = keep;
   b.z.resize(n), b.intensity.resize(n), b.stripe_width.resize(n), b.quality.resize(n);
   b.frame_ids.resize(keep), b.timestamps_ns.resize(keep), b.encoder.resize(keep), b.missing.resize(keep);
+  if (b.has_points()) b.points.resize(3 * n), b.motion_y.resize(keep);
 }
 
 int subscribe(const Flags& f) {
@@ -131,8 +132,12 @@ int subscribe(const Flags& f) {
           rebuild->start(d);
           const LinearCalibration cal = wire::calibration_from_json(d.header.value("calibration", nlohmann::json::object()));
           if (!f.quiet)
-            std::printf("series %s started: %s, width %d, %s\n", series.c_str(), d.header.value("source", "?").c_str(),
-                        d.header.value("width", 0), d.header.value("point_unit", std::string(cal.unit())).c_str());
+            std::printf("series %s started: %s, width %d, %s%s\n", series.c_str(), d.header.value("source", "?").c_str(),
+                        d.header.value("width", 0), d.header.value("point_unit", std::string(cal.unit())).c_str(),
+                        !d.header.contains("sheet_calibration") ? ""
+                        : !f.calibration.empty()              ? " (mapped with --calibration)"
+                        : d.header.value("points", false)     ? " (X/Y/Z carried by the messages)"
+                                                              : " (mapped with the series' sheet-of-light model)");
           break;
         }
         case wire::Topic::Profile: {

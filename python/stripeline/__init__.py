@@ -2,16 +2,16 @@
 
     import stripeline
     s = stripeline.receive_series("tcp://127.0.0.1:5556")
-    x, y, z, intensity = s.points()
+    x, y, z, intensity = s.points()   # mm with a sheet-of-light calibration (s.calibration says which)
 """
 from .client import Subscriber, load_key_file, receive_series
 from .describe import describe
 from .files import read_ply, save_npz, save_ply
-from .series import LinearMapping, Series, SeriesAssembler, mapping_for
-from .wire import (Calibration, MalformedMessage, Message, Rows, SeriesEnd, SeriesStart, Stats,
+from .series import LinearMapping, Series, SeriesAssembler, SheetMapping, mapping_for
+from .wire import (Calibration, MalformedMessage, Message, Rows, SeriesEnd, SeriesStart, SheetCalibration, Stats,
                    decode)
 
 __version__ = "1.0.0"
 __all__ = ["describe", "Subscriber", "load_key_file", "receive_series", "read_ply", "save_npz", "save_ply",
-           "LinearMapping", "Series", "SeriesAssembler", "mapping_for", "Calibration",
+           "LinearMapping", "Series", "SeriesAssembler", "SheetMapping", "mapping_for", "Calibration", "SheetCalibration",
            "MalformedMessage", "Message", "Rows", "SeriesEnd", "SeriesStart", "Stats", "decode"]

@@ -22,9 +22,9 @@ def save_ply(series: Series, path, calibration=None):
     x, y, z, inten = series.points(calibration)
     v = np.empty(len(x), dtype=_VERTEX)
     v["x"], v["y"], v["z"], v["intensity"] = x, y, z, inten
-    v["quality"] = series.point_quality()
-    v["slot"] = series.point_slots()
-    v["width"] = series.point_widths()
+    v["quality"] = series.point_quality(calibration)
+    v["slot"] = series.point_slots(calibration)
+    v["width"] = series.point_widths(calibration)
     unit = (calibration or series.calibration).unit if (calibration or series.calibration).enabled else "px"
     props = ("property float x\nproperty double y\nproperty float z\nproperty float intensity\n"
              "property float quality\nproperty uchar slot\nproperty ushort width\n")

@@ -15,6 +15,10 @@ TOPICS = ("series-start", "profile", "heightmap", "series-end", "stats")
 MAX_WIDTH = 1 << 16        # as the C++ decoder (kMaxWidth)
 MAX_SLOTS = 4096           # slots never exceed a frame's height
 ROW_PARTS = (("z", "<f4"), ("intensity", "<u2"), ("width", "<u2"), ("quality", "<u2"))  # quality: format 1.1 on
+# Format 1.2, with a sheet-of-light calibration (unless the publisher leaves them out):
+# the processor's points [rows, slots, width, 3] (X, Y - motion_y, Z mm; NaN = no point)
+# and each row's motion position motion_y [rows] (mm): the PLY's X/Y/Z exactly.
+POINT_PARTS = (("points", "<f4"), ("motion_y", "<f8"))
 _U64 = (0, (1 << 64) - 1)
 _I64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -22,6 +26,7 @@ _I64 = (-(1 << 63), (1 << 63) - 1)
 MAX_ROWS_PER_MESSAGE = 1 << 20   # as the C++ decoder (wire::kMaxRowsPerMessage)
 MAX_SERIES_ROW = 1 << 48
 MAX_FRAME_HEIGHT = 4096          # kMaxFrameHeight
+DISTORTION_COUNT = 5             # k1, k2, k3, p1, p2 (core/sheet_of_light.h)
 _SERIES_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:")
 
 
@@ -75,6 +80,71 @@ class Calibration:
 
 
 @dataclass
+class SheetCalibration:
+    """The sheet-of-light model a series-start carries (`sheet_calibration`; core/sheet_of_light.h,
+    docs/calibration.md): image point (u, v) = (roi_offset + column, roi_offset + row) -> world
+    (X, Y, Z) in mm through lens distortion, the laser-plane homography and the motion axis."""
+    enabled: bool = True
+    unit: str = "mm"
+    model: str = "sheet-of-light"       # or "linear" (a per-axis calibration as the simplest model)
+    id: str = ""
+    file: str = ""
+    file_fnv1a: str = ""
+    roi_offset: tuple = (0, 0)          # full-sensor pixel of column 0 / row 0
+    y_source: str = "frame"             # "frame": Y from the frame index; "encoder": from the encoder count
+    y_step_mm: float = 1.0
+    y_offset_mm: float = 0.0
+    centre: tuple = (0.0, 0.0)          # distortion centre (cu, cv), px
+    scale: float = 1.0                  # px per normalised unit
+    distortion: tuple = (0.0,) * DISTORTION_COUNT   # k1, k2, k3, p1, p2 (correction direction)
+    homography: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)  # row-major, normalised -> (X, Z) mm
+    skew_about_x_deg: float = 0.0
+    skew_about_z_deg: float = 0.0
+
+    @property
+    def y_from_encoder(self):
+        return self.y_source == "encoder"
+
+    @classmethod
+    def from_json(cls, j):
+        """Checked as the C++ decoder checks it (wire::sheet_calibration_from_json): MalformedMessage
+        ("field") for anything but a complete model of finite values."""
+        def bad(what):
+            return MalformedMessage(f"sheet_calibration: {what} (expected a complete sheet-of-light model)", "field")
+        if not isinstance(j, dict):
+            raise bad("not an object")
+        for k in ("model", "y_step_mm", "centre", "scale", "distortion", "homography", "roi_offset"):
+            if k not in j:
+                raise bad(f"'{k}' is missing")
+        c = cls()
+        for k in ("model", "id", "file", "file_fnv1a", "unit", "y_source"):
+            if k in j:
+                setattr(c, k, _str(j[k], "sheet_calibration." + k))
+        c.model = "linear" if c.model == "linear" else "sheet-of-light"
+        roi = j["roi_offset"]
+        if not isinstance(roi, list) or len(roi) != 2:
+            raise bad("'roi_offset' is not [x, y]")
+        c.roi_offset = tuple(_int(v, "sheet_calibration.roi_offset[]", 0, MAX_WIDTH * 4) for v in roi)
+
+        def numbers(key, n):
+            v = j[key]
+            if not isinstance(v, list) or len(v) != n:
+                raise bad(f"'{key}' is not {n} numbers")
+            return tuple(_finite(e, f"sheet_calibration.{key}[]") for e in v)
+        c.centre = numbers("centre", 2)
+        c.distortion = numbers("distortion", DISTORTION_COUNT)
+        c.homography = numbers("homography", 9)
+        c.scale = _finite(j["scale"], "sheet_calibration.scale")
+        if not c.scale > 0:
+            raise bad(f"scale {c.scale} (expected > 0)")
+        c.y_step_mm = _finite(j["y_step_mm"], "sheet_calibration.y_step_mm")
+        for k in ("y_offset_mm", "skew_about_x_deg", "skew_about_z_deg"):
+            if k in j:
+                setattr(c, k, _finite(j[k], "sheet_calibration." + k))
+        return c
+
+
+@dataclass
 class Message:
     topic: str
     header: dict
@@ -94,6 +164,9 @@ class SeriesStart(Message):
     source: str = ""
     software: str = ""
     calibration: Calibration = field(default_factory=Calibration)
+    sheet_calibration: Optional[SheetCalibration] = None  # the sheet-of-light model, when one is applied
+    point_unit: str = ""                 # "mm" with a sheet-of-light calibration
+    points: bool = False                 # whether the row messages carry the calibrated points
 
 
 @dataclass
@@ -115,6 +188,8 @@ class Rows(Message):
     intensity: np.ndarray = None
     stripe_width: np.ndarray = None
     quality: np.ndarray = None          # contrast above the local background (0 from a 1.0 sender)
+    points: Optional[np.ndarray] = None     # [rows, slots, width, 3] float32 X, Y - motion_y, Z (mm; NaN = no point), 1.2
+    motion_y: Optional[np.ndarray] = None   # [rows] float64, mm: a point's Y is motion_y + float64(points[..., 1])
 
 
 @dataclass
@@ -257,9 +332,10 @@ def _series_start(h, base):
             _str(h[k], k)
     if "scan" in h:
         _int(h["scan"], "scan", *_U64)
-    if "sheet_calibration" in h and not isinstance(h["sheet_calibration"], dict):
-        raise MalformedMessage("sheet_calibration is not an object")
+    sheet = SheetCalibration.from_json(h["sheet_calibration"]) if "sheet_calibration" in h else None
+    points = _bool(h.get("points", False), "points")
     return SeriesStart(**base,
+                       sheet_calibration=sheet, point_unit=_str(h.get("point_unit", ""), "point_unit"), points=points,
                        width=_int(_need(h, "width"), "width", 0, MAX_WIDTH),
                        frame_height=frame_height,
                        slots=_int(h.get("slots", 1), "slots", 1, MAX_SLOTS),
@@ -292,25 +368,32 @@ def _rows(h, base, frames):
         if rows == 0:
             raise MalformedMessage(f"missing_rows holds {printable(repr(m), 20)} in a message of 0 rows", "range")
         missing[_int(m, "missing_rows[]", 0, rows - 1)] = True
-    # 1.0 sends z, intensity, width; 1.1 adds quality (docs/wire-format.md).
-    if len(frames) not in (5, 6):
-        raise MalformedMessage(f"a {base['topic']} message has {len(frames)} parts (expected 5 or 6)", "parts")
+    # 1.0 sends z, intensity, width; 1.1 adds quality; 1.2 the points and motion_y (docs/wire-format.md).
+    if len(frames) not in (5, 6, 8):
+        raise MalformedMessage(f"a {base['topic']} message has {len(frames)} parts (expected 5, 6 or 8)", "parts")
+    if "point_unit" in h:
+        _str(h["point_unit"], "point_unit")
     parts = _need(h, "parts")
     if not isinstance(parts, list) or len(parts) != len(frames) - 2:
         raise MalformedMessage(f"parts does not describe the message's {len(frames) - 2} arrays", "shape")
     shape = [rows, slots, width]
+    expected = [(name, dtype, shape) for name, dtype in ROW_PARTS] + [
+        ("points", "<f4", shape + [3]), ("motion_y", "<f8", [rows])]
     arrays = {}
-    for (name, dtype), desc, buf in zip(ROW_PARTS, parts, frames[2:]):
-        if not isinstance(desc, dict) or desc.get("name") != name or desc.get("dtype") != dtype or desc.get("shape") != shape:
-            raise MalformedMessage(f"parts entry {printable(repr(desc), 120)} (expected name {name}, dtype {dtype}, shape {shape})",
-                                   "shape")
-        buf = memoryview(frames[2 + len(arrays)]).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
-        want = rows * slots * width * np.dtype(dtype).itemsize
+    for (name, dtype, want_shape), desc, buf in zip(expected, parts, frames[2:]):
+        if (not isinstance(desc, dict) or desc.get("name") != name or desc.get("dtype") != dtype
+                or desc.get("shape") != want_shape):
+            raise MalformedMessage(f"parts entry {printable(repr(desc), 120)} (expected name {name}, dtype {dtype}, "
+                                   f"shape {want_shape})", "shape")
+        buf = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+        want = int(np.prod(want_shape)) * np.dtype(dtype).itemsize
         if len(buf) != want:
             raise MalformedMessage(f"part '{name}' has {len(buf)} bytes (expected {want})", "size")
-        arrays[name] = np.frombuffer(buf, dtype=dtype).reshape(shape)
+        arrays[name] = np.frombuffer(buf, dtype=dtype).reshape(want_shape)
     if np.isinf(arrays["z"]).any():
         raise MalformedMessage("z holds an infinite value (expected finite, or NaN for no detection)", "values")
+    if "points" in arrays:
+        _check_points(arrays["z"], arrays["points"], arrays["motion_y"])
     return Rows(**base, series_row=series_row, index=index,
                 frame=_int(h.get("frame", frame_ids[0] if rows else 0), "frame", *_U64),
                 rows=rows, width=width, slots=slots,
@@ -320,4 +403,20 @@ def _rows(h, base, frames):
                 has_encoder=np.array([e is not None for e in enc], dtype=bool),
                 missing_rows=missing, calibration=Calibration.from_json(h.get("calibration")),
                 z=arrays["z"], intensity=arrays["intensity"], stripe_width=arrays["width"],
-                quality=arrays.get("quality", np.zeros(shape, dtype="<u2")))
+                quality=arrays.get("quality", np.zeros(shape, dtype="<u2")),
+                points=arrays.get("points"), motion_y=arrays.get("motion_y"))
+
+
+def _check_points(z, points, motion_y):
+    """As the C++ decoder: a point is three finite values or three NaN, none where z has no
+    detection, every motion_y finite."""
+    if np.isinf(points).any():
+        raise MalformedMessage("points holds an infinite value (expected finite, or NaN for no point)", "values")
+    nans = np.isnan(points).sum(axis=-1)
+    if ((nans != 0) & (nans != 3)).any():
+        raise MalformedMessage("points holds a point that is partly NaN (expected three finite values, or three NaN)",
+                               "values")
+    if ((nans == 0) & np.isnan(z)).any():
+        raise MalformedMessage("points holds a point where z has no detection (expected NaN)", "values")
+    if not np.isfinite(motion_y).all():
+        raise MalformedMessage("motion_y holds a value that is not finite (expected a position in mm)", "values")

@@ -53,6 +53,24 @@ def rows_frames(seq, series_row, rows=2, width=WIDTH, slots=1, edit=None, topic=
     return [topic, json.dumps(h).encode(), z.tobytes(), ones, ones, ones]
 
 
+def with_points(frames, edit=None):
+    """The message with carried points (format 1.2): X = column, dY = 0, Z = z where z has a
+    detection, NaN elsewhere; motion_y 0.1 mm per row."""
+    h = json.loads(frames[1])
+    rows, slots, width = h["rows"], h["slots"], h["width"]
+    h["htype"] = h["htype"].replace("-1.1", "-1.2")
+    h["point_unit"] = "mm"
+    h["parts"] += [{"name": "points", "dtype": "<f4", "shape": [rows, slots, width, 3]},
+                   {"name": "motion_y", "dtype": "<f8", "shape": [rows]}]
+    z = np.frombuffer(frames[2], "<f4")
+    cols = np.tile(np.arange(width), rows * slots).astype("<f4")
+    pts = np.stack([np.where(np.isnan(z), np.nan, cols), np.where(np.isnan(z), np.nan, 0.0), z], axis=1).astype("<f4")
+    motion = 0.1 * (h["series_row"] + np.arange(rows, dtype="<f8"))
+    if edit:
+        edit(h, pts, motion)
+    return [frames[0], json.dumps(h).encode()] + frames[2:6] + [pts.tobytes(), motion.tobytes()]
+
+
 def start_header(**over):
     h = {"htype": "stripeline-series-start-1.1", "series": SERIES, "seq": 0, "time_ns": 1, "source": "hostile",
          "backend": "cpu", "method": "cog", "width": WIDTH, "frame_height": 32, "pixel_format": "Mono8", "slots": 1,
@@ -124,6 +142,24 @@ def cases():
     z = np.frombuffer(f[2], "<f4").copy()
     z[1] = np.inf
     add("z infinite", f[:2] + [z.tobytes()] + f[3:], "values")
+    # The carried points (format 1.2).
+    p = with_points(f)
+    add("points one byte short", p[:6] + [p[6][:-1], p[7]], "size")
+    add("motion_y one row too long", p[:7] + [p[7] + bytes(8)], "size")
+
+    def value(k, v, part="points"):
+        def e(h, pts, motion):
+            (pts if part == "points" else motion).reshape(-1)[k] = v
+        return e
+    add("a point partly NaN", with_points(f, value(1, np.nan)), "values")
+    add("a point with an infinite Z", with_points(f, value(2, np.inf)), "values")
+    add("a point where z has no detection", with_points(f, lambda h, pts, m: pts.__setitem__(2, (1, 1, 1))), "values")
+    add("motion_y NaN", with_points(f, value(1, np.nan, "motion_y")), "values")
+    add("points described without their 3 coordinates",
+        with_points(f, lambda h, pts, m: h["parts"][4].update(shape=[2, 1, WIDTH])), "shape")
+    add("motion_y described as float32", with_points(f, lambda h, pts, m: h["parts"][5].update(dtype="<f4")), "shape")
+    add("8 parts, 5 described", with_points(f, lambda h, pts, m: h["parts"].pop()), "shape")
+    add("point_unit a number", with_points(f, lambda h, pts, m: h.update(point_unit=1)), "field")
     add("seq -1", edited(set_("seq", -1)), "range")
     add("seq 1.5", edited(set_("seq", 1.5)), "field")
     add("seq missing", edited(lambda h: h.pop("seq")), "field")
@@ -159,6 +195,12 @@ def cases():
     add("series-start calibration a string", control("series-start", start_header(calibration="yes")), "field", True)
     add("series-start sheet_calibration a list", control("series-start", start_header(sheet_calibration=[1])), "field", True)
     add("series-start rows_per_message negative", control("series-start", start_header(rows_per_message=-2)), "range", True)
+    add("series-start points a string", control("series-start", start_header(points="yes")), "field", True)
+    add("series-start sheet_calibration incomplete", control("series-start", start_header(sheet_calibration={"model": 1})),
+        "field", True)
+    add("series-start sheet_calibration scale 0", control("series-start", start_header(sheet_calibration={
+        "model": "sheet-of-light", "roi_offset": [0, 0], "y_step_mm": 0.1, "centre": [1, 2], "scale": 0,
+        "distortion": [0] * 5, "homography": [1, 0, 0, 0, 1, 0, 0, 0, 1]})), "field", True)
     return c
 
 
@@ -228,6 +270,32 @@ class HostileStream(unittest.TestCase):
                 self.assertEqual(int(s.received.sum()), 4, name)
                 np.testing.assert_array_equal(s.z, clean.z, err_msg=name)
                 self.assertIsNotNone(s.end, name)
+
+    def test_carried_points_are_kept(self):
+        """A block with valid points between plain ones: decoded, nothing counted; the series
+        keeps the points only when every block carried them."""
+        s = self.receive([control("series-start", start_header()), rows_frames(1, 0), with_points(rows_frames(2, 2)),
+                          control("series-end", end_header(3))])
+        self.assertEqual(s.malformed, 0)
+        self.assertEqual(int(s.received.sum()), 4)
+        self.assertIsNone(s.xyz)  # blocks 0-1 and 2-3 carried none
+        m = [control("series-start", start_header(point_unit="mm", points=True)),
+             with_points(rows_frames(1, 0)), with_points(rows_frames(2, 2)), control("series-end", end_header(3))]
+        s = self.receive(m)
+        self.assertEqual(s.malformed, 0)
+        x, y, z, _ = s.points()  # the start holds no model, the rows their points: mm as carried
+        self.assertEqual((x.dtype, y.dtype, z.dtype), (np.float32, np.float64, np.float32))
+        self.assertEqual(len(x), 4 * (WIDTH - 1))
+        np.testing.assert_array_equal(y[:WIDTH - 1], 0.0)
+        np.testing.assert_array_equal(z, s.z[~np.isnan(s.z)])
+        self.assertEqual(s.calibration.model, "unknown")
+
+    def test_mm_without_a_model_or_points_is_refused(self):
+        m = [control("series-start", start_header(point_unit="mm")), rows_frames(1, 0), rows_frames(2, 2),
+             control("series-end", end_header(3))]
+        s = self.receive(m)
+        with self.assertRaisesRegex(ValueError, "cannot map to mm"):
+            s.points()
 
     def test_all_in_one_series_through_the_command_lines(self):
         msgs = [control("series-start", start_header())]
