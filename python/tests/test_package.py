@@ -271,5 +271,109 @@ class ReplayTest(unittest.TestCase):
         np.testing.assert_array_equal(a, b)
 
 
+@unittest.skipUnless(BIN and os.path.exists(BIN), "STRIPELINE_BIN (the stripeline binary) not given")
+class CalibratedReplayTest(unittest.TestCase):
+    """Issue 30: a replay with a sheet-of-light calibration, published: points() is the replay's
+    PLY, exactly from the carried points, within 1e-4 mm from the model alone (--publish-no-points)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.rec = os.path.join(cls.tmp.name, "gauge.tiff")
+        subprocess.run([BIN, "synth", cls.rec, "--scene", "gauge", "--roi", "160,460,1700,232", "--frames", "12"],
+                       check=True, stdout=subprocess.DEVNULL)
+        # The project's realistic fitted file (tests/example_models.h, as the fuzz corpus holds it),
+        # leaning: skew about X and Z make each point's Y differ from its row's motion position.
+        with open(os.path.join(PKG_ROOT, "..", "tests", "fuzz", "corpus", "calibration", "sheet-of-light.toml")) as f:
+            text = f.read()
+        text = "\n".join(l for l in text.splitlines() if not l.startswith("id = "))  # the id is of the values changed below
+        text = text.replace("skew_about_x_deg = 0.0", "skew_about_x_deg = 2.0").replace("skew_about_z_deg = 0.0", "skew_about_z_deg = 1.5")
+        cls.cal = os.path.join(cls.tmp.name, "cal.toml")
+        with open(cls.cal, "w") as f:
+            f.write(text + "\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def replay(self, ply, extra=()):
+        endpoint = f"tcp://127.0.0.1:{free_port()}"
+        proc = subprocess.Popen([BIN, "replay", self.rec, "-H", "232", "-q", "--calibration", self.cal, "--roi-offset", "160,460",
+                                 "--ply", ply, "--publish", endpoint, "--wait-subscriber", "20", *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return endpoint, proc
+
+    def receive(self, name, extra=()):
+        ply = os.path.join(self.tmp.name, name)
+        endpoint, proc = self.replay(ply, extra)
+        s = stripeline.receive_series(endpoint, timeout=30)
+        out = proc.communicate(timeout=60)[0].decode()
+        self.assertEqual(proc.returncode, 0, out)
+        self.assertTrue(s.complete, (s.gaps, s.malformed))
+        return s, stripeline.read_ply(ply)
+
+    def check_calibration(self, s):
+        c = s.calibration
+        self.assertIsInstance(c, stripeline.SheetCalibration)
+        self.assertTrue(c.enabled)
+        self.assertEqual((c.unit, c.model, c.roi_offset, c.y_source), ("mm", "sheet-of-light", (160, 460), "frame"))
+        self.assertEqual((c.skew_about_x_deg, c.skew_about_z_deg, c.y_step_mm, c.y_offset_mm), (2.0, 1.5, 0.1, -0.1))
+        self.assertEqual(c.centre, (1023.5, 543.5))
+        self.assertEqual(s.start.point_unit, "mm")
+
+    def test_carried_points_are_the_plys_exactly(self):
+        s, ref = self.receive("on.ply")
+        self.check_calibration(s)
+        self.assertTrue(s.start.points)
+        self.assertIsNotNone(s.xyz)
+        x, y, z, inten = s.points()
+        self.assertGreater(len(ref), 10000)
+        self.assertEqual(len(x), len(ref))
+        for a, k in zip((x, y, z, inten), ("x", "y", "z", "intensity")):
+            self.assertEqual(a.dtype, ref.dtype[k], k)
+            np.testing.assert_array_equal(a, ref[k], err_msg=k)
+        np.testing.assert_array_equal(s.point_quality(), ref["quality"])
+        np.testing.assert_array_equal(s.point_slots(), ref["slot"])
+        np.testing.assert_array_equal(s.point_widths(), ref["width"])
+        self.assertGreater(np.count_nonzero(np.diff(y)), len(y) // 2)  # the lean: Y varies within a row
+        # The numpy model maps the same rows to the same points (to 1e-4 mm; reported if not exact).
+        mapped = stripeline.SheetMapping(s.calibration)
+        s.xyz, carried = None, s.xyz
+        mx, my, mz, _ = mapped.points(s)
+        s.xyz = carried
+        self.assertEqual(len(mx), len(x))
+        for a, b in ((mx, x), (my, y), (mz, z)):
+            self.assertLessEqual(float(np.max(np.abs(a.astype(np.float64) - b))), 1e-4)
+        # The package's own PLY writer gives the same file contents.
+        out = os.path.join(self.tmp.name, "py.ply")
+        stripeline.save_ply(s, out)
+        np.testing.assert_array_equal(stripeline.read_ply(out), ref)
+
+    def test_model_only_stream_is_mapped_in_numpy(self):
+        s, ref = self.receive("off.ply", ["--publish-no-points"])
+        self.check_calibration(s)
+        self.assertFalse(s.start.points)
+        self.assertIsNone(s.xyz)
+        x, y, z, inten = s.points()
+        self.assertEqual(len(x), len(ref))
+        for a, k in zip((x, y, z), ("x", "y", "z")):
+            self.assertEqual(a.dtype, ref.dtype[k], k)
+            self.assertLessEqual(float(np.max(np.abs(a.astype(np.float64) - ref[k]))), 1e-4, k)
+        np.testing.assert_array_equal(inten, ref["intensity"])
+        print(f"\n  model-only mapping: {int(np.sum((x == ref['x']) & (y == ref['y']) & (z == ref['z'])))} of {len(x)} "
+              "points bit-identical to the PLY", file=sys.stderr)
+
+    def test_example_says_identical(self):
+        ply = os.path.join(self.tmp.name, "ex.ply")
+        endpoint, proc = self.replay(ply)
+        r = subprocess.run([sys.executable, os.path.join(PKG_ROOT, "examples", "receive_series.py"), endpoint, ply],
+                           capture_output=True, text=True, timeout=120, cwd=PKG_ROOT,
+                           env=dict(os.environ, PYTHONPATH=PKG_ROOT))
+        proc.communicate(timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("identical to the PLY: True", r.stdout)
+        self.assertIn("mm", r.stdout)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -17,7 +17,8 @@
 namespace {
 using namespace stripeline;
 
-// Checks every span it is fed: arrays as long as the shape says.
+// Checks every span it is fed: arrays as long as the shape says (and the
+// carried points, [frame][slot][column][3], when the rebuilder hands them on).
 class CheckingSink final : public ProfileSink {
  public:
   void begin(const ScanInfo& info) override { width_ = info.layout.width; }
@@ -27,6 +28,8 @@ class CheckingSink final : public ProfileSink {
     for (int f = 0; f < p.frames; ++f)
       for (int x = 0; x < p.width; ++x) sum += p.peaks(f, x) ? static_cast<std::uint64_t>(p.primary(f, x)) : 0;
     sink_ += sum;
+    if (p.xyz != nullptr)
+      for (std::size_t i = 0; i < 3 * static_cast<std::size_t>(p.frames) * p.slots * p.width; ++i) sink_ += p.xyz[i] == p.xyz[i] ? 1 : 0;
   }
   void finish() override {}
   std::uint64_t sink_ = 0;

@@ -1,12 +1,15 @@
 // Writes the fuzz targets' seed corpora with the project's own writers
 // (scripts/fuzz.sh --seeds regenerates them into tests/fuzz/corpus/):
-//   wire/         series as the publisher encodes them (wire::encode_*), 1.0 and 1.1
+//   wire/         series as the publisher encodes them (wire::encode_*), 1.0, 1.1 and
+//                 1.2 (a sheet-of-light series whose rows carry points and motion_y)
 //   image/        recordings and images (io::write_recording / write_image), 4-byte selector first
 //   calibration/  calibration files (format_calibration): linear and sheet-of-light
 // The config and target corpora are the files in configs/ (copied by the script).
 //
 //   make_seeds OUTPUT_DIR
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -105,8 +108,16 @@ std::string series(bool calibrated, bool sheet, int width, int slots, int rows_p
   }
   out.push_back(wire::encode_control(wire::Topic::SeriesStart, s).strings());
   for (int m = 0; m < messages; ++m) {
-    auto parts = rows_message(wire::Topic::Profile, id, seq++, block(static_cast<std::uint64_t>(m) * rows_per_message, rows_per_message, width, slots),
-                              cal, 6);
+    wire::RowBlock b = block(static_cast<std::uint64_t>(m) * rows_per_message, rows_per_message, width, slots);
+    if (sheet) {  // carried points (format 1.2): X = column, dY = 0, Z = z where z has a detection
+      for (std::size_t i = 0; i < b.z.size(); ++i) {
+        const float none = std::numeric_limits<float>::quiet_NaN(), z = b.z[i];
+        const bool point = !std::isnan(z);
+        b.points.insert(b.points.end(), {point ? static_cast<float>(i % width) : none, point ? 0.0f : none, point ? z : none});
+      }
+      for (int r = 0; r < b.rows; ++r) b.motion_y.push_back(0.1 * static_cast<double>(b.index + r));
+    }
+    auto parts = rows_message(wire::Topic::Profile, id, seq++, b, cal, 6);
     if (v10) {  // a 1.0 sender: no quality part
       parts.pop_back();
       auto h = nlohmann::json::parse(parts[1]);
