@@ -198,7 +198,7 @@ TEST(CalibratedStream, ProfileMessagesCarryPointsAndMotionY) {
   EXPECT_EQ(with.parts[6].size() + with.parts[7].size(), static_cast<std::size_t>(kRows) * (12 * kSlots * kW + 8));
   const wire::Decoded d = wire::decode(with.parts);
   ASSERT_TRUE(d.rows && d.rows->has_points());
-  EXPECT_EQ(d.header["point_unit"], "mm");
+  EXPECT_EQ(d.header.value("point_unit", ""), "mm");
   std::size_t points = 0;
   for (int r = 0; r < kRows; ++r) {
     const double y = mapping.point_y(span.index(r), meta[r]);

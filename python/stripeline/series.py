@@ -135,10 +135,12 @@ class SheetMapping:
     plane's axes (skew) to the world; X, dY, Z to float32; Y = motion_y + dY in float64 with
     motion_y = (frame index or encoder count) * y_step_mm + y_offset_mm.
 
-    A series whose rows all carry the publisher's points uses those instead (exactly the PLY's)."""
+    A series whose rows all carry the publisher's points uses those instead (exactly the PLY's),
+    unless `carried` is False (a model given in place of the series' own maps the rows)."""
 
-    def __init__(self, cal: SheetCalibration):
+    def __init__(self, cal: SheetCalibration, carried: bool = True):
         self.cal = cal
+        self.carried = carried
 
     def motion_y(self, index, encoder=None, has_encoder=None):
         """Y of each row's frame (double): core/sheet_of_light.h motion_y."""
@@ -182,7 +184,7 @@ class SheetMapping:
 
     def xyz(self, s: Series):
         """[rows, slots, width, 3] float32 X, dY, Z and [rows] motion_y: carried, or mapped."""
-        if s.xyz is not None and s.motion_y is not None:
+        if self.carried and s.xyz is not None and s.motion_y is not None:
             return s.xyz, s.motion_y
         if self.cal.model == "unknown":
             raise ValueError("the series' rows carry no points and its series-start (with the sheet-of-light model) "
@@ -218,7 +220,7 @@ def mapping_for(cal, series: Optional[Series] = None):
     LinearMapping otherwise. A series whose header says its points are mm (point_unit) but
     that holds no model and whose rows carry no points is refused (ValueError)."""
     if isinstance(cal, SheetCalibration):
-        return SheetMapping(cal)
+        return SheetMapping(cal, carried=series is None or cal is series.calibration)
     start = series.start if series is not None else None
     if start is not None and start.point_unit == "mm" and not cal.enabled:
         raise ValueError("series-start says its points are in mm (a sheet-of-light calibration) but carries no usable "
