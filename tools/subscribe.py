@@ -26,9 +26,16 @@ def main():
     except TimeoutError as e:
         print(f"timeout: {e}", file=sys.stderr)
         return 3
-    x, y, z, intensity = s.points()  # one entry per detected point, as in the PLY (y float64, the rest float32)
+    try:
+        x, y, z, intensity = s.points()  # one entry per point, as in the PLY (y float64, the rest float32); mm when calibrated
+    except ValueError as e:  # mm announced but neither a model nor carried points: refused, not pixels
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if s.start:
-        print(f"series-start {s.start.series} width {s.start.width} unit {s.start.unit}")
+        unit = s.calibration.unit if s.calibration.enabled else "px"
+        how = (" (X/Y/Z carried by the messages)" if s.xyz is not None else " (mapped with the sheet-of-light model)") \
+            if isinstance(s.calibration, stripeline.SheetCalibration) else ""
+        print(f"series-start {s.start.series} width {s.start.width} points in {unit}{how}")
     for first, count in s.gaps:
         print(f"gap: seq {first}..{first + count - 1} missing ({count} messages)")
     published = s.end.profile_rows if s.end else "?"
