@@ -596,7 +596,7 @@ RowBlock decode_rows(const json& h, const std::vector<std::string_view>& parts, 
   vector_from(parts[2], n, r.z, "z");
   vector_from(parts[3], n, r.intensity, "intensity");
   vector_from(parts[4], n, r.stripe_width, "width");
-  if (parts.size() == 6)
+  if (parts.size() >= 6)
     vector_from(parts[5], n, r.quality, "quality");
   else
     r.quality.assign(n, 0);

@@ -170,7 +170,7 @@ TEST(WireFormat, RowsRoundTripWithNaNForNoDetectionAndCalibration) {
   const auto d = wire::decode(enc);
   EXPECT_EQ(d.seq, 7u);
   EXPECT_EQ(d.series, "abc");
-  EXPECT_EQ(d.header["htype"], "stripeline-profile-1.1");
+  EXPECT_EQ(d.header["htype"], std::string("stripeline-profile-") + wire::kFormatVersion);
   ASSERT_TRUE(d.rows);
   const auto& r = *d.rows;
   EXPECT_EQ(r.rows, 2);
