@@ -3,7 +3,7 @@
 GenTL 1.5 standard alone (gentl_ctypes.py; nothing shared with stripeline's
 own consumer).
 
-    producer_conformance.py PRODUCER.cti [--only NAME] [--list]
+    producer_conformance.py PRODUCER.cti [--group scenarios|bad|handles] [--only NAME] [--list]
 
 Every probe runs in its own (forked) process, so a crash or a hang in the
 producer is counted (crashes: killed by a signal; hangs: past the timeout)
@@ -1025,15 +1025,19 @@ def run_forked(name_):
 def main():
     args = sys.argv[1:]
     if not args or not os.path.exists(args[0]):
-        print("usage: producer_conformance.py PRODUCER.cti [--only NAME] [--list]", file=sys.stderr)
+        print("usage: producer_conformance.py PRODUCER.cti [--group scenarios|bad|handles] [--only NAME] [--list]", file=sys.stderr)
         return 2
     PROBES["_cti"] = args[0]
     names = [n for n, f in PROBES.items() if callable(f) and not n.startswith("_")]
+    if "--only" in args:
+        names = [args[args.index("--only") + 1]]
+    if "--group" in args:
+        group = args[args.index("--group") + 1]
+        prefix = {"bad": "bad_", "handles": "handle_"}.get(group)
+        names = [n for n in names if (n.startswith(prefix) if prefix else not n.startswith(("bad_", "handle_")))]
     if "--list" in args:
         print("\n".join(names))
         return 0
-    if "--only" in args:
-        names = [args[args.index("--only") + 1]]
     total = right = crashes = hangs = 0
     failures = []
     for n in names:
