@@ -408,8 +408,6 @@ def small_own_buffer_is_never_overrun(c):
     mem = guarded(4096)
     h = C.c_void_p()
     s.p.check("DSAnnounceBuffer", s.ds, mem, 4096, None, C.byref(h))
-    for b in ok_handles:  # only the small one left to fill
-        pass
     got = None
     s.p.check("DSQueueBuffer", s.ds, h)
     for _ in range(50):
