@@ -82,7 +82,9 @@ void NodeMap::finish() {
     const std::string reg = f.name + "Reg";
     const std::string port = f.chunk_id ? "ChunkPort" + hex(f.chunk_id).substr(2) : "Device";
     if (f.chunk_id) chunk_ports[f.chunk_id] = port;
-    const std::string tip = f.tooltip.empty() ? "" : "    <ToolTip>" + escape(f.tooltip) + "</ToolTip>\n";
+    // The node's common elements, in the schema's order: ToolTip, then pIsLocked.
+    const std::string tip = (f.tooltip.empty() ? "" : "    <ToolTip>" + escape(f.tooltip) + "</ToolTip>\n") +
+                            (f.p_is_locked.empty() ? "" : "    <pIsLocked>" + f.p_is_locked + "</pIsLocked>\n");
     switch (f.kind) {
       case Feature::Kind::Integer:
         x << "  <Integer Name=\"" << f.name << "\" NameSpace=\"Standard\">\n" << tip << "    <pValue>" << reg << "</pValue>\n";
@@ -152,17 +154,21 @@ std::string NodeMap::url() const {
 
 const Feature* NodeMap::find(std::uint64_t address, std::size_t size) const {
   for (const Feature& f : features_)
-    if (f.chunk_id == 0 && address >= f.address && address + size <= f.address + register_length(f)) return &f;
+    // Overflow-safe: address - f.address cannot wrap once address >= f.address.
+    if (f.chunk_id == 0 && address >= f.address && address - f.address <= register_length(f) &&
+        size <= register_length(f) - (address - f.address))
+      return &f;
   return nullptr;
 }
 
 GC_ERROR NodeMap::read(std::uint64_t address, void* buffer, std::size_t size) const {
   if (address >= kFileAddress) {
-    if (address - kFileAddress + size > file_.size()) {
+    const std::uint64_t offset = address - kFileAddress;
+    if (offset > file_.size() || size > file_.size() - offset) {  // overflow-safe
       last_error_ = "read past the end of the XML file";
       return GC_ERR_INVALID_ADDRESS;
     }
-    std::memcpy(buffer, file_.data() + (address - kFileAddress), size);
+    std::memcpy(buffer, file_.data() + offset, size);
     return GC_ERR_SUCCESS;
   }
   const Feature* f = find(address, size);

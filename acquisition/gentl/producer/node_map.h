@@ -29,6 +29,7 @@ struct Feature {
   // Integer bounds: fixed, or the name of another Integer feature (pMin/pMax).
   std::int64_t min = 0, max = 0, inc = 1;
   std::string p_max;
+  std::string p_is_locked;  // an Integer feature that, when non-zero, locks this one (GenApi pIsLocked)
   double fmin = 0, fmax = 0;
   std::string unit;
   std::vector<std::pair<std::string, std::int64_t>> entries;  // Enumeration

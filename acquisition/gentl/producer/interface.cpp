@@ -1,0 +1,111 @@
+// The Interface module: one simulated grabber board with 1..8 devices.
+#include "acquisition/gentl/producer/sim_producer.h"
+
+namespace stripeline::gentl_sim {
+namespace {
+
+Interface* interface_of(IF_HANDLE h) { return as<Interface>(h, Kind::Interface); }
+
+Device* find_device(Interface* i, const char* id) {
+  if (!id) return nullptr;
+  for (auto& d : i->devices)
+    if (d->id == id) return d.get();
+  return nullptr;
+}
+
+GC_ERROR no_device(const char* id) { return fail(GC_ERR_INVALID_ID, "no device '" + std::string(id ? id : "") + "'"); }
+
+}  // namespace
+
+void close_interface(Interface* i) {
+  for (auto& d : i->devices)
+    if (d->open) close_device(d.get());
+  forget(i);
+  i->open = false;
+}
+
+GC_ERROR interface_info(const Interface* i, INTERFACE_INFO_CMD cmd, INFO_DATATYPE* t, void* b, std::size_t* n) {
+  switch (cmd) {
+    case INTERFACE_INFO_ID: return put_string(i->id, t, b, n);
+    case INTERFACE_INFO_DISPLAYNAME: return put_string("stripeline simulated grabber board", t, b, n);
+    case INTERFACE_INFO_TLTYPE: return put_string(kTlType, t, b, n);
+    default: return fail(GC_ERR_NOT_IMPLEMENTED, "interface info " + std::to_string(cmd));
+  }
+}
+
+}  // namespace stripeline::gentl_sim
+
+using namespace stripeline::gentl_sim;
+
+extern "C" {
+
+GC_ERROR IFGetParentTL(IF_HANDLE hIface, TL_HANDLE* phSystem) {
+  SIM_LOCKED;
+  if (!interface_of(hIface)) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  if (!phSystem) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
+  *phSystem = lib().system.get();
+  return ok();
+}
+
+GC_ERROR IFClose(IF_HANDLE hIface) {
+  SIM_LOCKED;
+  Interface* i = interface_of(hIface);
+  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  close_interface(i);
+  return ok();
+}
+
+GC_ERROR IFGetInfo(IF_HANDLE hIface, INTERFACE_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer, size_t* piSize) {
+  SIM_LOCKED;
+  Interface* i = interface_of(hIface);
+  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  return interface_info(i, iInfoCmd, piType, pBuffer, piSize);
+}
+
+GC_ERROR IFGetNumDevices(IF_HANDLE hIface, uint32_t* piNumDevices) {
+  SIM_LOCKED;
+  Interface* i = interface_of(hIface);
+  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  if (!piNumDevices) return fail(GC_ERR_INVALID_PARAMETER, "null count");
+  *piNumDevices = static_cast<uint32_t>(i->devices.size());
+  return ok();
+}
+
+GC_ERROR IFGetDeviceID(IF_HANDLE hIface, uint32_t iIndex, char* sIDeviceID, size_t* piSize) {
+  SIM_LOCKED;
+  Interface* i = interface_of(hIface);
+  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  if (iIndex >= i->devices.size()) return fail(GC_ERR_INVALID_INDEX, "device index " + std::to_string(iIndex));
+  return put_string(i->devices[iIndex]->id, nullptr, sIDeviceID, piSize);
+}
+
+GC_ERROR IFUpdateDeviceList(IF_HANDLE hIface, bool8_t* pbChanged, uint64_t) {
+  SIM_LOCKED;
+  if (!interface_of(hIface)) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  if (pbChanged) *pbChanged = 0;
+  return ok();
+}
+
+GC_ERROR IFGetDeviceInfo(IF_HANDLE hIface, const char* sDeviceID, DEVICE_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer,
+                         size_t* piSize) {
+  SIM_LOCKED;
+  Interface* i = interface_of(hIface);
+  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  Device* d = find_device(i, sDeviceID);
+  if (!d) return no_device(sDeviceID);
+  return device_info(d, iInfoCmd, piType, pBuffer, piSize);
+}
+
+GC_ERROR IFOpenDevice(IF_HANDLE hIface, const char* sDeviceID, DEVICE_ACCESS_FLAGS iOpenFlag, DEV_HANDLE* phDevice) {
+  SIM_LOCKED;
+  Interface* i = interface_of(hIface);
+  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  if (!phDevice) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
+  Device* d = find_device(i, sDeviceID);
+  if (!d) return no_device(sDeviceID);
+  if (const GC_ERROR rc = open_device(d, iOpenFlag); rc != GC_ERR_SUCCESS) return rc;
+  *phDevice = d;
+  return ok();
+}
+
+}  // extern "C"
