@@ -1,11 +1,11 @@
 #include "io/tiff_support.h"
 
-#include "io/reader_common.h"
-
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
 #include <new>
+
+#include "io/reader_common.h"
 
 namespace stripeline::io::detail {
 namespace {

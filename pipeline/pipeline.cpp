@@ -12,10 +12,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "acquisition/pixel_bits.h"
 #include "core/errors.h"
 #include "io/image_reader.h"
 #include "pipeline/buffer_pool.h"
-#include "acquisition/pixel_bits.h"
 
 namespace stripeline {
 

@@ -111,7 +111,7 @@ TEST(PixelBits, FewestBitsThatHoldTheHighestValue) {
 }
 
 TEST(PixelBits, MaxPixelValueLooksAtTheFilledFramesOnly) {
-  Batch b = make_batch(8, 4, 2, 3);  // 2 filled of 3
+  Batch b = make_batch<std::uint8_t>(8, 4, 2, 3);  // 2 filled of 3
   std::fill_n(reinterpret_cast<std::uint8_t*>(b.pixels.data()), b.layout.bytes(), std::uint8_t{0});
   px<std::uint8_t>(b, 1, 7, 3) = 200;
   px<std::uint8_t>(b, 2, 0, 0) = 255;  // beyond the filled frames
@@ -307,3 +307,87 @@ TEST_P(SignificantBitsReplay, EverySyntheticTargetHoldsWithNoOptions) {
     }
 }
 INSTANTIATE_TEST_SUITE_P(Depth, SignificantBitsReplay, ::testing::Values(10, 12, 14), [](const auto& info) { return std::to_string(info.param) + "bit"; });
+
+namespace {
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+std::uint64_t summary_points(const std::string& json) {
+  const auto at = json.find("\"points\": ");
+  return at == std::string::npos ? 0 : std::stoull(json.substr(at + 10));
+}
+std::string tiff_description(const std::filesystem::path& p) {
+  TIFF* t = TIFFOpen(p.c_str(), "r");
+  if (t == nullptr) return "";
+  char* desc = nullptr;
+  std::string out = TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &desc) == 1 && desc != nullptr ? desc : "";
+  TIFFClose(t);
+  return out;
+}
+}  // namespace
+
+// The case: 12-bit values in a 16-bit TIFF gave 0 points with the
+// defaults. Now points, and every output says which bits and why.
+TEST(PixelBits, ReplayOfA12BitTiffGivesPointsWithNoOptions) {
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(run_cli("synth " + (dir / "u.tif").string() + " --width 512 --frame-height 52 --frames 30 --depth 12 --no-bits-tags", &out), 0) << out;
+  ASSERT_EQ(run_cli("synth " + (dir / "t.tif").string() + " --width 512 --frame-height 52 --frames 30 --depth 12", &out), 0) << out;
+  EXPECT_NE(out.find("12 significant bits"), std::string::npos) << out;
+  const std::uint64_t cells = 30 * 512;
+  struct Case {
+    std::string file, flags, origin;
+    int bits;
+  };
+  for (const Case& c : {Case{"u.tif", "", "inferred", 12}, Case{"t.tif", "", "tiff-tag", 12}, Case{"u.tif", " --pixel-bits 12", "config", 12}}) {
+    const std::string what = c.file + c.flags;
+    ASSERT_EQ(run_cli("replay " + (dir / c.file).string() + " -H 52 -q --summary " + (dir / "s.json").string() + " --ascii --ply " +
+                          (dir / "r.ply").string() + " --heightmap " + (dir / "h.tif").string() + c.flags,
+                      &out),
+              0)
+        << what << ": " << out;
+    if (c.origin == "inferred")
+      EXPECT_NE(out.find("pixel bits: 12 (inferred: the first batch's highest value is 4095"), std::string::npos) << what << ": " << out;
+    else
+      EXPECT_EQ(out.find("inferred"), std::string::npos) << what << ": " << out;
+    EXPECT_EQ(out.find("right frame height"), std::string::npos) << what << ": " << out;
+    const std::string summary = read_all(dir / "s.json");
+    EXPECT_GT(summary_points(summary), cells * 9 / 10) << what << ": " << summary;
+    EXPECT_NE(summary.find("\"pixel_bits\": 12,"), std::string::npos) << what << ": " << summary;
+    EXPECT_NE(summary.find("\"pixel_bits_origin\": \"" + c.origin + "\""), std::string::npos) << what << ": " << summary;
+    const std::string ply = read_all(dir / "r.ply");
+    EXPECT_NE(ply.substr(0, ply.find("end_header")).find("comment pixel_bits 12 origin " + c.origin + "\n"), std::string::npos) << what;
+    EXPECT_NE(tiff_description(dir / "h.tif").find("\"pixel_bits\": 12, \"pixel_bits_origin\": \"" + c.origin + "\""), std::string::npos) << what;
+  }
+  // 16 bits asked of 12-bit data: (almost) no points, and the coverage warning names the bits.
+  ASSERT_EQ(run_cli("replay " + (dir / "u.tif").string() + " -H 52 -q --summary " + (dir / "s.json").string() + " --pixel-bits 16", &out), 0) << out;
+  EXPECT_LT(summary_points(read_all(dir / "s.json")), cells / 10);
+  EXPECT_NE(out.find("Or are 16 significant bits (config) more than the pixels hold?"), std::string::npos) << out;
+}
+
+TEST(PixelBits, BadValuesAreOneLineAndExitTwo) {
+  TempDir dir;
+  ASSERT_EQ(run_cli("synth " + (dir / "u.tif").string() + " --width 64 --frame-height 20 --frames 4 --depth 12 --no-bits-tags"), 0);
+  ASSERT_EQ(run_cli("synth " + (dir / "e.tif").string() + " --width 64 --frame-height 20 --frames 4"), 0);
+  struct Case {
+    std::string args, message;
+  };
+  const std::string ply = " --ply " + (dir / "bad.ply").string();
+  const std::vector<Case> cases = {
+      {"replay " + (dir / "u.tif").string() + " -H 20 --pixel-bits 20" + ply, "--pixel-bits 20 is out of range (expected 8..16"},
+      {"replay " + (dir / "u.tif").string() + " -H 20 --pixel-bits 7" + ply, "--pixel-bits 7 is out of range"},
+      {"replay " + (dir / "e.tif").string() + " -H 20 --pixel-bits 12" + ply, "pixel_bits = 12 is out of range (expected 0 or 8 for Mono8)"},
+      {"run -q -o " + (dir / "run").string() + " --pixel-bits 17", "--pixel-bits 17 is out of range"},
+      {"synth " + (dir / "x.tif").string() + " --depth 11", "--depth 11 is not supported (expected 8, 10, 12, 14 or 16)"},
+  };
+  for (const Case& c : cases) {
+    std::string err;
+    EXPECT_EQ(run_cli(c.args, &err), 2) << c.args << ": " << err;
+    EXPECT_NE(err.find(c.message), std::string::npos) << c.args << ": " << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << c.args << ": " << err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "bad.ply")) << c.args;
+    EXPECT_FALSE(std::filesystem::exists(dir / "x.tif")) << c.args;
+    EXPECT_FALSE(std::filesystem::exists(dir / "run")) << c.args;
+  }
+}
