@@ -50,9 +50,9 @@ SignificantBits decide_pixel_bits(int configured, const FrameSource& source, std
   else
     b = {bits_for_max_value(*first_max), BitsOrigin::Inferred};
   if (b.origin == BitsOrigin::Inferred && b.bits < 16)
-    spdlog::warn("pixel bits: {} (inferred: the first batch's highest value is {}; nothing in {} says how many of the 16 bits carry signal; "
-                 "--pixel-bits N or [processing] pixel_bits sets them)",
-                 b.bits, *first_max, source.describe());
+    spdlog::warn("pixel bits: {} inferred from the first batch's highest value {} (neither the source nor a file tag says how many of the "
+                 "16 bits carry signal; --pixel-bits N or [processing] pixel_bits sets them)",
+                 b.bits, *first_max);
   else
     spdlog::info("pixel bits: {} ({}{})", b.bits, to_string(b.origin),
                  b.origin == BitsOrigin::Inferred ? ", the first batch's highest value " + std::to_string(*first_max) : std::string());

@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "acquisition/camera_source.h"
 #include "acquisition/file_source.h"
 #include "acquisition/pixel_bits.h"
 #include "acquisition/synthetic_scanner.h"
+#include "core/errors.h"
 #include "extraction_eval.h"
 #include "io/image_reader.h"
 #include "io/image_writer.h"
@@ -94,6 +96,33 @@ TEST(PixelBits, PixelFormatNamesOfEveryTransport) {
   EXPECT_EQ(pixel_format_significant_bits("Mono16"), 16);
   for (const char* other : {"", "Mono", "Mono8p", "Mono16p", "Mono12x", "Mono1", "Mono120", "BayerRG12", "RGB8", "mono12"})
     EXPECT_EQ(pixel_format_significant_bits(other), 0) << other;
+}
+
+namespace {
+// Aravis and GenTL cameras share CameraSource::significant_bits(): the PixelFormat the camera accepted.
+class FakeCamera final : public CameraSource {
+ public:
+  explicit FakeCamera(std::string pixel_format) { settings_.pixel_format = std::move(pixel_format); }
+  const CameraSettings& settings() const override { return settings_; }
+  double loss_detection_seconds() const override { return 0.0; }
+  std::string loss_reason() const override { return ""; }
+  BatchLayout frame_layout() const override { return {16, 8, 0, PixelFormat::Mono16}; }
+  bool fill(Batch&) override { return false; }
+  std::string describe() const override { return "fake camera"; }
+
+ private:
+  CameraSettings settings_;
+};
+}  // namespace
+
+TEST(PixelBits, CamerasReportTheirPixelFormatsBits) {
+  EXPECT_EQ(FakeCamera("Mono12p").significant_bits(), (SignificantBits{12, BitsOrigin::Camera}));
+  EXPECT_EQ(FakeCamera("Mono10").significant_bits(), (SignificantBits{10, BitsOrigin::Camera}));
+  EXPECT_EQ(FakeCamera("Mono16").significant_bits(), (SignificantBits{16, BitsOrigin::Camera}));
+  EXPECT_FALSE(FakeCamera("YUV422_8").significant_bits().known());
+  const FakeCamera mono14("Mono14");
+  EXPECT_FALSE(pixel_bits_need_data(0, mono14));
+  EXPECT_EQ(decide_pixel_bits(0, mono14, std::nullopt), (SignificantBits{14, BitsOrigin::Camera}));
 }
 
 TEST(PixelBits, FewestBitsThatHoldTheHighestValue) {
@@ -348,7 +377,7 @@ TEST(PixelBits, ReplayOfA12BitTiffGivesPointsWithNoOptions) {
               0)
         << what << ": " << out;
     if (c.origin == "inferred")
-      EXPECT_NE(out.find("pixel bits: 12 (inferred: the first batch's highest value is 4095"), std::string::npos) << what << ": " << out;
+      EXPECT_NE(out.find("pixel bits: 12 inferred from the first batch's highest value"), std::string::npos) << what << ": " << out;
     else
       EXPECT_EQ(out.find("inferred"), std::string::npos) << what << ": " << out;
     EXPECT_EQ(out.find("right frame height"), std::string::npos) << what << ": " << out;
