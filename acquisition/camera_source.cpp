@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "acquisition/pixel_bits.h"
 #include "core/errors.h"
 
 namespace stripeline {
@@ -52,6 +53,12 @@ void CameraConfig::validate() const {
   for (const auto& f : features)
     if (f.find('=') == std::string::npos || f.front() == '=')
       bad("features", fmt::format("'{}' is not of the form Name=Value", f));
+}
+
+SignificantBits CameraSource::significant_bits() const {
+  const int bits = pixel_format_significant_bits(settings().pixel_format);
+  if (bits == 0) return {};
+  return {bits, BitsOrigin::Camera};
 }
 
 std::string CameraSettings::describe() const {

@@ -91,6 +91,9 @@ class CameraSource : public FrameSource {
   // Seconds from the last sign of life to the loss being declared (0 until lost).
   virtual double loss_detection_seconds() const = 0;
   virtual std::string loss_reason() const = 0;
+  // The PixelFormat the camera accepted (settings()), through
+  // pixel_format_significant_bits(): the same for Aravis and GenTL cameras.
+  SignificantBits significant_bits() const override;
 };
 
 // Opens and configures the camera. Throws DeviceUnavailable when it cannot

@@ -36,6 +36,8 @@ class FileSource final : public FrameSource {
   bool fill(Batch& batch) override;
   std::optional<std::uint64_t> total_frames() const override;
   std::string describe() const override;
+  // What the file says (ImageInfo::significant_bits): TIFF tags, PNG sBIT, PGM maxval, the recording's description.
+  SignificantBits significant_bits() const override { return reader_->info().significant_bits; }
 
  private:
   FileSourceConfig config_;

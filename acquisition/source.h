@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/batch.h"
+#include "core/significant_bits.h"
 
 namespace stripeline {
 
@@ -57,6 +58,11 @@ class FrameSource {
   virtual void request_stop() noexcept {}
   // Loss accounting of a live source (nullopt for files and synthetic scans).
   virtual std::optional<AcquisitionCounters> acquisition_counters() const { return std::nullopt; }
+  // How many bits of each pixel word carry signal, when the source knows it
+  // (a camera's PixelFormat, a file's MaxSampleValue or sBIT, the simulated
+  // scanner's depth); not known otherwise: the pipeline then infers it from
+  // the first batch (docs/data-model.md, "Significant bits").
+  virtual SignificantBits significant_bits() const { return {}; }
   // One line for logs: "synthetic scanner 2048x52 Mono8, seed 1".
   virtual std::string describe() const = 0;
 

@@ -272,8 +272,8 @@ void SyntheticConfig::validate() const {
   if (!(reflection >= 0.0 && reflection < 1.0)) out_of_range("reflection", num(reflection), "0 <= fraction < 1");
   check_range("reflection_strength", reflection_strength, 0.0, 2.0, "0..2");
   if (!(frame_rate > 0.0 && frame_rate <= 1e7)) out_of_range("frame_rate", num(frame_rate), "more than 0 and at most 1e7 frames per second");
-  if (bits != 0 && !(format == PixelFormat::Mono8 ? bits == 8 : (bits == 12 || bits == 16)))
-    out_of_range("bits", std::to_string(bits), format == PixelFormat::Mono8 ? "0 or 8 for 8-bit output" : "0, 12 or 16 for 16-bit output");
+  if (bits != 0 && !(format == PixelFormat::Mono8 ? bits == 8 : (bits >= 9 && bits <= 16)))
+    out_of_range("bits", std::to_string(bits), format == PixelFormat::Mono8 ? "0 or 8 for 8-bit output" : "0 or 9..16 for 16-bit output");
   check_range("ambient", ambient, 0.0, 255.0, "0..255, on the 8-bit scale");
   check_range("texture", texture, 0.0, 0.9, "0..0.9");
   check_range("glow", glow, 0.0, 2.0, "0..2");
@@ -324,7 +324,11 @@ double SyntheticScanner::second_row(std::uint64_t frame, int column) const {
 
 std::uint32_t SyntheticScanner::max_value() const {
   if (config_.format == PixelFormat::Mono8) return 255u;
-  return config_.bits == 12 ? 4095u : 65535u;
+  return config_.bits == 0 ? 65535u : (1u << config_.bits) - 1u;
+}
+
+SignificantBits SyntheticScanner::significant_bits() const {
+  return {config_.bits != 0 ? config_.bits : (config_.format == PixelFormat::Mono8 ? 8 : 16), BitsOrigin::Synthetic};
 }
 
 void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
@@ -423,10 +427,11 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
       const float v = std::clamp(buf[i], 0.0f, 255.0f);
       out[i] = static_cast<std::uint8_t>(static_cast<int>(v + 0.5f));
     }
-  } else if (c.bits == 12) {
+  } else if (c.bits != 0 && c.bits != 16) {  // 9..15 significant bits: the 8-bit scale times 2^(bits - 8)
     auto* out = reinterpret_cast<std::uint16_t*>(dst);
+    const float scale = static_cast<float>(1u << (c.bits - 8)), top = static_cast<float>(max_value());
     for (std::size_t i = 0; i < n; ++i) {
-      const float v = std::clamp(buf[i] * 16.0f, 0.0f, 4095.0f);
+      const float v = std::clamp(buf[i] * scale, 0.0f, top);
       out[i] = static_cast<std::uint16_t>(static_cast<int>(v + 0.5f));
     }
   } else {

@@ -41,7 +41,7 @@ struct SyntheticConfig {
   // Hard cases, each off by default (the defaults above render exactly as
   // before). The scanner renders the laser's colour channel: a "coloured"
   // surface is one whose albedo in that channel varies.
-  int bits = 0;                        // significant bits: 0 = the format's (8 or 16); 12 = Mono16 words holding 0..4095
+  int bits = 0;                        // significant bits: 0 = the format's (8 or 16); 9..15 = Mono16 words holding 0..2^bits - 1 (12: 0..4095)
   double ambient = 0.0;                // uneven diffuse ambient light: peak level (8-bit scale) over background, varying over rows, columns, frames
   double texture = 0.0;                // surface albedo variation (0..0.9): modulates the ambient light and the stripe
   double glow = 0.0;                   // glow/blooming around the stripe, relative to its power (0..2); stronger on one side
@@ -64,6 +64,7 @@ class SyntheticScanner final : public FrameSource {
   bool fill(Batch& batch) override;
   std::optional<std::uint64_t> total_frames() const override;
   std::string describe() const override;
+  SignificantBits significant_bits() const override;  // its depth (bits, else the format's), origin Synthetic
 
   // True stripe centre of frame f, column x, in rows (NaN = occluded).
   // Pure: a function of (config, frame, column) only. It is the beam's true

@@ -110,6 +110,8 @@ CalibrationRun calibrate(FrameSource& source, const CalibrationTarget& target, c
   run.fit = fit_sheet_of_light(obs, target, options.fit);
   run.file = calibration_file_from_fit(run.fit, target, options);
   run.report = calibration_report(run.fit, target, run.file, options.fit.origin);
+  run.report["pixel_bits"] = obs.pixel_bits.bits;  // the stripe's extraction (docs/data-model.md, "Significant bits")
+  run.report["pixel_bits_origin"] = to_string(obs.pixel_bits.origin);
   return run;
 }
 

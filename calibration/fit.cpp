@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "acquisition/pixel_bits.h"
 #include "acquisition/source.h"
 #include "calibration/fit_residuals.h"
 #include "calibration/stripe_trace.h"
@@ -220,12 +221,22 @@ void configure(ceres::Solver::Options& opt) {
 ObservationSet extract_observations(FrameSource& source, const ChainConfig& chain, int roi_x, int roi_y) {
   BatchLayout layout = source.frame_layout();
   layout.frames = 16;
-  auto processor = make_processor(Backend::Cpu, layout, chain);
+  ChainConfig c = chain;
+  validate_chain(c, layout);  // the configured values checked before any frame is read
   Batch batch(layout, &allocate_host);
-  ProfileBatch profiles(layout.width, layout.frames, output_slots(chain, layout.frame_height), &allocate_host);
+  // The significant bits, as the pipeline decides them (acquisition/pixel_bits.h):
+  // the first batch is read first when they must be inferred.
+  bool filled = false;
+  std::optional<std::uint32_t> first_max;
+  if (pixel_bits_need_data(c.adaptive.pixel_bits, source) && (filled = source.fill(batch))) first_max = max_pixel_value(batch);
   ObservationSet set;
+  set.pixel_bits = decide_pixel_bits(c.adaptive.pixel_bits, source, first_max);
+  c.adaptive.pixel_bits = set.pixel_bits.bits;
+  auto processor = make_processor(Backend::Cpu, layout, c);
+  ProfileBatch profiles(layout.width, layout.frames, output_slots(c, layout.frame_height), &allocate_host);
   set.roi = {roi_x, roi_y, layout.width, layout.frame_height};
-  for (std::uint64_t first = 0; source.fill(batch); first += static_cast<std::uint64_t>(batch.frames)) {
+  for (std::uint64_t first = 0; filled || source.fill(batch); first += static_cast<std::uint64_t>(batch.frames)) {
+    filled = false;
     batch.first_index = first;  // we are the pipeline here: we number the frames
     processor->process(batch, profiles);
     for (int f = 0; f < profiles.frames; ++f) {

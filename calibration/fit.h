@@ -30,6 +30,7 @@
 
 #include "calibration/target.h"
 #include "core/sheet_of_light.h"
+#include "core/significant_bits.h"
 #include "stages/chain.h"
 
 namespace stripeline {
@@ -46,6 +47,7 @@ struct FrameObservation {
 struct ObservationSet {
   SensorRoi roi;             // the recording's ROI (x, y from the caller; width, frame height from the source)
   std::vector<FrameObservation> frames;
+  SignificantBits pixel_bits{};  // the significant bits the stripe was extracted with (acquisition/pixel_bits.h)
 };
 
 // Runs the CPU chain over every frame of the source. roi_x, roi_y: the

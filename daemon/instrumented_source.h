@@ -29,6 +29,7 @@ class InstrumentedSource final : public FrameSource {
   SourceEnd end_reason() const override { return inner_.end_reason(); }
   void request_stop() noexcept override { inner_.request_stop(); }
   std::optional<AcquisitionCounters> acquisition_counters() const override { return inner_.acquisition_counters(); }
+  SignificantBits significant_bits() const override { return inner_.significant_bits(); }
 
   // The next fill() returns false; a pacing wait (or a camera's wait for
   // frames) ends now. Thread-safe.

@@ -66,6 +66,7 @@ class ColourTiffReader final : public ReaderBase {
     char* description = nullptr;
     if (TIFFGetField(tif_, TIFFTAG_IMAGEDESCRIPTION, &description) == 1 && description != nullptr)
       info.recorded_frame_height = recorded_frame_height(description, info.width);
+    info.significant_bits = tiff_significant_bits(tif_, info.format, description);
     return info;
   }
 

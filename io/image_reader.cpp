@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cmath>
 #include <cerrno>
 #include <csetjmp>
 #include <cstdio>
@@ -219,6 +220,7 @@ std::unique_ptr<ImageReader> open_pgm(const fs::path& path) {
   if (offset < 0) input_error(path, "cannot tell the position of the pixel data");
   ImageInfo info{static_cast<int>(width), static_cast<std::int64_t>(height),
                  maxval <= 255 ? PixelFormat::Mono8 : PixelFormat::Mono16};
+  info.significant_bits = detail::significant_bits_of_max(info.format, static_cast<double>(maxval), BitsOrigin::PgmMaxval);
   const std::uintmax_t row = width * bytes_per_pixel(info.format);
   const std::uintmax_t data = size - static_cast<std::uintmax_t>(offset);
   if (data / row < height) {
@@ -419,6 +421,16 @@ class PngReader final : public ReaderBase {
     for (int i = 0; i < texts; ++i) {
       if (text[i].key != nullptr && text[i].text != nullptr && std::strcmp(text[i].key, "Description") == 0)
         info.recorded_frame_height = detail::recorded_frame_height(text[i].text, info.width);
+    }
+    // Significant bits: the sBIT chunk (colour: its widest channel), else the description's.
+    png_color_8p sbit = nullptr;
+    if (png_get_sBIT(png_, info_ptr_, &sbit) != 0 && sbit != nullptr) {
+      const int b = channels_ >= 3 ? std::max({sbit->red, sbit->green, sbit->blue}) : sbit->gray;
+      if (b >= 1 && b <= 16) info.significant_bits = detail::significant_bits_of_max(info.format, std::ldexp(1.0, b) - 1.0, BitsOrigin::PngSbit);
+    }
+    for (int i = 0; i < texts && !info.significant_bits.known() && info.format == PixelFormat::Mono16; ++i) {
+      if (text[i].key != nullptr && text[i].text != nullptr && std::strcmp(text[i].key, "Description") == 0)
+        info.significant_bits = detail::recorded_significant_bits(text[i].text);
     }
     const int swap = h.bit_depth == 16 && std::endian::native == std::endian::little ? 1 : 0;
     if (png_c_start(png_, info_ptr_, swap) != 0) input_error(path_, "corrupt PNG: " + libpng_message());

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 
+#include "core/significant_bits.h"
 #include "core/types.h"
 #include "io/channel_mix.h"
 
@@ -37,6 +38,11 @@ struct ImageInfo {
   PixelFormat format = PixelFormat::Mono8;
   int pages = 1;                  // TIFF: pages read one after the other as one recording
   int recorded_frame_height = 0;  // frame height the file says it holds (TIFF ImageDescription, PNG tEXt); 0: none
+  // Significant bits of 16-bit pixels when the file says fewer than 16: TIFF
+  // MaxSampleValue/SMaxSampleValue, then the recording's description; PNG
+  // sBIT, then its description; PGM maxval. Not known (0) otherwise, and for
+  // 8-bit files (their depth is the format's).
+  SignificantBits significant_bits{};
 };
 
 // How a reader decodes. The defaults are the fast paths; tests and the

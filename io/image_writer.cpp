@@ -25,6 +25,11 @@
 namespace stripeline::io {
 namespace {
 
+// The significant bits a 16-bit image's tags state (9..15), or 0: none.
+int written_significant_bits(PixelFormat format, const ImageWriteOptions& options) {
+  return format == PixelFormat::Mono16 && options.significant_bits >= 9 && options.significant_bits <= 15 ? options.significant_bits : 0;
+}
+
 namespace fs = std::filesystem;
 
 [[noreturn]] void input_error(const fs::path& path, const std::string& message) {
@@ -74,7 +79,7 @@ void png_write_cb(png_structp png, png_bytep data, size_t length) {
 void png_flush_cb(png_structp) {}
 
 int png_c_write(png_structp png, png_infop info, const unsigned char* pixels, png_uint_32 width, png_uint_32 height,
-                int bit_depth, size_t row_bytes, int level, const char* description) {
+                int bit_depth, size_t row_bytes, int level, const char* description, int significant_bits) {
   if (setjmp(png_jmpbuf(png))) return 1;
   png_set_user_limits(png, 0x7fffffffU, 0x7fffffffU);
   png_set_IHDR(png, info, width, height, bit_depth, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
@@ -87,6 +92,11 @@ int png_c_write(png_structp png, png_infop info, const unsigned char* pixels, pn
     text.key = const_cast<char*>("Description");
     text.text = const_cast<char*>(description);
     png_set_text(png, info, &text, 1);
+  }
+  if (significant_bits > 0) {
+    png_color_8 sbit{};
+    sbit.gray = static_cast<png_byte>(significant_bits);
+    png_set_sBIT(png, info, &sbit);
   }
   png_write_info(png, info);
   if (bit_depth == 16 && std::endian::native == std::endian::little) png_set_swap(png);  // PNG is big-endian
@@ -114,7 +124,8 @@ void write_png(AtomicFile& file, const fs::path& path, const void* pixels, int w
   const int failed = png_c_write(png, info, static_cast<const unsigned char*>(pixels), static_cast<png_uint_32>(width),
                                  static_cast<png_uint_32>(height), bit_depth,
                                  static_cast<size_t>(width) * bytes_per_pixel(format), options.compress ? 6 : 0,
-                                 options.description.empty() ? nullptr : options.description.c_str());
+                                 options.description.empty() ? nullptr : options.description.c_str(),
+                                 written_significant_bits(format, options));
   png_destroy_write_struct(&png, &info);
   if (failed != 0) {
     if (state.io_error) {
@@ -196,7 +207,9 @@ void write_tiff(AtomicFile& file, const fs::path& path, const void* pixels, int 
                   (!options.compress ||
                    TIFFSetField(t, TIFFTAG_PREDICTOR, static_cast<std::uint16_t>(PREDICTOR_HORIZONTAL)) == 1) &&
                   (options.description.empty() ||
-                   TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, options.description.c_str()) == 1);
+                   TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, options.description.c_str()) == 1) &&
+                  (written_significant_bits(format, options) == 0 ||
+                   TIFFSetField(t, TIFFTAG_MAXSAMPLEVALUE, static_cast<std::uint16_t>((1u << written_significant_bits(format, options)) - 1u)) == 1);
   if (!ok) throw RuntimeFailure(path.string() + ": libtiff refused the image tags: " + messages.text());
 
   // libtiff may modify the buffer it is given (predictor, byte swapping):
@@ -221,10 +234,10 @@ void write_tiff(AtomicFile& file, const fs::path& path, const void* pixels, int 
 }
 
 // ---------------------------------------------------------------------------
-void write_pgm(AtomicFile& file, const void* pixels, int width, std::int64_t height, PixelFormat format) {
+void write_pgm(AtomicFile& file, const void* pixels, int width, std::int64_t height, PixelFormat format, int significant_bits) {
   const bool wide = format == PixelFormat::Mono16;
   const std::string header = "P5\n" + std::to_string(width) + " " + std::to_string(height) + "\n" +
-                             (wide ? "65535" : "255") + "\n";
+                             (significant_bits > 0 ? std::to_string((1u << significant_bits) - 1u) : wide ? "65535" : "255") + "\n";
   file.write(header.data(), header.size());
   const std::size_t row_bytes = static_cast<std::size_t>(width) * bytes_per_pixel(format);
   const auto* src = static_cast<const unsigned char*>(pixels);
@@ -277,7 +290,7 @@ void write_image(const std::filesystem::path& path, const void* pixels, int widt
   switch (out) {
     case OutFormat::Png: write_png(file, path, pixels, width, height, format, options); break;
     case OutFormat::Tiff: write_tiff(file, path, pixels, width, height, format, options); break;
-    case OutFormat::Pgm: write_pgm(file, pixels, width, height, format); break;
+    case OutFormat::Pgm: write_pgm(file, pixels, width, height, format, written_significant_bits(format, options)); break;
   }
   file.commit();
 }

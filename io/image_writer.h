@@ -29,6 +29,10 @@ struct ImageWriteOptions {
   // Written as the TIFF ImageDescription or the PNG tEXt "Description" (e.g.
   // a recording's frame height, io/recording.h); empty: none.
   std::string description;
+  // 16-bit images holding fewer significant bits (9..15): written as the TIFF
+  // MaxSampleValue (2^n - 1), the PNG sBIT chunk (n) or the PGM maxval
+  // (2^n - 1), which the readers report (ImageInfo::significant_bits). 0: none.
+  int significant_bits = 0;
 };
 void write_image(const std::filesystem::path& path, const void* pixels, int width, std::int64_t height, PixelFormat format,
                  const ImageWriteOptions& options);

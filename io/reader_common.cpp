@@ -99,6 +99,22 @@ int recorded_frame_height(const std::string& description, int width) {
   return 0;
 }
 
+SignificantBits recorded_significant_bits(const std::string& description) {
+  if (description.empty() || description.front() != '{') return {};
+  const nlohmann::json j = nlohmann::json::parse(description, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return {};
+  const auto s = j.find("stripeline");
+  if (s == j.end() || !s->is_object()) return {};
+  const auto b = s->find("significant_bits");
+  if (b == s->end() || !b->is_number_integer() || b->get<std::int64_t>() < 8 || b->get<std::int64_t>() > 15) return {};
+  return {b->get<int>(), BitsOrigin::Recording};
+}
+
+SignificantBits significant_bits_of_max(PixelFormat format, double max_value, BitsOrigin origin) {
+  if (format != PixelFormat::Mono16 || !(max_value >= 1.0) || max_value >= 65535.0) return {};
+  return {bits_for_max_value(static_cast<std::uint32_t>(max_value)), origin};
+}
+
 std::size_t pread_full(int fd, void* dst, std::size_t bytes, std::uint64_t offset) {
   auto* out = static_cast<char*>(dst);
   std::size_t done = 0;

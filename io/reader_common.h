@@ -45,6 +45,14 @@ void swap16(std::byte* data, std::size_t count);
 // {"stripeline": {"frame_height": N}}, or tifffile's {"shape": [..., N, width]}
 // for a stack of frames. 0 when the text says nothing usable.
 int recorded_frame_height(const std::string& description, int width);
+// The significant bits a recording's description states
+// ({"stripeline": {"significant_bits": N}}, N in 8..15), origin Recording;
+// not known otherwise.
+SignificantBits recorded_significant_bits(const std::string& description);
+// What a 16-bit file's largest sample value (TIFF MaxSampleValue, PGM maxval,
+// 2^sBIT - 1) says: its bits, when fewer than 16 (a full-range value says
+// nothing the word does not), else not known. 8-bit files: not known.
+SignificantBits significant_bits_of_max(PixelFormat format, double max_value, BitsOrigin origin);
 
 // pread() until `bytes` are read, the file ends or an error; returns the bytes
 // read (errno set when it stopped on an error). Thread-safe on a shared fd.

@@ -9,9 +9,10 @@
 
 namespace stripeline::io {
 
-std::string recording_description(int frame_height, std::uint64_t frames) {
+std::string recording_description(int frame_height, std::uint64_t frames, int significant_bits) {
   nlohmann::json j;
   j["stripeline"] = {{"frame_height", frame_height}, {"frames", frames}};
+  if (significant_bits > 0) j["stripeline"]["significant_bits"] = significant_bits;
   return j.dump();
 }
 
@@ -28,7 +29,11 @@ void write_recording(const std::filesystem::path& path, const void* pixels, int 
   const std::uint64_t rows = std::min<std::uint64_t>(static_cast<std::uint64_t>(options.frames_per_strip), std::max<std::uint64_t>(frames, 1)) *
                              static_cast<std::uint64_t>(frame_height);
   o.rows_per_strip = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffULL));
-  o.description = recording_description(frame_height, frames);
+  if (options.significant_bits != 0 && (format != PixelFormat::Mono16 || options.significant_bits < 9 || options.significant_bits > 15))
+    throw InputError(path.string() + ": " + std::to_string(options.significant_bits) + " significant bits (expected 9..15, in 16-bit words)");
+  const int bits = options.bits_tags ? options.significant_bits : 0;
+  o.significant_bits = bits;
+  o.description = recording_description(frame_height, frames, bits);
   write_image(path, pixels, width, static_cast<std::int64_t>(frames) * frame_height, format, o);
 }
 

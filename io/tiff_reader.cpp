@@ -243,6 +243,7 @@ class TiffReader final : public ReaderBase {
       if (TIFFGetField(tif_, TIFFTAG_IMAGEDESCRIPTION, &description) == 1 && description != nullptr) {
         info.recorded_frame_height = recorded_frame_height(description, info.width);
       }
+      info.significant_bits = tiff_significant_bits(tif_, format, description);
     } else if (static_cast<int>(width) != info.width || format != info.format) {
       input_error(path_, "page " + std::to_string(index) + " is " + std::to_string(width) + " pixels wide, " +
                              std::to_string(bps) + "-bit (expected " + std::to_string(info.width) + " pixels, " +

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <new>
 
+#include "io/reader_common.h"
+
 namespace stripeline::io::detail {
 namespace {
 
@@ -56,5 +58,16 @@ TiffOpenOptions::TiffOpenOptions(TiffMessages& messages, tmsize_t max_single_all
 }
 
 TiffOpenOptions::~TiffOpenOptions() { TIFFOpenOptionsFree(options_); }
+
+SignificantBits tiff_significant_bits(TIFF* tif, PixelFormat format, const char* description) {
+  std::uint16_t max_value = 0;
+  if (TIFFGetField(tif, TIFFTAG_MAXSAMPLEVALUE, &max_value) == 1)
+    if (const SignificantBits b = significant_bits_of_max(format, max_value, BitsOrigin::TiffTag); b.known()) return b;
+  double smax = 0.0;
+  if (TIFFGetField(tif, TIFFTAG_SMAXSAMPLEVALUE, &smax) == 1)
+    if (const SignificantBits b = significant_bits_of_max(format, smax, BitsOrigin::TiffTag); b.known()) return b;
+  if (format == PixelFormat::Mono16 && description != nullptr) return recorded_significant_bits(description);
+  return {};
+}
 
 }  // namespace stripeline::io::detail

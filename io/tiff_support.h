@@ -7,6 +7,9 @@
 
 #include <string>
 
+#include "core/significant_bits.h"
+#include "core/types.h"
+
 namespace stripeline::io::detail {
 
 // Messages libtiff produced for one handle (errors and warnings).
@@ -36,6 +39,12 @@ class TiffOpenOptions {
  private:
   TIFFOpenOptions* options_ = nullptr;
 };
+
+// The significant bits of the current directory's 16-bit samples: its
+// MaxSampleValue, else its SMaxSampleValue (origin TiffTag), else the
+// recording's description (origin Recording); not known when none says fewer
+// than 16 bits, and for 8-bit samples.
+SignificantBits tiff_significant_bits(TIFF* tif, PixelFormat format, const char* description);
 
 // Replace libtiff's default stderr handlers by silent ones (idempotent).
 void silence_libtiff();

@@ -3,7 +3,10 @@
 // fewer than `min_fraction` of its columns (over all its frames), the frame
 // height is probably wrong (a recording replayed with the wrong -H cuts the
 // stripe across frames, or a frame holds no stripe at all) and it logs a
-// warning saying so. It never fails a run and writes nothing.
+// warning saying so; with 16-bit pixels whose significant bits were given
+// (configuration, tags, camera) rather than measured, it names them too: too
+// many scale the contrast floor above the stripe. It never fails a run and
+// writes nothing.
 #include <string>
 
 #include "pipeline/sink.h"
@@ -24,6 +27,8 @@ class StripeCoverageCheck final : public ProfileSink {
   std::string what_;
   double min_fraction_;
   int frame_height_ = 0;
+  PixelFormat format_ = PixelFormat::Mono8;
+  SignificantBits pixel_bits_;
   double fraction_ = -1.0;
   bool warned_ = false;
 };

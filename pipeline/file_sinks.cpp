@@ -23,6 +23,8 @@ void PlySink::begin(const ScanInfo& info) {
       "source " + info.source,
       std::string("method ") + to_string(info.chain.column.method),
   };
+  if (info.pixel_bits.known())  // docs/data-model.md, "Significant bits"
+    comments.push_back("pixel_bits " + std::to_string(info.pixel_bits.bits) + " origin " + to_string(info.pixel_bits.origin));
   if (const NeighbourCheckConfig& n = info.chain.neighbour_check; n.columns > 0) {  // docs/extraction.md: isolated detections removed
     char step[32];
     std::snprintf(step, sizeof step, "%.6g", n.step);
@@ -139,6 +141,12 @@ std::string neighbour_check_json(const NeighbourCheckConfig& n) {
   return ", \"neighbour_check\": {\"columns\": " + std::to_string(n.columns) + ", \"step\": " + step + "}";
 }
 
+// `, "pixel_bits": N, "pixel_bits_origin": "..."` when known, else nothing.
+std::string pixel_bits_json(const SignificantBits& b) {
+  if (!b.known()) return "";
+  return ", \"pixel_bits\": " + std::to_string(b.bits) + ", \"pixel_bits_origin\": " + json_string(to_string(b.origin));
+}
+
 // What a reader needs to turn the codes back into heights (docs/data-model.md);
 // `stripeline describe` and the Python package (python/) read it.
 std::string heightmap_description(const ScanInfo& info, int bits, const std::vector<std::string>& filters) {
@@ -159,7 +167,7 @@ std::string heightmap_description(const ScanInfo& info, int bits, const std::vec
          ", \"rounding\": \"half up\", \"code\": \"0 = no detection; else (position_1/256px + 128 + 2^(7-b)) >> (8-b)\"" +
          ", \"frame_height\": " + std::to_string(info.layout.frame_height) +
          ", \"method\": " + json_string(to_string(info.chain.column.method)) + neighbour_check_json(info.chain.neighbour_check) +
-         ", \"calibration\": " + cal +
+         pixel_bits_json(info.pixel_bits) + ", \"calibration\": " + cal +
          ", \"unit\": " + json_string(c.unit()) + ", \"filters\": " + steps + ", \"source\": " + json_string(info.source) +
          ", \"software\": \"stripeline " STRIPELINE_VERSION "\"}";
 }

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "acquisition/pixel_bits.h"
 #include "core/errors.h"
 #include "io/image_reader.h"
 #include "pipeline/buffer_pool.h"
@@ -49,22 +50,39 @@ std::shared_ptr<const DarkFrame> load_dark_frame(const std::string& path, const 
   return d;
 }
 
+// The source's next batch into the slot, laser-off frames consumed by the
+// ambient suppressor (a batch whose frames were all laser-off is refilled).
+// False when the source has ended. `raw_max`, when given, gets the highest
+// pixel value before the suppression (the significant bits' inference).
+bool fill_slot(FrameSource& source, Slot* slot, const AmbientSuppressor* ambient, std::uint64_t& consumed, std::uint32_t* raw_max = nullptr) {
+  do {
+    slot->batch.frames = 0;
+    if (!source.fill(slot->batch) || slot->batch.frames == 0) return false;
+    if (raw_max != nullptr) *raw_max = std::max(*raw_max, max_pixel_value(slot->batch));
+    if (ambient != nullptr) consumed += ambient->apply(slot->batch);
+  } while (slot->batch.frames == 0);
+  return true;
+}
+
 // 1. A free slot, filled by the source; the pipeline numbers the batch.
+// `first`: a batch already filled before the run began (the significant
+// bits' inference), handed on first; null when none.
 class AcquireFilter {
  public:
-  AcquireFilter(FrameSource& source, BufferPool& pool, const std::atomic<bool>& stop, const AmbientSuppressor* ambient, std::uint64_t& consumed)
-      : source_(source), pool_(pool), stop_(stop), ambient_(ambient), consumed_(consumed) {}
+  AcquireFilter(FrameSource& source, BufferPool& pool, const std::atomic<bool>& stop, const AmbientSuppressor* ambient, std::uint64_t& consumed,
+                Slot* first)
+      : source_(source), pool_(pool), stop_(stop), ambient_(ambient), consumed_(consumed), first_(first) {}
   Slot* operator()(tbb::flow_control& fc) const {
-    if (stop_.load()) return end(fc);
-    Slot* slot = pool_.acquire();
-    do {  // a batch whose frames were all laser-off frames is refilled
-      slot->batch.frames = 0;
-      if (!source_.fill(slot->batch) || slot->batch.frames == 0) {
+    Slot* slot = first_;
+    first_ = nullptr;
+    if (slot == nullptr) {
+      if (stop_.load()) return end(fc);
+      slot = pool_.acquire();
+      if (!fill_slot(source_, slot, ambient_, consumed_)) {
         pool_.release(slot);
         return end(fc);
       }
-      if (ambient_ != nullptr) consumed_ += ambient_->apply(slot->batch);
-    } while (slot->batch.frames == 0);
+    }
     slot->batch.sequence = next_sequence_++;
     slot->batch.first_index = next_index_;
     next_index_ += static_cast<std::uint64_t>(slot->batch.frames);
@@ -83,6 +101,7 @@ class AcquireFilter {
   std::uint64_t& consumed_;
   // Serial filter: one call at a time, so plain counters (mutable: TBB takes the filter by const reference).
   mutable std::uint64_t next_sequence_ = 0, next_index_ = 0;
+  mutable Slot* first_;
 };
 
 // 2. Profiles from pixels, on whichever processor lane is free.
@@ -171,7 +190,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   // mapped to mm by the processor, on its backend (the GPU's inside the batch).
   ChainConfig chain = options_.chain;
   chain.calibration = options_.sheet;
-  const kernels::ColumnParams params = validate_chain(chain, layout);
+  kernels::ColumnParams params = validate_chain(chain, layout);  // the configured values checked before any frame is read
   std::optional<AmbientSuppressor> ambient;
   if (options_.ambient.mode != AmbientMode::None) {
     AmbientConfig a = options_.ambient;
@@ -183,6 +202,25 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   // Set-up: everything is allocated here, nothing in the steady state.
   BufferPool pool(layout, params.slots, options_.buffers, host_allocator_for(stats.backend), chain.calibration != nullptr);
   stats.pinned = pool.pinned();
+  // The significant bits (acquisition/pixel_bits.h): from the configuration or
+  // the source, else from the first batch, filled now and processed first.
+  std::optional<clock::time_point> first_fill;
+  Slot* first = nullptr;
+  std::optional<std::uint32_t> first_max;
+  if (pixel_bits_need_data(chain.adaptive.pixel_bits, source)) {
+    first_fill = clock::now();
+    first = pool.acquire();
+    std::uint32_t top = 0;
+    if (fill_slot(source, first, ambient ? &*ambient : nullptr, ambient_frames, &top)) {
+      first_max = top;
+    } else {
+      pool.release(first);
+      first = nullptr;
+    }
+  }
+  stats.pixel_bits = decide_pixel_bits(chain.adaptive.pixel_bits, source, first_max);
+  chain.adaptive.pixel_bits = stats.pixel_bits.bits;
+  params = validate_chain(chain, layout);
   const int lanes = options_.lanes > 0 ? std::min(options_.lanes, options_.buffers) : std::max(1, options_.buffers - 1);
   std::vector<std::unique_ptr<BatchProcessor>> processors;
   tbb::concurrent_bounded_queue<BatchProcessor*> free_lanes;
@@ -193,13 +231,13 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   spdlog::debug("pipeline: {} backend, {} slots of {} frames ({:.1f} MB, {}), {} lanes", to_string(stats.backend), pool.size(),
                 layout.frames, pool.bytes() / 1e6, stats.pinned ? "pinned" : "pageable", lanes);
 
-  const ScanInfo info{layout, params.slots, chain, options_.calibration, source.describe(), stats.backend, options_.sheet};
+  const ScanInfo info{layout, params.slots, chain, options_.calibration, source.describe(), stats.backend, options_.sheet, stats.pixel_bits};
   std::size_t begun = 0;
   try {
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);
-    const auto start = clock::now();
+    const auto start = first_fill.value_or(clock::now());
     tbb::parallel_pipeline(static_cast<std::size_t>(pool.size()),
-                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames)) &
+                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames, first)) &
                                tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, ProcessFilter(free_lanes, pool)) &
                                tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order,
                                                              SinkFilter(sinks, pool, stats, start, progress)));

@@ -56,6 +56,7 @@ struct PipelineStats {
   double compute_ms = 0.0;       // processor time summed over batches
   double cuda_startup_ms = 0.0;
   bool pinned = false;
+  SignificantBits pixel_bits{};    // the significant bits extracted with, and where they came from (acquisition/pixel_bits.h)
   double mb_per_s() const { return seconds > 0 ? bytes / 1e6 / seconds : 0.0; }
   double profiles_per_s() const { return seconds > 0 ? profiles / seconds : 0.0; }
 };

@@ -8,6 +8,7 @@
 #include "core/applied_calibration.h"
 #include "core/calibration.h"
 #include "core/profile.h"
+#include "core/significant_bits.h"
 #include "core/types.h"
 #include "stages/chain.h"
 
@@ -21,6 +22,7 @@ struct ScanInfo {
   std::string source;            // describe() of the source
   Backend backend = Backend::Cpu;
   std::shared_ptr<const AppliedCalibration> sheet;  // sheet-of-light calibration in use, or none
+  SignificantBits pixel_bits{};    // significant bits of the pixels (chain.adaptive.pixel_bits) and where they came from
 };
 
 // A batch a sink keeps after consume_kept() returns (pipeline/background_sink.h):

@@ -129,7 +129,7 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
   const int format_bits = layout.format == PixelFormat::Mono8 ? 8 : 16;
   const int bits = a.pixel_bits == 0 ? format_bits : a.pixel_bits;
   if (a.pixel_bits != 0 && (a.pixel_bits < 8 || a.pixel_bits > format_bits || (format_bits == 8 && a.pixel_bits != 8)))
-    bad("pixel_bits", a.pixel_bits, format_bits == 8 ? "0 or 8 for Mono8" : "0 (16) or 8..16 for Mono16");
+    bad("pixel_bits", a.pixel_bits, format_bits == 8 ? "0 or 8 for Mono8" : "0 (from the camera, the file or the data) or 8..16 for Mono16");
   if (!(a.min_contrast >= 0.0 && a.min_contrast <= 255.0)) bad_number("min_contrast", a.min_contrast, "0..255, in 8-bit units");
   if (!(a.level > 0.0 && a.level < 1.0)) bad_number("contrast_level", a.level, "more than 0 and less than 1");
   if (!(a.centroid_level >= 0.0 && a.centroid_level < 1.0)) bad_number("centroid_level", a.centroid_level, "0 or more and less than 1");

@@ -33,7 +33,7 @@ struct AdaptiveConfig {
   double noise_factor = 4.0;   // contrast >= noise_factor x mean |row-to-row step| outside the stripe (0: off)
   int max_width = 16;          // run width limit at `level`, pixels; also the background search radius
   double steger_sigma = 1.0;   // steger: derivative-of-Gaussian sigma, pixels (0.5..2.3)
-  int pixel_bits = 0;          // significant bits of the pixels: 0 = the format's (8 or 16); 10/12 for such cameras in 16-bit words
+  int pixel_bits = 0;          // significant bits of the pixels, 8..16 (12: a Mono12 camera's 0..4095 in 16-bit words); 0 = a run decides (acquisition/pixel_bits.h), validate_chain alone takes the format's 8 or 16
 };
 
 // After extraction: detections that no neighbouring column continues are

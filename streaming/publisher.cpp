@@ -279,6 +279,10 @@ class Publisher::Impl {
           h["width"] = scan.layout.width;
           h["frame_height"] = scan.layout.frame_height;
           h["pixel_format"] = to_string(scan.layout.format);
+          if (scan.pixel_bits.known()) {  // docs/data-model.md, "Significant bits"
+            h["pixel_bits"] = scan.pixel_bits.bits;
+            h["pixel_bits_origin"] = to_string(scan.pixel_bits.origin);
+          }
           h["slots"] = scan.profile_slots;
           h["rows_per_message"] = cfg.rows_per_message;
           h["heightmap_rows"] = cfg.heightmap_rows;

@@ -480,7 +480,8 @@ void check_series_start(const json& h) {
   if (frame_height > max_frame_height_for_code(bits))
     malformed("range", "frame_height " + std::to_string(frame_height) + " does not fit the height code with height_bits " +
                            std::to_string(bits) + " (expected at most " + std::to_string(max_frame_height_for_code(bits)) + ")");
-  for (const char* k : {"source", "backend", "method", "pixel_format", "software", "format", "point_unit"}) opt_string(h, k);
+  for (const char* k : {"source", "backend", "method", "pixel_format", "pixel_bits_origin", "software", "format", "point_unit"}) opt_string(h, k);
+  opt_int(h, "pixel_bits", 8, 16);
   opt_u64(h, "scan");
   if (const auto u = h.find("unit"); u != h.end() && !(u->is_string() && (*u == "mm" || *u == "px")))
     malformed("field", "'unit' is " + printable(u->dump(), 20) + " (expected \"mm\" or \"px\")");

@@ -5,10 +5,15 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 
+#include "acquisition/file_source.h"
+#include "acquisition/pixel_bits.h"
 #include "core/batch.h"
 #include "core/profile.h"
 #include "io/image_reader.h"
+#include "io/recording.h"
 #include "test_helpers.h"
 
 namespace stripeline::test {
@@ -17,7 +22,7 @@ std::vector<HardCase> hard_cases(int bits, std::uint64_t frames) {
   SyntheticConfig base;
   base.frames = frames;
   base.format = bits == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
-  base.bits = bits == 12 ? 12 : 0;
+  base.bits = bits == 8 || bits == 16 ? 0 : bits;  // 10, 12, 14: a Mono10/12/14 camera's values in 16-bit words
   std::vector<HardCase> cases;
   cases.push_back({"default", base});
   {
@@ -97,20 +102,30 @@ double TruthScore::false_percent() const {
 }
 double TruthScore::bias() const { return detected > outliers ? bias_sum / static_cast<double>(detected - outliers) : 0.0; }
 
-std::vector<TruthScore> score_synthetic(const SyntheticConfig& sc, const std::vector<ChainConfig>& chains) {
+std::vector<TruthScore> score_synthetic(const SyntheticConfig& sc, const std::vector<ChainConfig>& chains, FrameSource* frames,
+                                        SignificantBits* used) {
   SyntheticScanner scan(sc);
-  BatchLayout l = scan.frame_layout();
+  FrameSource& source = frames != nullptr ? *frames : scan;
+  BatchLayout l = source.frame_layout();
   l.frames = 30;
   Batch batch(l, &allocate_host);
+  // The significant bits as a run decides them (acquisition/pixel_bits.h), for chains that leave them at 0.
+  bool filled = false;
+  std::optional<std::uint32_t> first_max;
+  if (pixel_bits_need_data(0, source) && (filled = source.fill(batch))) first_max = max_pixel_value(batch);
+  const SignificantBits bits = decide_pixel_bits(0, source, first_max);
+  if (used != nullptr) *used = bits;
   std::vector<std::unique_ptr<BatchProcessor>> processors;
   std::vector<ProfileBatch> outs;
-  for (const ChainConfig& chain : chains) {
+  for (ChainConfig chain : chains) {
+    if (chain.adaptive.pixel_bits == 0) chain.adaptive.pixel_bits = bits.bits;
     processors.push_back(make_processor(Backend::Cpu, l, chain));
     outs.emplace_back(l.width, l.frames, output_slots(chain, l.frame_height), &allocate_host);
   }
   std::vector<TruthScore> scores(chains.size());
   std::uint64_t first_frame = 0;  // sources do not number batches (the pipeline does)
-  for (; scan.fill(batch); first_frame += static_cast<std::uint64_t>(batch.frames)) {
+  for (; filled || source.fill(batch); first_frame += static_cast<std::uint64_t>(batch.frames)) {
+    filled = false;
     for (std::size_t c = 0; c < chains.size(); ++c) processors[c]->process(batch, outs[c]);
     for (int f = 0; f < batch.frames; ++f) {
       const std::uint64_t frame = first_frame + static_cast<std::uint64_t>(f);
@@ -154,6 +169,25 @@ std::vector<TruthScore> score_synthetic(const SyntheticConfig& sc, const std::ve
 }
 
 TruthScore score_synthetic(const SyntheticConfig& sc, const ChainConfig& chain) { return score_synthetic(sc, std::vector<ChainConfig>{chain})[0]; }
+
+TruthScore score_replayed(const SyntheticConfig& sc, const ChainConfig& chain, const std::filesystem::path& path, bool bits_tags,
+                          SignificantBits& used) {
+  SyntheticScanner scan(sc);
+  BatchLayout l = scan.frame_layout();
+  l.frames = static_cast<int>(sc.frames);
+  Batch batch(l, &allocate_host);
+  if (!scan.fill(batch) || batch.frames != l.frames) throw std::runtime_error("score_replayed: the scanner rendered too few frames");
+  io::RecordingWriteOptions o;
+  o.compress = false;  // quicker; the tags are the same
+  o.significant_bits = sc.bits == 16 ? 0 : sc.bits;
+  o.bits_tags = bits_tags;
+  io::write_recording(path, batch.pixels.data(), l.width, l.frame_height, sc.frames, l.format, o);
+  FileSourceConfig fc;
+  fc.path = path;
+  fc.frame_height = l.frame_height;
+  FileSource file(fc);
+  return score_synthetic(sc, {chain}, &file, &used)[0];
+}
 
 std::vector<std::string> real_image_names() {
   return {"floor_block_red.png", "floor_blocks_step_red.png", "floor_red.png", "gravel_top_line_red.png", "gravel_bottom_line_red.png", "carpet_bricks_green.png"};

@@ -4,6 +4,7 @@
 // against its truth, and the real photographs of tests/data/real scored
 // against the Steger reference (steger_reference.h).
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,14 @@ struct HardCase {
 // of them together.
 std::vector<HardCase> hard_cases(int bits, std::uint64_t frames);
 
+// The targets every synthetic hard case meets with the default chain, at
+// every depth (docs/extraction.md): RMS over the inliers, detection, points
+// beyond 1 px, false detections in occluded columns.
+struct TruthTargets {
+  double rms_px, detection_percent, outlier_percent, false_percent;
+};
+inline constexpr TruthTargets kTruthTargets{0.06, 99.5, 0.05, 1.0};
+
 // Scored against the truth, columns within 2 of an occlusion edge or step
 // left out (the blur mixes their neighbours): detection over the columns
 // with a stripe, RMS over the points within 1 px of the truth (the others are
@@ -43,8 +52,17 @@ struct TruthScore {
 
 // Renders the case, runs the CPU chain on it (batches of 30 frames), scores it.
 TruthScore score_synthetic(const SyntheticConfig& scan, const ChainConfig& chain);
-// The same for several chains, rendering once.
-std::vector<TruthScore> score_synthetic(const SyntheticConfig& scan, const std::vector<ChainConfig>& chains);
+// The same for several chains, rendering once. `frames`: where the frames
+// come from (a replay of the rendered recording), else the scanner itself.
+// Chains with pixel_bits 0 take the significant bits a run would decide from
+// that source (acquisition/pixel_bits.h); `used` gets them.
+std::vector<TruthScore> score_synthetic(const SyntheticConfig& scan, const std::vector<ChainConfig>& chains, FrameSource* frames = nullptr,
+                                        SignificantBits* used = nullptr);
+// The case rendered into a recording at `path` (.tif or .png; 16-bit words
+// with sc.bits significant bits, tagged or not), replayed from the file as
+// `stripeline replay` does with no options; `used` gets the bits decided.
+TruthScore score_replayed(const SyntheticConfig& scan, const ChainConfig& chain, const std::filesystem::path& path, bool bits_tags,
+                          SignificantBits& used);
 
 // ---------------------------------------------------------------------------
 // Real photographs

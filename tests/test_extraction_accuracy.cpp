@@ -23,7 +23,7 @@ struct Bounds {
 };
 
 // The targets.
-const Bounds kTarget{0.06, 99.5, 0.05, 1.0};
+const Bounds kTarget{kTruthTargets.rms_px, kTruthTargets.detection_percent, kTruthTargets.outlier_percent, kTruthTargets.false_percent};
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include "app/calibration_setup.h"
 #include "tools/bench_calibrated.h"
 #include "tools/commands.h"
+#include "tools/pixel_bits_flag.h"
 #if STRIPELINE_HAVE_CUDA
 #include "stages/cuda/cuda_stages.h"
 #endif
@@ -201,12 +202,14 @@ struct BenchOptions {
   std::string method = "default";     // the extraction chain timed: the default, or a method by name
   std::string estimator = "centroid";  // with method adaptive
   int neighbour_columns = 0;           // the neighbour check after extraction (0 = off)
+  int pixel_bits = -1;                 // --pixel-bits (-1: not given; the synthetic frames' own depth)
   bool production_only = false;
   ChainConfig chain() const {
     ChainConfig c;  // the built-in default (adaptive, centroid)
     if (method != "default") c.column.method = parse_method(method);  // cog etc. with their default threshold 40 / min_peak 50
     c.adaptive.estimator = parse_estimator(estimator);
     c.neighbour_check.columns = neighbour_columns;
+    apply_pixel_bits_flag(pixel_bits, c);
     return c;
   }
 };
@@ -396,6 +399,7 @@ Subcommand add_bench(CLI::App& app) {
   sub->add_option("--estimator", o->estimator, "With --method adaptive/default: centroid, gauss, parabola or steger")->capture_default_str();
   sub->add_option("--neighbour-columns", o->neighbour_columns, "Time the chain with the neighbour check on, this many columns each side (0 = off)")
       ->capture_default_str();
+  add_pixel_bits_flag(sub, o->pixel_bits);
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
   return {sub, [o] {
             if (!o->calibration.empty()) {

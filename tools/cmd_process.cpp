@@ -19,6 +19,7 @@
 #include "tools/calibration_flags.h"
 #include "tools/commands.h"
 #include "tools/interrupt.h"
+#include "tools/pixel_bits_flag.h"
 #include "tools/report.h"
 
 namespace stripeline::tools {
@@ -33,6 +34,7 @@ struct CommonFlags {
   std::string calibration;       // --calibration FILE
   double y_step = 0.0;           // --y-step MM
   std::string roi_offset;        // --roi-offset X,Y
+  int pixel_bits = -1;           // --pixel-bits N (-1: not given)
 };
 
 
@@ -167,9 +169,11 @@ Subcommand add_run(CLI::App& app) {
   sub->add_option("--backend", flags->backend, "auto, cpu or cuda (overrides processing.backend)");
   sub->add_flag("-q,--quiet", flags->quiet, "No progress bar, no list of outputs");
   add_calibration_flags(sub, flags->calibration, flags->y_step, flags->roi_offset);
+  add_pixel_bits_flag(sub, flags->pixel_bits);
   return {sub, [flags, out_dir, xyz_tiff] {
             Config c = flags->config.empty() ? default_config() : load_config(flags->config);
             apply_calibration_flags(c, flags->calibration, flags->y_step, flags->roi_offset);
+            apply_pixel_bits_flag(flags->pixel_bits, c.pipeline.chain);
             if (!out_dir->empty()) c.output.dir = *out_dir;
             if (!xyz_tiff->empty()) c.output.xyz_tiff = *xyz_tiff;
             if (!flags->backend.empty()) c.pipeline.backend = parse_backend(flags->backend);
@@ -224,6 +228,7 @@ Subcommand add_replay(CLI::App& app) {
   sub->add_option("--backend", f->backend, "auto, cpu or cuda");
   sub->add_flag("-q,--quiet", f->quiet, "No progress bar, no list of outputs");
   add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
+  add_pixel_bits_flag(sub, f->pixel_bits);
   f->range.add(sub);
   return {sub, [f] {
             Config c = f->config.empty() ? default_config() : load_config(f->config);
@@ -256,6 +261,7 @@ Subcommand add_replay(CLI::App& app) {
             if (f->height_bits >= 0) c.output.height_bits = f->height_bits;
             if (!f->method.empty()) c.pipeline.chain.column.method = parse_method(f->method);
             if (!f->estimator.empty()) c.pipeline.chain.adaptive.estimator = parse_estimator(f->estimator);
+            apply_pixel_bits_flag(f->pixel_bits, c.pipeline.chain);
             if (f->neighbour_columns >= 0) c.pipeline.chain.neighbour_check.columns = f->neighbour_columns;
             if (!f->channel.empty()) c.file.channel = io::parse_channel_mix(f->channel, "--channel");
             if (!f->dark_frame.empty() && f->alternate) throw InputError("--dark-frame and --alternate exclude each other (pick one ambient suppression)");

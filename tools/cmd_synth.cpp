@@ -53,6 +53,7 @@ Subcommand add_synth(CLI::App& app) {
     std::string out, truth;
     SyntheticConfig c;
     int depth = 8;
+    bool no_bits_tags = false;
     std::string compression = "deflate";
     int frames_per_strip = 1;
     TriangulationSynthOptions tri;
@@ -63,7 +64,9 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--width", f->c.width, "Frame width")->capture_default_str();
   sub->add_option("--frame-height", f->c.frame_height, "Frame height")->capture_default_str();
   sub->add_option("--frames", f->c.frames, "Number of frames")->capture_default_str();
-  sub->add_option("--depth", f->depth, "Bits per pixel: 8 or 16")->capture_default_str();
+  sub->add_option("--depth", f->depth, "Bits per pixel: 8 or 16; 10, 12 or 14: a Mono10/12/14 camera's values in 16-bit words, tagged "
+                                      "(TIFF MaxSampleValue, PNG sBIT, PGM maxval, the description)")->capture_default_str();
+  sub->add_flag("--no-bits-tags", f->no_bits_tags, "With --depth 10/12/14: write no tag saying so (replay then infers the bits from the data)");
   sub->add_option("--compression", f->compression, "TIFF/PNG: deflate (TIFF: with the horizontal predictor) or none")->capture_default_str();
   sub->add_option("--frames-per-strip", f->frames_per_strip, "TIFF: frames per strip, each strip decoded by one thread on replay")
       ->capture_default_str();
@@ -89,16 +92,18 @@ Subcommand add_synth(CLI::App& app) {
               f->tri.seed = f->c.seed;
               return synth_triangulation(f->tri);
             }
-            if (f->depth != 8 && f->depth != 16) throw InputError("--depth " + std::to_string(f->depth) + " is not supported (expected 8 or 16)");
+            if (f->depth != 8 && f->depth != 10 && f->depth != 12 && f->depth != 14 && f->depth != 16)
+              throw InputError("--depth " + std::to_string(f->depth) + " is not supported (expected 8, 10, 12, 14 or 16)");
             if (f->c.frames == 0) throw InputError("--frames 0: a recording needs at least one frame");
             if (f->compression != "deflate" && f->compression != "none")
               throw InputError("--compression " + f->compression + " is not supported (expected deflate or none)");
             if (f->frames_per_strip < 1)
               throw InputError("--frames-per-strip " + std::to_string(f->frames_per_strip) + " is out of range (expected at least 1)");
             f->c.format = f->depth == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
+            f->c.bits = f->depth == 8 || f->depth == 16 ? 0 : f->depth;
             f->c.validate();
             const std::uint64_t rows = f->c.frames * static_cast<std::uint64_t>(f->c.frame_height);
-            const std::uint64_t bytes = rows * static_cast<std::uint64_t>(f->c.width) * (f->depth / 8);
+            const std::uint64_t bytes = rows * static_cast<std::uint64_t>(f->c.width) * bytes_per_pixel(f->c.format);
             if (bytes > (8ull << 30))
               throw InputError("--frames " + std::to_string(f->c.frames) + ": the recording would take " + std::to_string(bytes >> 20) +
                                " MiB (expected at most 8 GiB)");
@@ -116,10 +121,13 @@ Subcommand add_synth(CLI::App& app) {
             io::RecordingWriteOptions ro;
             ro.compress = f->compression == "deflate";
             ro.frames_per_strip = f->frames_per_strip;
+            ro.significant_bits = f->c.bits;
+            ro.bits_tags = !f->no_bits_tags;
             io::write_recording(f->out, image.data(), f->c.width, f->c.frame_height, f->c.frames, f->c.format, ro);
             if (!f->truth.empty()) write_truth(f->truth, scanner);
-            std::printf("wrote %s: %llu frames of %dx%d %s (%d x %llu)\n", f->out.c_str(), static_cast<unsigned long long>(f->c.frames),
-                        f->c.width, f->c.frame_height, to_string(f->c.format), f->c.width, static_cast<unsigned long long>(rows));
+            const std::string bits = f->c.bits == 0 ? "" : ", " + std::to_string(f->c.bits) + " significant bits" + (f->no_bits_tags ? " (untagged)" : "");
+            std::printf("wrote %s: %llu frames of %dx%d %s%s (%d x %llu)\n", f->out.c_str(), static_cast<unsigned long long>(f->c.frames),
+                        f->c.width, f->c.frame_height, to_string(f->c.format), bits.c_str(), f->c.width, static_cast<unsigned long long>(rows));
             if (!f->truth.empty()) std::printf("wrote %s\n", f->truth.c_str());
             return 0;
           }};

@@ -112,6 +112,10 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
   j["rounding"] = "half up";
   j["frame_height"] = r.frame_height;
   j["method"] = r.method;
+  if (r.stats.pixel_bits.known()) {  // docs/data-model.md, "Significant bits"
+    j["pixel_bits"] = r.stats.pixel_bits.bits;
+    j["pixel_bits_origin"] = to_string(r.stats.pixel_bits.origin);
+  }
   if (!r.interrupted.empty()) j["stopped_by"] = r.interrupted;  // the files hold what was acquired before it
   j["software"] = "stripeline " STRIPELINE_VERSION;
   io::write_file_atomically(path, j.dump(2) + "\n");

@@ -327,9 +327,11 @@ def _series_start(h, base):
     for k in ("rows_per_message", "heightmap_rows"):
         if k in h:
             _int(h[k], k, 0, MAX_ROWS_PER_MESSAGE)
-    for k in ("backend", "pixel_format", "format", "point_unit"):
+    for k in ("backend", "pixel_format", "pixel_bits_origin", "format", "point_unit"):
         if k in h:
             _str(h[k], k)
+    if "pixel_bits" in h:
+        _int(h["pixel_bits"], "pixel_bits", 8, 16)
     if "scan" in h:
         _int(h["scan"], "scan", *_U64)
     sheet = SheetCalibration.from_json(h["sheet_calibration"]) if "sheet_calibration" in h else None
