@@ -305,6 +305,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read("lanes", p.lanes);
     s.read("blur_size", p.chain.blur_size);
     s.read("blur_sigma", p.chain.blur_sigma);
+    s.read("blur_across", p.chain.blur_across);
     s.read("threshold_stage", p.chain.threshold_stage);
     s.read("threshold", p.chain.column.threshold);
     s.read("method", method);

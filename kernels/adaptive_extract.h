@@ -31,14 +31,19 @@
 //     rows, and a run wider than kWideRun (8) needs contrast >= min_contrast
 //     x width / 8 (broad humps of texture or light are no stripe);
 //     contrast >= noise_q4/16 x the mean |v[y+1] - v[y]| of the column
-//     outside the stripe (the column's own noise and texture).
+//     outside the stripe (the column's own noise and texture); the column's
+//     own unblurred data holds the stripe: its brightest pixel of the run at
+//     least contrast/2 over the background line (a blur across columns
+//     carries a lit neighbour's stripe into an occluded column).
 //  5. Selection `strongest`: the largest 2 x value + contrast (topmost on
 //     ties): the laser adds to what the surface reflects, so the line is the
 //     brightest stripe-shaped candidate; `top`, `bottom` and `all` (the most
 //     prominent) as for local-max.
 //  6. Centre, from u (never from pixels of another run):
-//      saturated top (peak >= saturation, or >= 3 pixels equal to the peak):
-//        the middle of the two sub-pixel crossings of peak - contrast/8;
+//      clipped core (unblurred pixels of the run at the format's maximum),
+//        saturated or flat top of the blurred data (peak >= saturation, or
+//        >= 3 pixels equal to the peak): the middle of the two sub-pixel
+//        crossings of peak - contrast/8 around the plateau's middle;
 //      centroid: sum w * y / sum w, w = (u - centroid_level*C)^2 over the
 //                pixels above that level around the run, inside the anchors
 //                (squared: the core dominates, a one-sided glow tail little;
@@ -174,8 +179,8 @@ STRIPELINE_HD bool anchor(const Column& col, int height, int peak, int dir, int 
 
 // Evaluates the candidate at `peak`: prominence, background, run and gates.
 // `column_tv` is sum |v[y+1] - v[y]| over the whole column.
-template <class Column>
-STRIPELINE_HD Stripe evaluate(const Column& col, int height, int peak, const ColumnParams& p, std::uint64_t column_tv) {
+template <class Column, class Raw>
+STRIPELINE_HD Stripe evaluate(const Column& col, const Raw& raw, int height, int peak, const ColumnParams& p, std::uint64_t column_tv) {
   Stripe s;
   s.peak = peak;
   s.value = col(peak);
@@ -258,6 +263,18 @@ STRIPELINE_HD Stripe evaluate(const Column& col, int height, int peak, const Col
                                   static_cast<std::uint64_t>(p.noise_q4) * outside_tv)
       return s;  // contrast (Q4) < noise/16 x outside_tv/outside_steps, with both sides x16
   }
+  // The column's own (unblurred) data must hold the stripe: its brightest
+  // pixel of the run at least half the contrast over the background line. A
+  // blur across columns carries a lit neighbour's stripe into a column
+  // that has none (an occlusion's first column).
+  {
+    std::int32_t best = 0;
+    for (int y = s.first; y <= s.last; ++y) {
+      const std::int32_t u = static_cast<std::int32_t>(raw(y) << kQ) - background_at(s, y);
+      if (u > best) best = u;
+    }
+    if (2 * best < s.contrast) return s;
+  }
   s.valid = true;
   return s;
 }
@@ -275,6 +292,25 @@ STRIPELINE_HD std::int32_t crossing(const Column& col, int height, const Stripe&
   return static_cast<std::int32_t>(y * kPositionOne + dir * frac);
 }
 
+// A clipped core: the longest stretch of unblurred pixels at the maximum
+// that starts in [first, last] (the first on ties), rows a..b, at least
+// kClippedRows long; a = -1 when none. (One or two clipped pixels are
+// speckle on a stripe that barely reaches the maximum: its centroid is
+// better there.)
+constexpr int kClippedRows = 3;
+template <class Raw>
+STRIPELINE_HD void clipped_plateau(const Raw& raw, int height, int first, int last, std::uint32_t saturation, int& a, int& b) {
+  int best = kClippedRows - 1;
+  a = b = -1;
+  for (int y = first; y <= last; ++y) {
+    if (raw(y) < saturation) continue;
+    int e = y;
+    while (e + 1 < height && raw(e + 1) >= saturation) ++e;
+    if (e - y + 1 > best) best = e - y + 1, a = y, b = e;
+    y = e;
+  }
+}
+
 template <class Column>
 STRIPELINE_HD std::int32_t steger_derivative(const Column& col, int height, const Stripe& s, int y, const ColumnParams& p) {
   std::int64_t acc = 0;
@@ -284,14 +320,19 @@ STRIPELINE_HD std::int32_t steger_derivative(const Column& col, int height, cons
 }
 
 // The centre of an accepted stripe, 1/256 px.
-template <class Column>
-STRIPELINE_HD std::int32_t centre(const Column& col, int height, const Stripe& s, const ColumnParams& p) {
-  // Saturated or flat top: the middle of its edges near the top.
+template <class Column, class Raw>
+STRIPELINE_HD std::int32_t centre(const Column& col, const Raw& raw, int height, const Stripe& s, const ColumnParams& p) {
+  // A clipped core (unblurred pixels at the maximum; the blur rounds the
+  // plateau off, so the blurred peak may no longer reach it), a saturated or
+  // a flat top: the middle of its edges near the top, around the clipped
+  // plateau's middle. Not the mass: a one-sided glow would pull it.
+  int clip_a = -1, clip_b = -1;
+  clipped_plateau(raw, height, s.first, s.last, p.saturation, clip_a, clip_b);
   int equal = 1;
   for (int y = s.peak + 1; y < height && col(y) == s.value; ++y) ++equal;
-  if (s.value >= p.saturation || equal >= 3) {
+  if (clip_a >= 0 || s.value >= p.saturation || equal >= 3) {
     const std::int32_t top = s.contrast - s.contrast / 8;
-    const int mid = s.peak + (equal - 1) / 2;
+    const int mid = clip_a >= 0 ? (clip_a + clip_b) / 2 : s.peak + (equal - 1) / 2;
     std::int32_t level = top;
     if (u_at(col, height, s, mid) < level) level = u_at(col, height, s, mid);
     const std::int32_t lo = crossing(col, height, s, mid, -1, level), hi = crossing(col, height, s, mid, +1, level);
@@ -393,17 +434,17 @@ STRIPELINE_HD std::uint64_t score_bound(std::uint32_t v, std::uint32_t bound) {
   return 2 * static_cast<std::uint64_t>(v) + bound;
 }
 
-template <class Column, class Emit>
-STRIPELINE_HD void emit_stripe(const Column& col, int height, const Stripe& s, const ColumnParams& p, int slot, const Emit& emit) {
+template <class Column, class Raw, class Emit>
+STRIPELINE_HD void emit_stripe(const Column& col, const Raw& raw, int height, const Stripe& s, const ColumnParams& p, int slot, const Emit& emit) {
   const std::int32_t q = (s.contrast + (1 << (kQ - 1))) >> kQ;
-  emit(slot, centre(col, height, s, p), s.value, static_cast<std::uint32_t>(s.last - s.first + 1),
+  emit(slot, centre(col, raw, height, s, p), s.value, static_cast<std::uint32_t>(s.last - s.first + 1),
        static_cast<std::uint32_t>(q > 65535 ? 65535 : q));
 }
 
 }  // namespace adaptive
 
-template <class Column, class Emit>
-STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnParams& p, const Emit& emit) {
+template <class Column, class Raw, class Emit>
+STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit) {
   using adaptive::Stripe;
   if (height < 2) return 0;
   std::uint32_t lowest = col(0);
@@ -424,7 +465,7 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
     // its score lets the scan skip most other candidates unevaluated.
     std::uint32_t top = 0;
     brightest = brightest_row(col, height, top);
-    if (top - lowest >= p.min_contrast && top > lowest) chosen = adaptive::evaluate(col, height, brightest, p, tv);
+    if (top - lowest >= p.min_contrast && top > lowest) chosen = adaptive::evaluate(col, raw, height, brightest, p, tv);
   }
   int covered_until = -1;  // `all`, `bottom`: last row of the last accepted stripe's run
   // `all`: the most prominent p.slots stripes, kept in row order (the scan
@@ -447,7 +488,7 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
       continue;
     if (p.selection == SpotSelection::Top && chosen.valid) break;
     if (y <= covered_until) continue;
-    const Stripe s = adaptive::evaluate(col, height, y, p, tv);
+    const Stripe s = adaptive::evaluate(col, raw, height, y, p, tv);
     if (!s.valid) continue;
     switch (p.selection) {
       case SpotSelection::All: {
@@ -483,11 +524,11 @@ STRIPELINE_HD int column_adaptive(const Column& col, int height, const ColumnPar
     }
   }
   if (p.selection == SpotSelection::All) {
-    for (int k = 0; k < kept; ++k) adaptive::emit_stripe(col, height, adaptive::evaluate(col, height, kept_row[k], p, tv), p, k, emit);
+    for (int k = 0; k < kept; ++k) adaptive::emit_stripe(col, raw, height, adaptive::evaluate(col, raw, height, kept_row[k], p, tv), p, k, emit);
     return found;
   }
   if (!chosen.valid) return 0;
-  adaptive::emit_stripe(col, height, chosen, p, 0, emit);
+  adaptive::emit_stripe(col, raw, height, chosen, p, 0, emit);
   return 1;
 }
 

@@ -8,7 +8,8 @@
 // construction, not by luck.
 //
 // `Column` is any callable `uint32_t (int y)` returning the pixel at row y of
-// the frame (0 <= y < height). `Emit` is a callable
+// the frame (0 <= y < height), after the blur; `Raw` the same for the
+// unblurred pixel (adaptive's clipped-core test and centre read it). `Emit` is a callable
 // `void (int slot, int32_t position, uint32_t intensity, uint32_t width, uint32_t quality)`;
 // quality is the point's contrast in pixel units (see each method).
 // Every function returns the number of peaks *found* (which may exceed the
@@ -226,17 +227,23 @@ STRIPELINE_HD int column_all(const Column& col, int height, const ColumnParams& 
 
 namespace stripeline::kernels {
 
-template <class Column, class Emit>
-STRIPELINE_HD int extract_column(const Column& col, int height, const ColumnParams& p, const Emit& emit) {
+template <class Column, class Raw, class Emit>
+STRIPELINE_HD int extract_column(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit) {
   switch (p.method) {
     case ColumnMethod::Cog: return column_cog(col, height, p, emit);
     case ColumnMethod::Max: return column_max(col, height, p, emit);
     case ColumnMethod::Window: return column_window(col, height, p, emit);
     case ColumnMethod::LocalMax: return column_local_max(col, height, p, emit);
     case ColumnMethod::All: return column_all(col, height, p, emit);
-    case ColumnMethod::Adaptive: return column_adaptive(col, height, p, emit);
+    case ColumnMethod::Adaptive: return column_adaptive(col, raw, height, p, emit);
   }
   return 0;
+}
+
+// No blur: the column is its own raw data.
+template <class Column, class Emit>
+STRIPELINE_HD int extract_column(const Column& col, int height, const ColumnParams& p, const Emit& emit) {
+  return extract_column(col, col, height, p, emit);
 }
 
 }  // namespace stripeline::kernels

@@ -25,6 +25,10 @@ inline constexpr int kBlurFinalShift = 16; // vertical pass removes 12+4
 struct GaussianTaps {
   int size = 0;                                // odd, 3..15; 0 = no blur
   std::array<std::uint32_t, kMaxBlurSize> w{};  // w[0..size-1], sum == 4096
+  // false: the blur runs along the columns only (the horizontal pass is the
+  // identity, blur_h_none): a column never takes light from its neighbours,
+  // so a stripe does not bleed into an occluded column beside it.
+  bool across = true;
   int radius() const { return size / 2; }
 };
 
@@ -42,6 +46,10 @@ STRIPELINE_HD std::uint32_t blur_h(const Row& row, int x, int width, const std::
   for (int k = 0; k < size; ++k) acc += w[k] * static_cast<std::uint32_t>(row(clamp_index(x + k - r, width)));
   return (acc + (1u << (kBlurMidShift - 1))) >> kBlurMidShift;
 }
+
+// The horizontal pass of a blur along the columns only: the pixel with the
+// pass's 4 fractional bits, exactly blur_h with the single tap 4096.
+STRIPELINE_HD std::uint32_t blur_h_none(std::uint32_t pixel) { return pixel << (kBlurWeightBits - kBlurMidShift); }
 
 // Vertical pass at row y of a frame of `height` rows; `mid(y)` returns the
 // horizontal-pass value of that frame row.

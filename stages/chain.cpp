@@ -59,6 +59,12 @@ SpotSelection parse_selection(const std::string& text) {
   throw ConfigError("selection '" + text + "' is not known (expected strongest, top, bottom or all)");
 }
 
+kernels::GaussianTaps chain_blur_taps(const ChainConfig& c) {
+  kernels::GaussianTaps taps = kernels::make_gaussian_taps(c.blur_size, c.blur_sigma);
+  taps.across = c.blur_across;
+  return taps;
+}
+
 int output_slots(const ChainConfig& c, int frame_height) {
   switch (c.column.method) {
     case ColumnMethod::LocalMax:
@@ -106,7 +112,7 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
   if (layout.frame_height < 1 || layout.frame_height > kMaxFrameHeight)
     bad("frame_height", layout.frame_height, "1.." + std::to_string(kMaxFrameHeight));
   if (layout.frames < 1 || layout.frames > kMaxBatchFrames) bad("batch_frames", layout.frames, "1.." + std::to_string(kMaxBatchFrames));
-  kernels::make_gaussian_taps(c.blur_size, c.blur_sigma);  // validates size and sigma
+  chain_blur_taps(c);  // validates size and sigma
   const std::uint32_t max_value = layout.format == PixelFormat::Mono8 ? 255u : 65535u;
   kernels::ColumnParams p = c.column;
   if (p.threshold < 1 || p.threshold > max_value) bad("threshold", p.threshold, "1.." + std::to_string(max_value) + " for " + to_string(layout.format));

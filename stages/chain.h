@@ -46,6 +46,11 @@ struct NeighbourCheckConfig {
 struct ChainConfig {
   int blur_size = 5;         // odd 3..15, or 0 for no blur
   double blur_sigma = 0.0;   // 0: from the size (OpenCV's rule)
+  // true (default): the separable 2-D blur; false: along the columns only
+  // (cheaper, noisier: docs/extraction.md, "Blur"). Either way a detection
+  // needs the stripe in its column's own unblurred data, so a lit column's
+  // stripe never gives a point in an occluded neighbour.
+  bool blur_across = true;
   bool threshold_stage = true;  // zero the pixels below the threshold before extraction
   // method, threshold, gates, spot selection. The default method is adaptive
   // (local background, contrast gates, centroid): chosen from the measured
@@ -76,6 +81,9 @@ kernels::ColumnParams validate_chain(const ChainConfig& config, const BatchLayou
 // ConfigError naming the key for a bad value, or when it is asked for with
 // more than one slot per column.
 kernels::NeighbourCheckParams validate_neighbour_check(const ChainConfig& config, const kernels::ColumnParams& params);
+// The chain's blur: make_gaussian_taps(blur_size, blur_sigma) with
+// `across` = blur_across. ConfigError for a bad size or sigma.
+kernels::GaussianTaps chain_blur_taps(const ChainConfig& config);
 // Output slots per column for this config and frame height.
 int output_slots(const ChainConfig& config, int frame_height);
 // Pixels below this are zeroed before extraction (the threshold stage); 0 =

@@ -94,6 +94,35 @@ std::vector<HardCase> hard_cases(int bits, std::uint64_t frames) {
   return cases;
 }
 
+std::vector<HardCase> occlusion_cases(int bits, std::uint64_t frames) {
+  SyntheticConfig base = hard_cases(bits, frames).front().config;
+  std::vector<HardCase> cases;
+  // The scanner's occlusion cells are 512 columns at width 2048: a fraction
+  // n / 512 gives runs of exactly n columns, one per cell.
+  for (int n : {8, 16, 24, 40}) {
+    SyntheticConfig c = base;
+    c.occlusion = n / 512.0;
+    cases.push_back({"occluded runs of " + std::to_string(n), c});
+  }
+  SyntheticConfig c = hard_cases(bits, frames)[1].config;  // harder: speckle, reflections, beam width
+  c.occlusion = 24 / 512.0;
+  cases.push_back({"harder, runs of 24", c});
+  return cases;
+}
+
+HardCase saturated_glow_case(int bits, std::uint64_t frames) {
+  SyntheticConfig c = hard_cases(bits, frames).front().config;
+  c.peak = 600.0;
+  c.peak_variation = 0.3;
+  c.glow = 0.1;
+  c.glow_width = 6.0;
+  return {"saturated core + one-sided glow", c};
+}
+
+double TruthScore::occluded_false_percent() const {
+  return occluded_cells ? 100.0 * static_cast<double>(false_first + false_beyond) / static_cast<double>(occluded_cells) : 0.0;
+}
+
 double TruthScore::rms() const { return detected > outliers ? std::sqrt(sum_sq / static_cast<double>(detected - outliers)) : 0.0; }
 double TruthScore::detection_percent() const { return expected ? 100.0 * static_cast<double>(detected) / static_cast<double>(expected) : 0.0; }
 double TruthScore::outlier_percent() const { return detected ? 100.0 * static_cast<double>(outliers) / static_cast<double>(detected) : 0.0; }
@@ -131,6 +160,15 @@ std::vector<TruthScore> score_synthetic(const SyntheticConfig& sc, const std::ve
       const std::uint64_t frame = first_frame + static_cast<std::uint64_t>(f);
       for (int x = 0; x < l.width; ++x) {
         const double truth = scan.truth(frame, x);
+        if (std::isnan(truth)) {  // every occluded cell: how far from the nearest lit column
+          int d = 1;
+          while (d < l.width && !((x - d >= 0 && !std::isnan(scan.truth(frame, x - d))) || (x + d < l.width && !std::isnan(scan.truth(frame, x + d)))))
+            ++d;
+          for (std::size_t c = 0; c < chains.size(); ++c) {
+            ++scores[c].occluded_cells;
+            if (outs[c].peaks(f, x) > 0) ++(d == 1 ? scores[c].false_first : scores[c].false_beyond);
+          }
+        }
         bool near_edge = false;
         for (int dx = -2; dx <= 2 && !near_edge; ++dx) {
           if (dx == 0 || x + dx < 0 || x + dx >= l.width) continue;
@@ -190,7 +228,8 @@ TruthScore score_replayed(const SyntheticConfig& sc, const ChainConfig& chain, c
 }
 
 std::vector<std::string> real_image_names() {
-  return {"floor_block_red.png", "floor_blocks_step_red.png", "floor_red.png", "gravel_top_line_red.png", "gravel_bottom_line_red.png", "carpet_bricks_green.png"};
+  return {"floor_block_red.png", "floor_blocks_step_red.png", "floor_red.png", "gravel_top_line_red.png", "gravel_bottom_line_red.png", "carpet_bricks_green.png",
+          "print_board_red.png", "wood_slice_red.png"};
 }
 
 RealImage load_real_image(const std::string& name) {

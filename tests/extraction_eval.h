@@ -42,6 +42,10 @@ inline constexpr TruthTargets kTruthTargets{0.06, 99.5, 0.05, 1.0};
 // counted as outliers), false detections over the occluded columns.
 struct TruthScore {
   std::uint64_t expected = 0, detected = 0, outliers = 0, occluded = 0, false_detections = 0, edge_columns = 0;
+  // Every occluded (frame, column) cell, edges included, and the detections
+  // there: in an occlusion's first column (next to a lit one) and beyond it.
+  std::uint64_t occluded_cells = 0, false_first = 0, false_beyond = 0;
+  double occluded_false_percent() const;  // (false_first + false_beyond) / occluded_cells
   double sum_sq = 0.0, max_inlier = 0.0, bias_sum = 0.0;
   double rms() const;
   double detection_percent() const;
@@ -49,6 +53,17 @@ struct TruthScore {
   double false_percent() const;
   double bias() const;
 };
+
+// Occluded runs of 8, 16, 24 and 40 columns (the default scene otherwise,
+// and the "harder" one with 24), with truth: bleed across columns shows as
+// detections in an occlusion's first column.
+std::vector<HardCase> occlusion_cases(int bits, std::uint64_t frames);
+
+// A saturated core with a one-sided glow: peak 600 (2.4 x the format's
+// maximum: a clipped plateau of ~3 rows), glow 0.1 of the beam's power
+// decaying over 6 px, full below the stripe and 35 % above it (twice the
+// hard case's glow, a longer tail). The truth is the beam's centre.
+HardCase saturated_glow_case(int bits, std::uint64_t frames);
 
 // Renders the case, runs the CPU chain on it (batches of 30 frames), scores it.
 TruthScore score_synthetic(const SyntheticConfig& scan, const ChainConfig& chain);

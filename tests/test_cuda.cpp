@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
 #include "gpu_test.h"
 #include "stages/backend.h"
@@ -150,6 +151,7 @@ ChainConfig make_config(const MethodCase& m, int blur, bool threshold_stage, Pix
   const std::uint32_t scale = f == PixelFormat::Mono8 ? 1u : 257u;
   c.blur_size = blur;
   c.blur_sigma = variant % 2 ? 1.7 : 0.0;
+  c.blur_across = variant < 2;  // along the columns only on variants 2, 3; the 2-D blur (the default) on 0, 1
   c.threshold_stage = threshold_stage;
   c.column.method = m.method;
   c.column.selection = m.selection;
@@ -181,7 +183,7 @@ ChainConfig make_config(const MethodCase& m, int blur, bool threshold_stage, Pix
 std::string describe(const Batch& b, const MethodCase& m, const ChainConfig& c, bool stripes) {
   std::ostringstream s;
   s << b.layout.width << "x" << b.layout.frame_height << " " << to_string(b.layout.format) << " frames " << b.frames << "/"
-    << b.layout.frames << " " << m.name << " blur " << c.blur_size << " sigma " << c.blur_sigma << " threshold_stage "
+    << b.layout.frames << " " << m.name << " blur " << c.blur_size << (c.blur_across ? " 2-D" : " along columns") << " sigma " << c.blur_sigma << " threshold_stage "
     << c.threshold_stage << " min/max width " << c.column.min_width << "/" << c.column.max_width << " window " << c.column.window
     << " neighbours " << c.column.neighbours << " max_peaks " << c.max_peaks << " max_points " << c.max_points << " neighbour check "
     << c.neighbour_check.columns << "/" << c.neighbour_check.step
@@ -409,13 +411,15 @@ TEST_F(CudaBlur, MatchesCpuOnOddSizesEveryBlurSize) {
           Batch in = make_batch(width, height, frames, capacity, format);
           fill(in, seed % 2 == 0, seed);
           ++seed;
-          const auto taps = kernels::make_gaussian_taps(blur, blur == 15 ? 4.0 : 0.0);
+          auto taps = kernels::make_gaussian_taps(blur, blur == 15 ? 4.0 : 0.0);
+          taps.across = seed % 3 != 0;  // along the columns only on every third
           Batch expected = make_batch(width, height, 0, capacity, format);
           Batch got = make_batch(width, height, 0, capacity, format);
           std::memset(got.pixels.data(), 0xA5, got.pixels.size());
           make_blur_stage(Backend::Cpu, in.layout, taps)->run(in, expected);
           make_blur_stage(Backend::Cuda, in.layout, taps)->run(in, got);
-          ASSERT_TRUE(same_pixels(expected, got)) << width << "x" << height << " " << to_string(format) << " blur " << blur;
+          ASSERT_TRUE(same_pixels(expected, got)) << width << "x" << height << " " << to_string(format) << " blur " << blur
+                                                  << (taps.across ? " 2-D" : " along columns");
         }
 }
 
@@ -553,6 +557,61 @@ TEST_F(CudaFused, NeighbourCheckMatchesCpuOnTheDefaultChain) {
         ASSERT_NO_FATAL_FAILURE(
             check_chain(in, config, std::to_string(width) + "x52 " + to_string(format) + " frames " + std::to_string(frames) +
                                         " neighbour_columns " + std::to_string(columns), frames < 300));
+      }
+    }
+}
+
+// The blur along the columns only (the default) and the 2-D blur
+// (blur_across), default chain, production shape and an odd width, 1 to 300
+// frames, 8 and 16 bits, every blur size, with occluded gaps beside stripes.
+TEST_F(CudaFused, BlurAlongColumnsMatchesCpuOnTheDefaultChain) {
+  const HostAllocator pinned = host_allocator_for(Backend::Cuda);
+  std::uint64_t seed = 77;
+  for (PixelFormat format : kFormats)
+    for (auto [width, frames] : {std::array{2048, 1}, std::array{2048, 5}, std::array{1937, 17}, std::array{2048, 300}, std::array{1937, 300}}) {
+      Batch in = make_batch(width, 52, frames, 300, format, pinned);
+      fill_stripes(in, seed++, 1 + frames % 2);
+      for (int blur : {3, 5, 15})
+        for (bool across : {false, true}) {
+          ChainConfig config;  // the default: adaptive, centroid
+          config.blur_size = blur;
+          config.blur_across = across;
+          ASSERT_NO_FATAL_FAILURE(check_chain(in, config,
+                                              std::to_string(width) + "x52 " + to_string(format) + " frames " + std::to_string(frames) +
+                                                  " blur " + std::to_string(blur) + (across ? " 2-D" : " along columns"),
+                                              frames < 300 || blur == 5));
+        }
+    }
+}
+
+// Clipped cores (the adaptive centre from the unblurred plateau's edges):
+// the synthetic scanner's saturated stripe with a one-sided glow, 8 and 16
+// bits, the production width and an odd one, 1 to 300 frames, both blurs.
+TEST_F(CudaFused, ClippedCoresMatchCpu) {
+  const HostAllocator pinned = host_allocator_for(Backend::Cuda);
+  for (PixelFormat format : kFormats)
+    for (auto [width, frames] : {std::array{2048, 1}, std::array{1937, 5}, std::array{2048, 17}, std::array{1937, 300}}) {
+      SyntheticConfig sc;
+      sc.width = width;
+      sc.format = format;
+      sc.peak = 600.0;
+      sc.glow = 0.2;
+      sc.glow_width = 6.0;
+      sc.seed = static_cast<std::uint64_t>(width + frames);
+      SyntheticScanner scan(sc);
+      BatchLayout l = scan.frame_layout();
+      l.frames = 300;
+      Batch in(l, pinned);
+      in.frames = 0;
+      scan.fill(in);
+      in.frames = frames;
+      for (bool across : {false, true}) {
+        ChainConfig config;  // the default: adaptive, centroid
+        config.blur_across = across;
+        ASSERT_NO_FATAL_FAILURE(check_chain(in, config,
+                                            std::to_string(width) + "x52 " + to_string(format) + " frames " + std::to_string(frames) +
+                                                (across ? " 2-D blur" : " blur along columns"),
+                                            frames < 300));
       }
     }
 }

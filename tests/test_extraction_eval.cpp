@@ -56,6 +56,35 @@ TEST(ExtractionEval, SyntheticHardCasesTable) {
   }
 }
 
+// Occlusion edges: the 2-D blur (the default), the blur along the columns
+// only (blur_across = false), and no blur, on occluded runs of 8..40
+// columns: points in every occluded cell (in the run's first column / beyond
+// it), and the accuracy of the hard cases with each blur.
+TEST(ExtractionEval, OcclusionEdgesTable) {
+  ChainConfig along, across, none;
+  along.blur_across = false;
+  none.blur_size = 0;
+  const std::vector<Named> chains = {{"blur 5, 2-D (default)", across}, {"blur 5 along columns", along}, {"no blur", none}};
+  std::vector<ChainConfig> configs;
+  for (const auto& c : chains) configs.push_back(c.chain);
+  std::printf("\n| case | bits | chain | occluded cells | points in first column | beyond | %% of occluded | RMS px | detected %% |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (int bits : {8, 16}) {
+    auto cases = occlusion_cases(bits, 60);
+    for (const HardCase& hc : hard_cases(bits, 60)) cases.push_back(hc);
+    for (const HardCase& hc : cases) {
+      const auto scores = score_synthetic(hc.config, configs);
+      for (std::size_t i = 0; i < chains.size(); ++i) {
+        const TruthScore& s = scores[i];
+        std::printf("| %s | %d | %s | %llu | %llu | %llu | %.2f | %.4f | %.3f |\n", hc.name.c_str(), bits, chains[i].name,
+                    static_cast<unsigned long long>(s.occluded_cells), static_cast<unsigned long long>(s.false_first),
+                    static_cast<unsigned long long>(s.false_beyond), s.occluded_false_percent(), s.rms(), s.detection_percent());
+        EXPECT_GT(s.expected, 0u);
+      }
+    }
+  }
+}
+
 TEST(ExtractionEval, RealImagesTable) {
   const auto chains = compared_chains();
   std::printf("\n| image | chain | reference columns | detected | median px | >3 px %% of both | extra %% of columns | missed %% of reference |\n");
@@ -71,3 +100,4 @@ TEST(ExtractionEval, RealImagesTable) {
     }
   }
 }
+

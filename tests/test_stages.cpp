@@ -2,6 +2,7 @@
 // oracle for every other backend, so these pin its exact behaviour.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "core/errors.h"
@@ -105,6 +106,30 @@ TEST(BlurCpu, MatchesStraightforwardReferenceOnOddSizes) {
           ASSERT_EQ(px<std::uint16_t>(out, f, x, y), ref[y * c.w + x]) << c.w << "x" << c.h << " frame " << f << " at " << x << "," << y;
     }
   }
+}
+
+// blur_across = false: each column blurred alone, exactly the reference
+// blur with the single horizontal tap 4096; a column never takes light from
+// its neighbours.
+TEST(BlurCpu, AlongColumnsOnlyMatchesTheReferenceWithOneHorizontalTap) {
+  std::mt19937 rng(11);
+  ChainConfig chain;
+  chain.blur_size = 7;
+  chain.blur_across = false;
+  const kernels::GaussianTaps taps = chain_blur_taps(chain);
+  ASSERT_FALSE(taps.across);
+  auto in = make_batch<std::uint16_t>(37, 11, 2);
+  for (std::size_t i = 0; i < in.layout.pixels(); ++i) reinterpret_cast<std::uint16_t*>(in.pixels.data())[i] = rng() & 0xFFFF;
+  auto out = make_batch<std::uint16_t>(37, 11, 2);
+  make_blur_stage(Backend::Cpu, in.layout, taps)->run(in, out);
+  for (int f = 0; f < 2; ++f)
+    for (int x = 0; x < 37; ++x)
+      for (int y = 0; y < 11; ++y) {
+        std::uint64_t a = 0;
+        for (int k = -3; k <= 3; ++k) a += static_cast<std::uint64_t>(taps.w[k + 3]) * (px<std::uint16_t>(in, f, x, std::clamp(y + k, 0, 10)) << 4);
+        ASSERT_EQ(px<std::uint16_t>(out, f, x, y), (a + 32768) >> 16) << "frame " << f << " at " << x << "," << y;
+      }
+  EXPECT_TRUE(chain_blur_taps(ChainConfig{}).across) << "the 2-D blur is the default";
 }
 
 TEST(BlurCpu, NeverMixesNeighbouringFrames) {

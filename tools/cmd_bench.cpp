@@ -203,6 +203,7 @@ struct BenchOptions {
   std::string estimator = "centroid";  // with method adaptive
   int neighbour_columns = 0;           // the neighbour check after extraction (0 = off)
   int pixel_bits = -1;                 // --pixel-bits (-1: not given; the synthetic frames' own depth)
+  bool along_columns = false;          // the blur along the columns only instead of the default 2-D blur
   bool production_only = false;
   ChainConfig chain() const {
     ChainConfig c;  // the built-in default (adaptive, centroid)
@@ -210,6 +211,7 @@ struct BenchOptions {
     c.adaptive.estimator = parse_estimator(estimator);
     c.neighbour_check.columns = neighbour_columns;
     apply_pixel_bits_flag(pixel_bits, c);
+    c.blur_across = !along_columns;
     return c;
   }
 };
@@ -400,6 +402,7 @@ Subcommand add_bench(CLI::App& app) {
   sub->add_option("--neighbour-columns", o->neighbour_columns, "Time the chain with the neighbour check on, this many columns each side (0 = off)")
       ->capture_default_str();
   add_pixel_bits_flag(sub, o->pixel_bits);
+  sub->add_flag("--blur-along-columns", o->along_columns, "Time the chain with the blur along the columns only (processing.blur_across = false)");
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
   return {sub, [o] {
             if (!o->calibration.empty()) {
@@ -418,9 +421,10 @@ Subcommand add_bench(CLI::App& app) {
             std::printf("stripeline bench %s  %s  host %s, %u CPU threads\n", STRIPELINE_VERSION, date, host, std::thread::hardware_concurrency());
             std::printf("device: %s\n", cuda ? cuda_status().c_str() : ("none (" + cuda_status() + ")").c_str());
             const ChainConfig chain = o->chain();  // validated here: a bad name is one line, exit 2
-            std::printf("extraction: %s%s%s, blur %d, neighbour check %s\n", to_string(chain.column.method),
+            std::printf("extraction: %s%s%s, blur %d%s, neighbour check %s\n", to_string(chain.column.method),
                         chain.column.method == ColumnMethod::Adaptive ? " / " : "",
                         chain.column.method == ColumnMethod::Adaptive ? to_string(chain.adaptive.estimator) : "", chain.blur_size,
+                        chain.blur_size > 0 ? (chain.blur_across ? " 2-D" : " along columns") : "",
                         chain.neighbour_check.columns > 0 ? (std::to_string(chain.neighbour_check.columns) + " columns").c_str() : "off");
             if (cuda) std::printf("CUDA start-up (once per process, outside every figure below): %.1f ms\n", cuda_startup_ms());
             Json root;
@@ -433,6 +437,7 @@ Subcommand add_bench(CLI::App& app) {
             root.field("method", to_string(chain.column.method));
             root.field("estimator", to_string(chain.adaptive.estimator));
             root.field("neighbour_columns", chain.neighbour_check.columns);
+            root.field("blur_across", chain.blur_across);
             const std::vector<Shape> shapes = {{"production", 2048, 52, 300}, {"seeds-1936x504", 1936, 504, 30}, {"recording-1936", 1936, 50, 304}};
             Json per_shape;
             for (const auto& s : shapes) {

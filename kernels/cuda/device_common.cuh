@@ -14,8 +14,8 @@ namespace stripeline::kernels::cuda::detail {
 // slot of (frame, x) is written exactly once (kNoPeak/0/0 for the empty ones),
 // then count = min(found, 255). Slot 0 is held in registers until the end;
 // slots 1.. are set empty first and overwritten by the emits.
-template <class Column>
-__device__ __forceinline__ void extract_and_store(const Column& column, int height, const ColumnParams& params,
+template <class Column, class Raw>
+__device__ __forceinline__ void extract_and_store(const Column& column, const Raw& raw, int height, const ColumnParams& params,
                                                   const ProfileView& out, int frame, int x) {
   const std::size_t width = static_cast<std::size_t>(out.width);
   const std::size_t base = static_cast<std::size_t>(frame) * static_cast<std::size_t>(out.slots) * width + static_cast<std::size_t>(x);
@@ -43,7 +43,7 @@ __device__ __forceinline__ void extract_and_store(const Column& column, int heig
       out.quality[i] = static_cast<std::uint16_t>(q);
     }
   };
-  const int found = kernels::extract_column(column, height, params, emit);
+  const int found = kernels::extract_column(column, raw, height, params, emit);
   out.position[base] = position0;
   out.intensity[base] = static_cast<std::uint16_t>(value0);
   out.stripe_width[base] = static_cast<std::uint16_t>(width0);

@@ -212,10 +212,28 @@ struct HPassBytes {
   }
 };
 
+// The horizontal pass of a blur along the columns only (BlurTaps::across
+// false): the thread's own pixel, kernels::blur_h_none. No halo is loaded.
+template <class T>
+struct HPassNone {
+  const T* src;  // row 0's pixel at the thread's column
+  __device__ __forceinline__ HPassNone(const T* s_in, int c) : src(s_in + Geometry<T>::kLead + c) {}
+  __device__ __forceinline__ std::uint32_t operator()(int y) const { return kernels::blur_h_none(src[y * Geometry<T>::kPitch]); }
+};
+
+// Builds the horizontal pass (HPassNone takes no taps).
+template <class HPass, class T>
+__device__ __forceinline__ HPass make_hpass(const T* s_in, int c, const BlurTaps& taps) {
+  if constexpr (std::is_constructible_v<HPass, const T*, int>)
+    return HPass(s_in, c);
+  else
+    return HPass(s_in, c, taps);
+}
+
 // __launch_bounds__(64) alone: ptxas then keeps sm_90 at 40-48 registers
 // (24 blocks = 48 warps per SM); asking for more blocks spills, allowing
 // fewer measured no faster on an H100.
-template <class T, int SIZE>
+template <class T, int SIZE, bool ACROSS>
 __global__ void __launch_bounds__(kStrip)
     fused_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out) {
   using G = Geometry<T>;
@@ -227,7 +245,9 @@ __global__ void __launch_bounds__(kStrip)
   const int x0 = (blockIdx.x - f * strips) * kStrip;
   const T* frame = in + static_cast<std::size_t>(f) * height * width;
 
-  load_strip<T, SIZE>(frame, width, height, x0, s_in, p.zero_below);
+  // Along the columns only, no halo: the strip is loaded as with the blur off,
+  // unthresholded (the threshold comes after the blur).
+  load_strip<T, ACROSS ? SIZE : 0>(frame, width, height, x0, s_in, SIZE == 0 ? p.zero_below : 0u);
   __syncthreads();  // the only barrier: from here on each thread works on its own column
 
   const T* column_base;  // the thread's column of pixels ready for extraction
@@ -238,8 +258,9 @@ __global__ void __launch_bounds__(kStrip)
     const std::uint32_t t = p.zero_below;
     // Horizontal pass of frame row y: kernels::blur_h's sum and rounding (the
     // clamped columns were stored by load_strip).
-    using HPass = std::conditional_t<sizeof(T) == 1, HPassBytes<SIZE>, HPassElements<T, SIZE>>;
-    const HPass hpass(s_in, c, p.taps);
+    using HPassAcross = std::conditional_t<sizeof(T) == 1, HPassBytes<SIZE>, HPassElements<T, SIZE>>;
+    using HPass = std::conditional_t<ACROSS, HPassAcross, HPassNone<T>>;
+    const HPass hpass = make_hpass<HPass>(s_in, c, p.taps);
     // Vertical pass with a sliding window in registers: win[k] = horizontal
     // pass of row y - R + k (clamped to the frame), k < 2R.
     std::uint32_t win[2 * R];
@@ -268,12 +289,16 @@ __global__ void __launch_bounds__(kStrip)
 
   const int x = x0 + c;
   if (x >= width) return;
+  // The unblurred pixels stay in s_in (with the blur off: thresholded by
+  // zero_below, which is 0 for the one method that reads them, adaptive).
+  const T* raw_base = s_in + G::kLead + c;
+  auto raw = [raw_base](int y) -> std::uint32_t { return raw_base[y * G::kPitch]; };
   if constexpr (SIZE == 0) {
     auto column = [column_base](int y) -> std::uint32_t { return column_base[y * G::kPitch]; };
-    detail::extract_and_store(column, height, p.column, out, f, x);
+    detail::extract_and_store(column, raw, height, p.column, out, f, x);
   } else {
     auto column = [column_base](int y) -> std::uint32_t { return column_base[y * kStrip]; };
-    detail::extract_and_store(column, height, p.column, out, f, x);
+    detail::extract_and_store(column, raw, height, p.column, out, f, x);
   }
 }
 
@@ -282,20 +307,23 @@ const char* type_name() {
   return sizeof(T) == 1 ? "uint8" : "uint16";
 }
 
-template <class T, int SIZE>
+template <class T, int SIZE, bool ACROSS>
 void launch(FramesView<const T> in, const ChainParams& p, ProfileView out, cudaStream_t stream) {
   const int strips = (in.width + kStrip - 1) / kStrip;
   const unsigned blocks = static_cast<unsigned>(in.frames) * static_cast<unsigned>(strips);
   const std::size_t shared = fused_shared_bytes(static_cast<int>(sizeof(T)), in.frame_height, SIZE);
-  fused_chain_kernel<T, SIZE><<<blocks, kStrip, shared, stream>>>(in.data, in.width, in.frame_height, strips, p, out);
-  STRIPELINE_CUDA_CHECK_LAUNCH(std::string("fused_chain_kernel<") + type_name<T>() + ", blur " + std::to_string(SIZE) + "> (" +
+  fused_chain_kernel<T, SIZE, ACROSS><<<blocks, kStrip, shared, stream>>>(in.data, in.width, in.frame_height, strips, p, out);
+  STRIPELINE_CUDA_CHECK_LAUNCH(std::string("fused_chain_kernel<") + type_name<T>() + ", blur " + std::to_string(SIZE) + (ACROSS ? " 2-D" : " along columns") + "> (" +
                                std::to_string(blocks) + " blocks, " + std::to_string(shared) + " bytes of shared memory)");
 }
 
 template <class T, int SIZE>
 void set_max_shared(std::size_t max_bytes) {
-  STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(fused_chain_kernel<T, SIZE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(fused_chain_kernel<T, SIZE, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(max_bytes)));
+  if constexpr (SIZE > 0)
+    STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(fused_chain_kernel<T, SIZE, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(max_bytes)));
 }
 
 template <class T>
@@ -326,15 +354,16 @@ void configure_fused(std::size_t max_bytes) {
 template <class T>
 void fused_chain(FramesView<const T> in, const ChainParams& p, ProfileView out, cudaStream_t stream) {
   if (in.frames <= 0 || in.width <= 0 || in.frame_height <= 0) return;
+  const bool a = p.taps.across;
   switch (p.taps.size) {
-    case 0: return launch<T, 0>(in, p, out, stream);
-    case 3: return launch<T, 3>(in, p, out, stream);
-    case 5: return launch<T, 5>(in, p, out, stream);
-    case 7: return launch<T, 7>(in, p, out, stream);
-    case 9: return launch<T, 9>(in, p, out, stream);
-    case 11: return launch<T, 11>(in, p, out, stream);
-    case 13: return launch<T, 13>(in, p, out, stream);
-    case 15: return launch<T, 15>(in, p, out, stream);
+    case 0: return launch<T, 0, true>(in, p, out, stream);
+    case 3: return a ? launch<T, 3, true>(in, p, out, stream) : launch<T, 3, false>(in, p, out, stream);
+    case 5: return a ? launch<T, 5, true>(in, p, out, stream) : launch<T, 5, false>(in, p, out, stream);
+    case 7: return a ? launch<T, 7, true>(in, p, out, stream) : launch<T, 7, false>(in, p, out, stream);
+    case 9: return a ? launch<T, 9, true>(in, p, out, stream) : launch<T, 9, false>(in, p, out, stream);
+    case 11: return a ? launch<T, 11, true>(in, p, out, stream) : launch<T, 11, false>(in, p, out, stream);
+    case 13: return a ? launch<T, 13, true>(in, p, out, stream) : launch<T, 13, false>(in, p, out, stream);
+    case 15: return a ? launch<T, 15, true>(in, p, out, stream) : launch<T, 15, false>(in, p, out, stream);
     default: break;
   }
   throw ConfigError("fused chain: blur size " + std::to_string(p.taps.size) + " is not supported (expected 0 or odd 3..15)");

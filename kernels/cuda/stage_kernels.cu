@@ -13,6 +13,7 @@ namespace stripeline::kernels::cuda {
 BlurTaps to_blur_taps(const GaussianTaps& taps) {
   BlurTaps t;
   t.size = taps.size;
+  t.across = taps.across;
   for (int k = 0; k < kMaxBlurSize; ++k) t.w[k] = k < taps.size ? taps.w[k] : 0u;
   return t;
 }
@@ -61,7 +62,7 @@ __global__ void __launch_bounds__(kBlurTileW* kBlurThreadsY)
       if (gy < 0 || gy >= height || x >= width) continue;
       const std::uint32_t* row_s = s_in[ly];
       auto row = [row_s, x0, r](int gx) -> std::uint32_t { return row_s[gx - x0 + r]; };
-      s_mid[ly][tx] = kernels::blur_h(row, x, width, s_w, size);
+      s_mid[ly][tx] = taps.across ? kernels::blur_h(row, x, width, s_w, size) : kernels::blur_h_none(row(x));
     }
     __syncthreads();
     for (int ly = ty; ly < kBlurTileH; ly += kBlurThreadsY) {
@@ -86,8 +87,8 @@ constexpr int kExtractThreads = 128;
 
 template <class T>
 __global__ void __launch_bounds__(kExtractThreads)
-    extract_kernel(const T* __restrict__ in, int width, int height, int frames, std::uint32_t zero_below, ColumnParams params,
-                   ProfileView out) {
+    extract_kernel(const T* __restrict__ in, const T* __restrict__ raw_in, int width, int height, int frames, std::uint32_t zero_below,
+                   ColumnParams params, ProfileView out) {
   const int x = blockIdx.x * kExtractThreads + threadIdx.x;
   if (x >= width) return;
   for (int f = blockIdx.y; f < frames; f += gridDim.y) {
@@ -95,7 +96,9 @@ __global__ void __launch_bounds__(kExtractThreads)
     auto column = [col, width, zero_below](int y) -> std::uint32_t {
       return kernels::apply_threshold(col[static_cast<std::size_t>(y) * width], zero_below);
     };
-    detail::extract_and_store(column, height, params, out, f, x);
+    const T* raw_col = raw_in + static_cast<std::size_t>(f) * height * width + x;
+    auto raw = [raw_col, width](int y) -> std::uint32_t { return raw_col[static_cast<std::size_t>(y) * width]; };
+    detail::extract_and_store(column, raw, height, params, out, f, x);
   }
 }
 
@@ -138,10 +141,11 @@ void threshold(FramesView<const T> in, FramesView<T> out, std::uint32_t t, cudaS
 }
 
 template <class T>
-void extract(FramesView<const T> in, std::uint32_t zero_below, const ColumnParams& params, ProfileView out, cudaStream_t stream) {
+void extract(FramesView<const T> in, const T* raw, std::uint32_t zero_below, const ColumnParams& params, ProfileView out, cudaStream_t stream) {
   if (in.frames <= 0 || in.width <= 0 || in.frame_height <= 0) return;
   const dim3 grid((in.width + kExtractThreads - 1) / kExtractThreads, in.frames < kMaxGridFrames ? in.frames : kMaxGridFrames);
-  extract_kernel<T><<<grid, kExtractThreads, 0, stream>>>(in.data, in.width, in.frame_height, in.frames, zero_below, params, out);
+  extract_kernel<T><<<grid, kExtractThreads, 0, stream>>>(in.data, raw != nullptr ? raw : in.data, in.width, in.frame_height, in.frames, zero_below,
+                                                          params, out);
   STRIPELINE_CUDA_CHECK_LAUNCH(std::string("extract_kernel<") + type_name<T>() + ">");
 }
 
@@ -149,7 +153,8 @@ template void blur<std::uint8_t>(FramesView<const std::uint8_t>, FramesView<std:
 template void blur<std::uint16_t>(FramesView<const std::uint16_t>, FramesView<std::uint16_t>, const BlurTaps&, cudaStream_t);
 template void threshold<std::uint8_t>(FramesView<const std::uint8_t>, FramesView<std::uint8_t>, std::uint32_t, cudaStream_t);
 template void threshold<std::uint16_t>(FramesView<const std::uint16_t>, FramesView<std::uint16_t>, std::uint32_t, cudaStream_t);
-template void extract<std::uint8_t>(FramesView<const std::uint8_t>, std::uint32_t, const ColumnParams&, ProfileView, cudaStream_t);
-template void extract<std::uint16_t>(FramesView<const std::uint16_t>, std::uint32_t, const ColumnParams&, ProfileView, cudaStream_t);
+template void extract<std::uint8_t>(FramesView<const std::uint8_t>, const std::uint8_t*, std::uint32_t, const ColumnParams&, ProfileView, cudaStream_t);
+template void extract<std::uint16_t>(FramesView<const std::uint16_t>, const std::uint16_t*, std::uint32_t, const ColumnParams&, ProfileView,
+                                     cudaStream_t);
 
 }  // namespace stripeline::kernels::cuda

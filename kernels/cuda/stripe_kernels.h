@@ -48,6 +48,7 @@ struct ProfileView {
 struct BlurTaps {
   int size = 0;  // 0 = off, else odd 3..15
   std::uint32_t w[kMaxBlurSize] = {};
+  bool across = true;  // false: along the columns only (GaussianTaps::across)
 };
 BlurTaps to_blur_taps(const GaussianTaps& taps);
 
@@ -71,10 +72,12 @@ template <class T>
 void threshold(FramesView<const T> in, FramesView<T> out, std::uint32_t threshold, cudaStream_t stream);
 
 // One thread per (frame, column): kernels::extract_column over global memory,
-// pixels read as apply_threshold(pixel, zero_below) (0: as they are). Writes
-// every slot of every filled (frame, column) and its count (saturated at 255).
+// pixels read as apply_threshold(pixel, zero_below) (0: as they are); `raw`
+// (device, the same layout) holds the unblurred pixels, nullptr: `in` is
+// unblurred. Writes every slot of every filled (frame, column) and its count
+// (saturated at 255).
 template <class T>
-void extract(FramesView<const T> in, std::uint32_t zero_below, const ColumnParams& params, ProfileView out, cudaStream_t stream);
+void extract(FramesView<const T> in, const T* raw, std::uint32_t zero_below, const ColumnParams& params, ProfileView out, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------
 // The fused kernel: blur -> threshold -> extraction, one launch for all frames.

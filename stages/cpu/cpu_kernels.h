@@ -35,6 +35,10 @@ void blur_tile(const T* frame, int width, int height, std::ptrdiff_t stride, int
   for (int y = 0; y < height; ++y) {
     const T* row = frame + y * stride;
     std::uint32_t* __restrict m = mid + static_cast<std::ptrdiff_t>(y) * tw - x0;  // m[x] for x in [x0, x1)
+    if (!taps.across) {  // along the columns only
+      for (int x = x0; x < x1; ++x) m[x] = kernels::blur_h_none(row[x]);
+      continue;
+    }
     auto pixel = [row](int x) { return row[x]; };
     for (int x = x0; x < in0; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
     for (int x = in1; x < x1; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
@@ -61,9 +65,9 @@ void blur_tile(const T* frame, int width, int height, std::ptrdiff_t stride, int
 }
 
 // Extract columns [x0, x1) of frame `f` from pixels addressed by `pixel(x, y)`
-// into the profile batch.
-template <class Pixel>
-void extract_tile(const Pixel& pixel, int height, int x0, int x1, int f, const kernels::ColumnParams& p, ProfileBatch& out) {
+// (blurred) and `raw(x, y)` (unblurred) into the profile batch.
+template <class Pixel, class Raw>
+void extract_tile(const Pixel& pixel, const Raw& raw, int height, int x0, int x1, int f, const kernels::ColumnParams& p, ProfileBatch& out) {
   std::int32_t* position = out.position;
   std::uint16_t* intensity = out.intensity;
   std::uint16_t* stripe_width = out.stripe_width;
@@ -78,6 +82,7 @@ void extract_tile(const Pixel& pixel, int height, int x0, int x1, int f, const k
       quality[i] = 0;
     }
     auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
+    auto raw_column = [&raw, x](int y) -> std::uint32_t { return raw(x, y); };
     auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width, std::uint32_t contrast) {
       const std::size_t i = out.slot_index(f, slot, x);
       position[i] = pos;
@@ -85,7 +90,7 @@ void extract_tile(const Pixel& pixel, int height, int x0, int x1, int f, const k
       stripe_width[i] = static_cast<std::uint16_t>(width);
       quality[i] = static_cast<std::uint16_t>(contrast > 65535u ? 65535u : contrast);
     };
-    const int found = kernels::extract_column(column, height, p, emit);
+    const int found = kernels::extract_column(column, raw_column, height, p, emit);
     count[static_cast<std::size_t>(f) * out.width + x] = static_cast<std::uint8_t>(found > 255 ? 255 : found);
   }
 }

@@ -111,7 +111,7 @@ class CpuExtract final : public ExtractStage {
           const int f = grid_.frame(i);
           const T* frame = reinterpret_cast<const T*>(in.frame_data(f));
           auto pixel = [frame, w](int x, int y) -> std::uint32_t { return frame[y * w + x]; };
-          extract_tile(pixel, h, grid_.x0(i), grid_.x1(i), f, params(), out);
+          extract_tile(pixel, pixel, h, grid_.x0(i), grid_.x1(i), f, params(), out);
         }
       });
     });
@@ -126,7 +126,7 @@ class CpuProcessor final : public BatchProcessor {
  public:
   CpuProcessor(const BatchLayout& l, const ChainConfig& c)
       : BatchProcessor(l, c),
-        taps_(kernels::make_gaussian_taps(c.blur_size, c.blur_sigma)),
+        taps_(chain_blur_taps(c)),
         threshold_stage_(threshold_stage_level(c, params()) != 0),
         grid_(l),
         scratch_(make_scratch(l)) {}
@@ -152,7 +152,9 @@ class CpuProcessor final : public BatchProcessor {
           auto pixel = [tile, tw, x0, t](int x, int y) -> std::uint32_t {
             return kernels::apply_threshold(tile[y * tw + (x - x0)], t);
           };
-          extract_tile(pixel, h, x0, x1, f, params(), out);
+          const T* frame = reinterpret_cast<const T*>(in.frame_data(f));
+          auto raw = [frame, w](int x, int y) -> std::uint32_t { return frame[y * w + x]; };
+          extract_tile(pixel, raw, h, x0, x1, f, params(), out);
         }
       });
     });

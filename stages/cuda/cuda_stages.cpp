@@ -134,7 +134,7 @@ class CudaExtract final : public ExtractStage {
     upload(in, in_, lane_.stream());
     with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
-      kc::extract<T>(device_frames<T>(in_, layout(), in.frames), 0u, params(), profiles_.view(), lane_.stream());
+      kc::extract<T>(device_frames<T>(in_, layout(), in.frames), nullptr, 0u, params(), profiles_.view(), lane_.stream());
     });
     profiles_.download(out, in.frames, lane_.stream());
     lane_.finish();
@@ -161,7 +161,7 @@ class CudaProcessorImpl final : public CudaProcessor {
         // Small batches are the low-latency mode: spin on completion rather
         // than sleep (a sleeping thread's wake-up costs tens of microseconds).
         lane_(l.frames <= kLowLatencyFrames ? DeviceLane::Wait::Spin : DeviceLane::Wait::Sleep) {
-    const kernels::GaussianTaps taps = kernels::make_gaussian_taps(c.blur_size, c.blur_sigma);
+    const kernels::GaussianTaps taps = chain_blur_taps(c);
     chain_.taps = kc::to_blur_taps(taps);
     chain_.zero_below = threshold_stage_level(c, params());
     chain_.column = params();
@@ -216,9 +216,9 @@ class CudaProcessorImpl final : public CudaProcessor {
         kc::fused_chain<T>(pixels, chain_, profiles_->view(), stream);
       } else if (chain_.taps.size > 0) {
         kc::blur<T>(pixels, device_frames_out<T>(scratch_, layout(), frames), chain_.taps, stream);
-        kc::extract<T>(device_frames<T>(scratch_, layout(), frames), chain_.zero_below, chain_.column, profiles_->view(), stream);
+        kc::extract<T>(device_frames<T>(scratch_, layout(), frames), pixels.data, chain_.zero_below, chain_.column, profiles_->view(), stream);
       } else {
-        kc::extract<T>(pixels, chain_.zero_below, chain_.column, profiles_->view(), stream);
+        kc::extract<T>(pixels, nullptr, chain_.zero_below, chain_.column, profiles_->view(), stream);
       }
     });
     if (checks_neighbours()) {
