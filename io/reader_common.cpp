@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/metadata.h"
+
 #include <algorithm>
 #include <mutex>
 #include <cerrno>
@@ -86,8 +88,9 @@ int recorded_frame_height(const std::string& description, int width) {
   const auto valid = [](const nlohmann::json& v) {
     return v.is_number_integer() && v.get<std::int64_t>() >= 1 && v.get<std::int64_t>() <= kMaxFrameHeight;
   };
-  if (const auto s = j.find("stripeline"); s != j.end() && s->is_object()) {
-    if (const auto fh = s->find("frame_height"); fh != s->end() && valid(*fh)) return fh->get<int>();
+  // A recording's metadata document (core/metadata.h; older recordings nest it, find_document reads both).
+  if (const metadata::Json d = metadata::find_document(description); d.is_object() && d["stripeline"] == "recording") {
+    if (const auto fh = d.find("frame_height"); fh != d.end() && valid(nlohmann::json(*fh))) return fh->get<int>();
   }
   // tifffile's shaped description of a stack: {"shape": [frames, rows, width]}.
   if (const auto shape = j.find("shape"); shape != j.end() && shape->is_array() && shape->size() >= 3) {

@@ -1,18 +1,18 @@
 #include "io/recording.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 
 #include "core/errors.h"
+#include "core/metadata.h"
 #include "io/image_writer.h"
 
 namespace stripeline::io {
 
 std::string recording_description(int frame_height, std::uint64_t frames) {
-  nlohmann::json j;
-  j["stripeline"] = {{"frame_height", frame_height}, {"frames", frames}};
-  return j.dump();
+  metadata::Json d = metadata::document("recording");
+  d["frame_height"] = frame_height;
+  d["frames"] = frames;
+  return metadata::text(d);
 }
 
 void write_recording(const std::filesystem::path& path, const void* pixels, int width, int frame_height,
