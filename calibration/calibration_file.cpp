@@ -411,15 +411,9 @@ metadata::Json calibration_file_document(const CalibrationFile& f) {
   d["y_offset_mm"] = m.y_offset;
   if (f.fit.present) {
     const CalibrationFitSummary& r = f.fit;
-    d["fit"] = {{"target", r.target},
-                {"residual_rms_px", r.residual_rms_px},
-                {"residual_max_px", r.residual_max_px},
-                {"residual_rms_mm", r.residual_rms_mm},
-                {"residual_max_mm", r.residual_max_mm},
-                {"frames_used", r.frames_used},
-                {"frames_rejected", r.frames_rejected},
-                {"points_used", r.points_used},
-                {"coverage", r.coverage}};
+    d["fit"] = {{"target", r.target}, {"residual_rms_px", r.residual_rms_px}, {"residual_max_px", r.residual_max_px},
+                {"residual_rms_mm", r.residual_rms_mm}, {"residual_max_mm", r.residual_max_mm}, {"frames_used", r.frames_used},
+                {"frames_rejected", r.frames_rejected}, {"points_used", r.points_used}, {"coverage", r.coverage}};
   }
   return d;
 }

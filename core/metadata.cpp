@@ -28,16 +28,9 @@ Json calibration(const LinearCalibration& linear, const AppliedCalibration* shee
 }
 
 Json linear_calibration(const LinearCalibration& c) {
-  return {{"model", c.enabled ? "linear-keys" : "none"},
-          {"enabled", c.enabled},
-          {"unit", c.unit()},
-          {"x_scale", c.x_scale},
-          {"x_offset", c.x_offset},
-          {"y_scale", c.y_scale},
-          {"y_offset", c.y_offset},
-          {"z_scale", c.z_scale},
-          {"z_offset", c.z_offset},
-          {"y_from_encoder", c.y_from_encoder}};
+  return {{"model", c.enabled ? "linear-keys" : "none"}, {"enabled", c.enabled}, {"unit", c.unit()},
+          {"x_scale", c.x_scale}, {"x_offset", c.x_offset}, {"y_scale", c.y_scale}, {"y_offset", c.y_offset},
+          {"z_scale", c.z_scale}, {"z_offset", c.z_offset}, {"y_from_encoder", c.y_from_encoder}};
 }
 
 Json sheet_calibration(const AppliedCalibration& c) {

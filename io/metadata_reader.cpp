@@ -1,5 +1,6 @@
 #include "io/metadata_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -21,8 +22,10 @@ constexpr std::size_t kMaxText = std::size_t{64} << 20;  // a JSON summary or a 
 std::string head(const fs::path& path, std::size_t bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot be opened for reading (" + std::strerror(errno) + ")");
-  std::string out(bytes, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(bytes));
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  std::string out(ec ? bytes : static_cast<std::size_t>(std::min<std::uintmax_t>(size, bytes)), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
   out.resize(static_cast<std::size_t>(in.gcount()));
   return out;
 }
