@@ -196,7 +196,7 @@ void parse_sensor(const toml::table& root, const std::string& origin, Calibratio
     f.roi = {static_cast<int>(r[0]), static_cast<int>(r[1]), static_cast<int>(r[2]), static_cast<int>(r[3])};
     if (f.roi.width < 1 || f.roi.height < 1) sensor.fail("roi", "width and height must be at least 1 (expected [x, y, width, height])");
     if ((f.sensor_width > 0 && f.roi.x + f.roi.width > f.sensor_width) || (f.sensor_height > 0 && f.roi.y + f.roi.height > f.sensor_height))
-      sensor.fail("roi", "[" + std::to_string(f.roi.x) + ", " + std::to_string(f.roi.y) + ", " + std::to_string(f.roi.width) + ", " +
+      sensor.fail("roi", std::string("[") + std::to_string(f.roi.x) + ", " + std::to_string(f.roi.y) + ", " + std::to_string(f.roi.width) + ", " +
                              std::to_string(f.roi.height) + "] reaches outside the " + std::to_string(f.sensor_width) + "x" +
                              std::to_string(f.sensor_height) + " sensor (expected a ROI inside it)");
   }

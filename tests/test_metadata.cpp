@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "calibration/calibration_file.h"
+#include "core/errors.h"
 #include "core/metadata.h"
 #include "example_models.h"
 #include "io/metadata_reader.h"
