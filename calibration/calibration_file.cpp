@@ -144,8 +144,9 @@ std::string model_id(const SheetOfLightModel& m) {
   return buf;
 }
 
-CalibrationFile parse_calibration(const std::string& text, const std::string& origin) {
-  const toml::table root = parse_toml<InputError>(text, origin);
+namespace {
+
+void check_sections(const toml::table& root, const std::string& origin) {
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
     if (key != "calibration" && key != "sensor" && key != "distortion" && key != "homography" && key != "linear" && key != "motion" &&
@@ -154,10 +155,10 @@ CalibrationFile parse_calibration(const std::string& text, const std::string& or
                        ": unknown section (expected calibration, sensor, distortion, homography, linear, motion, fit)");
     if (!v.is_table()) throw InputError(origin + ": " + key + ": expected a table ([" + key + "])");
   }
-  CalibrationFile f;
-  f.origin = origin;
-  SheetOfLightModel& m = f.model;
+}
 
+// [calibration]: format, version, model, unit; returns the id line ("" when none).
+std::string parse_header(const toml::table& root, const std::string& origin, SheetOfLightModel& m) {
   Table cal(root["calibration"].as_table(), "calibration", origin);
   if (!cal.present()) throw InputError(origin + ": calibration: missing (expected a [calibration] table; is this a calibration file?)");
   const std::string format = cal.string("format", true);
@@ -177,7 +178,10 @@ CalibrationFile parse_calibration(const std::string& text, const std::string& or
     cal.fail("unit", "\"" + m.unit + "\" (expected \"mm\"; \"px\" only with model = \"linear\")");
   const std::string id = cal.string("id", false);
   cal.finish();
+  return id;
+}
 
+void parse_sensor(const toml::table& root, const std::string& origin, CalibrationFile& f) {
   Table sensor(root["sensor"].as_table(), "sensor", origin);
   f.sensor_width = static_cast<int>(sensor.integer("width", false, 0));
   f.sensor_height = static_cast<int>(sensor.integer("height", false, 0));
@@ -192,12 +196,15 @@ CalibrationFile parse_calibration(const std::string& text, const std::string& or
     f.roi = {static_cast<int>(r[0]), static_cast<int>(r[1]), static_cast<int>(r[2]), static_cast<int>(r[3])};
     if (f.roi.width < 1 || f.roi.height < 1) sensor.fail("roi", "width and height must be at least 1 (expected [x, y, width, height])");
     if ((f.sensor_width > 0 && f.roi.x + f.roi.width > f.sensor_width) || (f.sensor_height > 0 && f.roi.y + f.roi.height > f.sensor_height))
-      sensor.fail("roi", "[" + std::to_string(f.roi.x) + ", " + std::to_string(f.roi.y) + ", " + std::to_string(f.roi.width) + ", " +
+      sensor.fail("roi", std::string("[") + std::to_string(f.roi.x) + ", " + std::to_string(f.roi.y) + ", " + std::to_string(f.roi.width) + ", " +
                              std::to_string(f.roi.height) + "] reaches outside the " + std::to_string(f.sensor_width) + "x" +
                              std::to_string(f.sensor_height) + " sensor (expected a ROI inside it)");
   }
   sensor.finish();
+}
 
+// [distortion] + [homography] (sheet-of-light) or [linear].
+void parse_model_tables(const toml::table& root, const std::string& origin, SheetOfLightModel& m) {
   Table dist(root["distortion"].as_table(), "distortion", origin);
   Table hom(root["homography"].as_table(), "homography", origin);
   Table lin(root["linear"].as_table(), "linear", origin);
@@ -247,17 +254,21 @@ CalibrationFile parse_calibration(const std::string& text, const std::string& or
     const double h[9] = {xs, 0.0, xo, 0.0, zs, zo, 0.0, 0.0, 1.0};
     for (int i = 0; i < 9; ++i) m.homography[i] = h[i];
   }
+}
 
+void check_horizon(const std::string& origin, const CalibrationFile& f) {
+  const SheetOfLightModel& m = f.model;
   // The ROI centre (or the distortion centre) must map to a point: W > 0 there.
-  {
-    const double u = f.roi.width > 0 ? f.roi.x + 0.5 * (f.roi.width - 1) : m.cu;
-    const double v = f.roi.height > 0 ? f.roi.y + 0.5 * (f.roi.height - 1) : m.cv;
-    double X, Z;
-    if (!m.image_to_plane(u, v, X, Z) || !std::isfinite(X) || !std::isfinite(Z))
-      throw InputError(origin + ": homography.h: maps the image point (" + shown(u) + ", " + shown(v) +
-                       ") beyond the laser plane's horizon (expected a finite point with W > 0 there)");
-  }
+  const double u = f.roi.width > 0 ? f.roi.x + 0.5 * (f.roi.width - 1) : m.cu;
+  const double v = f.roi.height > 0 ? f.roi.y + 0.5 * (f.roi.height - 1) : m.cv;
+  double X, Z;
+  if (!m.image_to_plane(u, v, X, Z) || !std::isfinite(X) || !std::isfinite(Z))
+    throw InputError(origin + ": homography.h: maps the image point (" + shown(u) + ", " + shown(v) +
+                     ") beyond the laser plane's horizon (expected a finite point with W > 0 there)");
+}
 
+void parse_motion(const toml::table& root, const std::string& origin, CalibrationFile& f) {
+  SheetOfLightModel& m = f.model;
   Table motion(root["motion"].as_table(), "motion", origin);
   const std::string source = motion.string("y_source", false, "frame");
   if (source == "frame")
@@ -277,7 +288,9 @@ CalibrationFile parse_calibration(const std::string& text, const std::string& or
   if (std::abs(m.skew_about_z_deg) > 45.0) motion.fail("skew_about_z_deg", shown(m.skew_about_z_deg) + " (expected -45..45 degrees)");
   motion.finish();
   f.sync_motion();
+}
 
+void parse_fit(const toml::table& root, const std::string& origin, CalibrationFile& f) {
   Table fit(root["fit"].as_table(), "fit", origin);
   if (fit.present()) {
     f.fit.present = true;
@@ -292,7 +305,22 @@ CalibrationFile parse_calibration(const std::string& text, const std::string& or
     f.fit.coverage = fit.number("coverage", false);
     fit.finish();
   }
+}
 
+}  // namespace
+
+CalibrationFile parse_calibration(const std::string& text, const std::string& origin) {
+  const toml::table root = parse_toml<InputError>(text, origin);
+  check_sections(root, origin);
+  CalibrationFile f;
+  f.origin = origin;
+  SheetOfLightModel& m = f.model;
+  const std::string id = parse_header(root, origin, m);
+  parse_sensor(root, origin, f);
+  parse_model_tables(root, origin, m);
+  check_horizon(origin, f);
+  parse_motion(root, origin, f);
+  parse_fit(root, origin, f);
   f.id = model_id(m);
   if (!id.empty() && id != f.id)
     throw InputError(origin + ": calibration.id: \"" + id + "\" does not match the model's values (they give \"" + f.id +
@@ -366,6 +394,28 @@ std::string format_calibration(const CalibrationFile& f) {
       << "coverage = " << exact(r.coverage) << "\n";
   }
   return s.str();
+}
+
+metadata::Json calibration_file_document(const CalibrationFile& f) {
+  const SheetOfLightModel& m = f.model;
+  metadata::Json d = {{"stripeline", "calibration"},
+                      {"model", m.kind == SheetOfLightModel::Kind::Linear ? "linear" : "sheet-of-light"},
+                      {"unit", m.unit},
+                      {"id", f.id}};
+  if (f.sensor_width > 0) d["sensor_width"] = f.sensor_width;
+  if (f.sensor_height > 0) d["sensor_height"] = f.sensor_height;
+  if (f.roi.width > 0) d["roi"] = {f.roi.x, f.roi.y, f.roi.width, f.roi.height};
+  d["y_source"] = m.y_from_encoder ? "encoder" : "frame";
+  d["y_step_mm"] = f.y_step_mm;
+  if (f.y_per_tick_mm != 0.0 || m.y_from_encoder) d["y_per_tick_mm"] = f.y_per_tick_mm;  // as format_calibration writes it
+  d["y_offset_mm"] = m.y_offset;
+  if (f.fit.present) {
+    const CalibrationFitSummary& r = f.fit;
+    d["fit"] = {{"target", r.target}, {"residual_rms_px", r.residual_rms_px}, {"residual_max_px", r.residual_max_px},
+                {"residual_rms_mm", r.residual_rms_mm}, {"residual_max_mm", r.residual_max_mm}, {"frames_used", r.frames_used},
+                {"frames_rejected", r.frames_rejected}, {"points_used", r.points_used}, {"coverage", r.coverage}};
+  }
+  return d;
 }
 
 void save_calibration(const std::filesystem::path& path, const CalibrationFile& file) {

@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/metadata.h"
 #include "core/sheet_of_light.h"
 
 namespace stripeline {
@@ -66,6 +67,11 @@ CalibrationFile parse_calibration(const std::string& text, const std::string& or
 CalibrationFile load_calibration(const std::filesystem::path& path);
 // The file's text (every number at full precision: it reads back bit-identical).
 std::string format_calibration(const CalibrationFile& file);
+// What the file records, as `stripeline describe` shows it (core/metadata.h;
+// python/stripeline/describe.py reads the same facts from the TOML):
+// {"stripeline": "calibration", "model", "unit", "id", "sensor_width",
+//  "sensor_height", "roi", "y_source", "y_step_mm", ["y_per_tick_mm"], "y_offset_mm", ["fit": {...}]}.
+metadata::Json calibration_file_document(const CalibrationFile& file);
 // Written under a temporary name and renamed when complete.
 void save_calibration(const std::filesystem::path& path, const CalibrationFile& file);
 

@@ -358,23 +358,22 @@ double decode_binary(const unsigned char* p, PlyType type, bool big_endian) {
 
 }  // namespace
 
-std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
-  std::error_code ec;
-  const auto st = fs::status(path, ec);
-  if (!fs::exists(st)) input_error(path, "file not found (expected a PLY file)");
-  if (!fs::is_regular_file(st)) input_error(path, "not a regular file (expected a PLY file)");
-  const std::uintmax_t file_size = fs::file_size(path, ec);
-  if (file_size == 0) input_error(path, "file is empty (0 bytes; expected a PLY file)");
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rbe"));
-  if (!file) input_error(path, std::string("cannot open: ") + std::strerror(errno));
-  Source src(path, file.get());
+namespace {
 
-  // --- header
+struct PlyHeader {
+  PlyFormat format = PlyFormat::Ascii;
+  std::vector<PlyElement> elements;
+  std::uint64_t bytes = 0;  // the header's length in the file
+};
+
+PlyHeader read_header(const fs::path& path, Source& src) {
   std::string line;
   if (!src.line(line) || line != "ply") input_error(path, "not a PLY file (expected the first line to be 'ply')");
   std::optional<PlyFormat> format;
-  std::vector<PlyElement> elements;
-  std::uint64_t header_bytes = 4;
+  PlyHeader h;
+  std::vector<PlyElement>& elements = h.elements;
+  std::uint64_t& header_bytes = h.bytes;
+  header_bytes = 4;
   bool ended = false;
   while (src.line(line)) {
     header_bytes += line.size() + 1;
@@ -416,11 +415,18 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
   }
   if (!ended) input_error(path, "PLY header has no end_header (truncated or not a PLY file)");
   if (!format) input_error(path, "PLY header has no format line");
+  h.format = *format;
+  return h;
+}
 
-  auto vertex_it = std::find_if(elements.begin(), elements.end(), [](const PlyElement& e) { return e.name == "vertex"; });
-  if (vertex_it == elements.end()) input_error(path, "PLY has no vertex element");
-  const PlyElement& vertex = *vertex_it;
+// Which property of the vertex element is which (-1: absent).
+struct VertexColumns {
   int ix = -1, iy = -1, iz = -1, ii = -1, iq = -1, is = -1, iw = -1;
+};
+
+VertexColumns vertex_columns(const fs::path& path, const PlyElement& vertex) {
+  VertexColumns c;
+  int &ix = c.ix, &iy = c.iy, &iz = c.iz, &ii = c.ii, &iq = c.iq, &is = c.is, &iw = c.iw;
   for (std::size_t k = 0; k < vertex.properties.size(); ++k) {
     const PlyProperty& p = vertex.properties[k];
     int* slot = p.name == "x"           ? &ix
@@ -437,49 +443,55 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
   }
   if (ix < 0 || iy < 0 || iz < 0) input_error(path, "PLY vertex element lacks x, y or z (expected float x, y, z)");
 
-  // Never trust the count for an allocation: bound it by the bytes left.
-  const std::uint64_t body = file_size > header_bytes ? file_size - header_bytes : 0;
-  std::vector<PlyVertex> out;
-  out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(vertex.count, body / 4)));
+  return c;
+}
 
-  // Fast path for PlyWriter's own layout: only the vertex element, exactly
-  // float x, double y, float z, float intensity, float quality, uchar slot,
-  // ushort width, little-endian.
+// PlyWriter's own layout: only the vertex element, exactly float x, double
+// y, float z, float intensity, float quality, uchar slot, ushort width,
+// little-endian.
+bool own_layout(const PlyHeader& h, const PlyElement& vertex, const VertexColumns& c) {
   static constexpr PlyType kOwn[] = {PlyType::Float32, PlyType::Float64, PlyType::Float32, PlyType::Float32,
                                      PlyType::Float32, PlyType::UInt8,   PlyType::UInt16};
-  bool own_layout = *format == PlyFormat::BinaryLittle && elements.size() == 1 && vertex.properties.size() == 7 && ix == 0 &&
-                    iy == 1 && iz == 2 && ii == 3 && iq == 4 && is == 5 && iw == 6;
-  for (std::size_t k = 0; own_layout && k < 7; ++k)
-    own_layout = !vertex.properties[k].is_list && vertex.properties[k].type == kOwn[k];
-  if (own_layout) {
-    constexpr std::uint64_t kChunk = 1 << 16;
-    std::vector<unsigned char> records(static_cast<std::size_t>(kChunk) * kPlyVertexBytes);
-    for (std::uint64_t done = 0; done < vertex.count;) {
-      const std::uint64_t n = std::min(kChunk, vertex.count - done);
-      const std::size_t got = src.read_some(records.data(), static_cast<std::size_t>(n) * kPlyVertexBytes);
-      if (got != n * kPlyVertexBytes) {
-        input_error(path, "PLY ends or is malformed in element 'vertex' item " + std::to_string(done + got / kPlyVertexBytes) +
-                              " of " + std::to_string(vertex.count));
-      }
-      for (std::uint64_t i = 0; i < n; ++i) {
-        const unsigned char* r = records.data() + i * kPlyVertexBytes;
-        PlyVertex v;
-        v.x = static_cast<float>(decode_binary(r, PlyType::Float32, false));
-        v.y = decode_binary(r + 4, PlyType::Float64, false);
-        v.z = static_cast<float>(decode_binary(r + 12, PlyType::Float32, false));
-        v.intensity = static_cast<float>(decode_binary(r + 16, PlyType::Float32, false));
-        v.quality = static_cast<float>(decode_binary(r + 20, PlyType::Float32, false));
-        v.slot = r[24];
-        v.width = static_cast<std::uint16_t>(r[25] | (r[26] << 8));
-        out.push_back(v);
-      }
-      done += n;
-    }
-    return out;
-  }
+  bool own = h.format == PlyFormat::BinaryLittle && h.elements.size() == 1 && vertex.properties.size() == 7 && c.ix == 0 && c.iy == 1 &&
+             c.iz == 2 && c.ii == 3 && c.iq == 4 && c.is == 5 && c.iw == 6;
+  for (std::size_t k = 0; own && k < 7; ++k) own = !vertex.properties[k].is_list && vertex.properties[k].type == kOwn[k];
+  return own;
+}
 
-  const bool ascii = *format == PlyFormat::Ascii;
-  const bool big = *format == PlyFormat::BinaryBig;
+// The fast path: whole records, a chunk at a time.
+void read_own_layout(const fs::path& path, Source& src, const PlyElement& vertex, std::vector<PlyVertex>& out) {
+  constexpr std::uint64_t kChunk = 1 << 16;
+  std::vector<unsigned char> records(static_cast<std::size_t>(kChunk) * kPlyVertexBytes);
+  for (std::uint64_t done = 0; done < vertex.count;) {
+    const std::uint64_t n = std::min(kChunk, vertex.count - done);
+    const std::size_t got = src.read_some(records.data(), static_cast<std::size_t>(n) * kPlyVertexBytes);
+    if (got != n * kPlyVertexBytes) {
+      input_error(path, "PLY ends or is malformed in element 'vertex' item " + std::to_string(done + got / kPlyVertexBytes) +
+                            " of " + std::to_string(vertex.count));
+    }
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const unsigned char* r = records.data() + i * kPlyVertexBytes;
+      PlyVertex v;
+      v.x = static_cast<float>(decode_binary(r, PlyType::Float32, false));
+      v.y = decode_binary(r + 4, PlyType::Float64, false);
+      v.z = static_cast<float>(decode_binary(r + 12, PlyType::Float32, false));
+      v.intensity = static_cast<float>(decode_binary(r + 16, PlyType::Float32, false));
+      v.quality = static_cast<float>(decode_binary(r + 20, PlyType::Float32, false));
+      v.slot = r[24];
+      v.width = static_cast<std::uint16_t>(r[25] | (r[26] << 8));
+      out.push_back(v);
+    }
+    done += n;
+  }
+}
+
+// Any other layout: property by property, ASCII or binary of either order.
+void read_generic(const fs::path& path, Source& src, const PlyHeader& h, const PlyElement& vertex, const VertexColumns& c,
+                  std::vector<PlyVertex>& out) {
+  const auto& elements = h.elements;
+  const int ix = c.ix, iy = c.iy, iz = c.iz, ii = c.ii, iq = c.iq, is = c.is, iw = c.iw;
+  const bool ascii = h.format == PlyFormat::Ascii;
+  const bool big = h.format == PlyFormat::BinaryBig;
   std::vector<double> values;
   for (const PlyElement& element : elements) {
     const bool is_vertex = &element == &vertex;
@@ -542,6 +554,34 @@ std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
     }
     if (is_vertex) break;  // elements after the vertices are not needed
   }
+}
+
+}  // namespace
+
+std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (!fs::exists(st)) input_error(path, "file not found (expected a PLY file)");
+  if (!fs::is_regular_file(st)) input_error(path, "not a regular file (expected a PLY file)");
+  const std::uintmax_t file_size = fs::file_size(path, ec);
+  if (file_size == 0) input_error(path, "file is empty (0 bytes; expected a PLY file)");
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rbe"));
+  if (!file) input_error(path, std::string("cannot open: ") + std::strerror(errno));
+  Source src(path, file.get());
+  const PlyHeader header = read_header(path, src);
+  auto vertex_it = std::find_if(header.elements.begin(), header.elements.end(), [](const PlyElement& e) { return e.name == "vertex"; });
+  if (vertex_it == header.elements.end()) input_error(path, "PLY has no vertex element");
+  const PlyElement& vertex = *vertex_it;
+  const VertexColumns columns = vertex_columns(path, vertex);
+
+  // Never trust the count for an allocation: bound it by the bytes left.
+  const std::uint64_t body = file_size > header.bytes ? file_size - header.bytes : 0;
+  std::vector<PlyVertex> out;
+  out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(vertex.count, body / 4)));
+  if (own_layout(header, vertex, columns))
+    read_own_layout(path, src, vertex, out);
+  else
+    read_generic(path, src, header, vertex, columns, out);
   return out;
 }
 

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/metadata.h"
+
 #include <algorithm>
 #include <mutex>
 #include <cerrno>
@@ -86,8 +88,9 @@ int recorded_frame_height(const std::string& description, int width) {
   const auto valid = [](const nlohmann::json& v) {
     return v.is_number_integer() && v.get<std::int64_t>() >= 1 && v.get<std::int64_t>() <= kMaxFrameHeight;
   };
-  if (const auto s = j.find("stripeline"); s != j.end() && s->is_object()) {
-    if (const auto fh = s->find("frame_height"); fh != s->end() && valid(*fh)) return fh->get<int>();
+  // A recording's metadata document (core/metadata.h; older recordings nest it, find_document reads both).
+  if (const metadata::Json d = metadata::find_document(description); d.is_object() && d["stripeline"] == "recording") {
+    if (const auto fh = d.find("frame_height"); fh != d.end() && valid(nlohmann::json(*fh))) return fh->get<int>();
   }
   // tifffile's shaped description of a stack: {"shape": [frames, rows, width]}.
   if (const auto shape = j.find("shape"); shape != j.end() && shape->is_array() && shape->size() >= 3) {
@@ -101,12 +104,11 @@ int recorded_frame_height(const std::string& description, int width) {
 
 SignificantBits recorded_significant_bits(const std::string& description) {
   if (description.empty() || description.front() != '{') return {};
-  const nlohmann::json j = nlohmann::json::parse(description, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return {};
-  const auto s = j.find("stripeline");
-  if (s == j.end() || !s->is_object()) return {};
-  const auto b = s->find("significant_bits");
-  if (b == s->end() || !b->is_number_integer() || b->get<std::int64_t>() < 8 || b->get<std::int64_t>() > 15) return {};
+  // A recording's metadata document (core/metadata.h; find_document also reads the older nested form).
+  const metadata::Json d = metadata::find_document(description);
+  if (!d.is_object() || d["stripeline"] != "recording") return {};
+  const auto b = d.find("significant_bits");
+  if (b == d.end() || !b->is_number_integer() || b->get<std::int64_t>() < 8 || b->get<std::int64_t>() > 15) return {};
   return {b->get<int>(), BitsOrigin::Recording};
 }
 

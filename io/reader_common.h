@@ -42,7 +42,7 @@ void swap16(std::byte* data, std::size_t count);
 
 // The frame height a recording says it holds, from its description text (a
 // TIFF ImageDescription or a PNG tEXt "Description"): stripeline's own
-// {"stripeline": {"frame_height": N}}, or tifffile's {"shape": [..., N, width]}
+// recording document (core/metadata.h; older files: {"stripeline": {"frame_height": N}}), or tifffile's {"shape": [..., N, width]}
 // for a stack of frames. 0 when the text says nothing usable.
 int recorded_frame_height(const std::string& description, int width);
 // The significant bits a recording's description states

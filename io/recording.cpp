@@ -1,19 +1,19 @@
 #include "io/recording.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 
 #include "core/errors.h"
+#include "core/metadata.h"
 #include "io/image_writer.h"
 
 namespace stripeline::io {
 
 std::string recording_description(int frame_height, std::uint64_t frames, int significant_bits) {
-  nlohmann::json j;
-  j["stripeline"] = {{"frame_height", frame_height}, {"frames", frames}};
-  if (significant_bits > 0) j["stripeline"]["significant_bits"] = significant_bits;
-  return j.dump();
+  metadata::Json d = metadata::document("recording");
+  d["frame_height"] = frame_height;
+  d["frames"] = frames;
+  if (significant_bits > 0) d["significant_bits"] = significant_bits;  // docs/data-model.md, "Significant bits"
+  return metadata::text(d);
 }
 
 void write_recording(const std::filesystem::path& path, const void* pixels, int width, int frame_height,

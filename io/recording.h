@@ -5,7 +5,8 @@
 // TIFF: one strip per frame (or per block of frames), so a reader decodes the
 // strips in parallel; Deflate with the horizontal predictor, or uncompressed.
 // The frame height goes into the TIFF ImageDescription (PNG: tEXt
-// "Description") as {"stripeline": {"frame_height": H, "frames": N}}; readers
+// "Description") as the metadata document {"stripeline": "recording",
+// "schema", "software", "frame_height": H, "frames": N} (core/metadata.h); readers
 // report it as ImageInfo::recorded_frame_height. PGM carries no description.
 #include <cstdint>
 #include <filesystem>

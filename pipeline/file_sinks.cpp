@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/fixed_point.h"
 #include "io/image_writer.h"
+#include "pipeline/scan_metadata.h"
 #include "stages/heightmap_filters.h"
 
 namespace stripeline {
@@ -18,30 +19,14 @@ PlySink::PlySink(std::filesystem::path path, io::PlyEncoding encoding) : path_(s
 
 void PlySink::begin(const ScanInfo& info) {
   mapping_ = ProfileMapping(info.calibration, kDefaultHeightCodeBits, info.sheet);
-  std::vector<std::string> comments = {
-      "stripeline " STRIPELINE_VERSION,
-      "source " + info.source,
-      std::string("method ") + to_string(info.chain.column.method),
-  };
-  if (info.pixel_bits.known())  // docs/data-model.md, "Significant bits"
-    comments.push_back("pixel_bits " + std::to_string(info.pixel_bits.bits) + " origin " + to_string(info.pixel_bits.origin));
-  if (const NeighbourCheckConfig& n = info.chain.neighbour_check; n.columns > 0) {  // docs/extraction.md: isolated detections removed
-    char step[32];
-    std::snprintf(step, sizeof step, "%.6g", n.step);
-    comments.push_back("neighbour_check columns " + std::to_string(n.columns) + " step " + step);
-  }
-  if (const AppliedCalibration* c = info.sheet.get()) {
-    // docs/calibration.md: world frame of the sheet-of-light model.
+  // The metadata document (core/metadata.h), then one line a viewer's user
+  // reads: what the axes are (docs/calibration.md: the sheet-of-light world frame).
+  std::vector<std::string> comments = {metadata::ply_comment(scan_document("point-cloud", info))};
+  if (info.sheet)
     comments.push_back("units mm (x across the laser line, y along the motion, z height up toward the sensor; right-handed)");
-    comments.push_back("calibration sheet-of-light id " + c->id + (c->file_sha.empty() ? "" : " file_fnv1a " + c->file_sha) + " file " + c->file);
-    char step[48];
-    std::snprintf(step, sizeof step, "%.12g", c->model.y_step);
-    comments.push_back(std::string("calibration y_step_mm ") + step + (c->model.y_from_encoder ? " per encoder count" : " per frame") +
-                       " roi_offset " + std::to_string(c->roi_x) + "," + std::to_string(c->roi_y));
-  } else {
+  else
     comments.push_back(std::string("units ") + info.calibration.unit() +
                        (info.calibration.enabled ? "" : " (x = column, y = frame index, z = row in frame from the top row's centre)"));
-  }
   writer_ = std::make_unique<io::PlyWriter>(path_, encoding_, comments);
   chunk_frames_ = std::max(1, info.layout.frames);
   const std::size_t batch_slots = static_cast<std::size_t>(info.layout.width) * info.profile_slots * chunk_frames_;
@@ -114,62 +99,17 @@ void PlySink::finish() {
 void PlySink::abort() noexcept { writer_.reset(); }  // the writer's AtomicFile removes its temporary
 
 namespace {
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const unsigned char c : text) {
-    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
-    else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += static_cast<char>(c);
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// `, "neighbour_check": {...}` when the check ran, else nothing.
-std::string neighbour_check_json(const NeighbourCheckConfig& n) {
-  if (n.columns <= 0) return "";
-  char step[32];
-  std::snprintf(step, sizeof step, "%.6g", n.step);
-  return ", \"neighbour_check\": {\"columns\": " + std::to_string(n.columns) + ", \"step\": " + step + "}";
-}
-
-// `, "pixel_bits": N, "pixel_bits_origin": "..."` when known, else nothing.
-std::string pixel_bits_json(const SignificantBits& b) {
-  if (!b.known()) return "";
-  return ", \"pixel_bits\": " + std::to_string(b.bits) + ", \"pixel_bits_origin\": " + json_string(to_string(b.origin));
-}
-
 // What a reader needs to turn the codes back into heights (docs/data-model.md);
 // `stripeline describe` and the Python package (python/) read it.
 std::string heightmap_description(const ScanInfo& info, int bits, const std::vector<std::string>& filters) {
-  const LinearCalibration& c = info.calibration;
-  std::string cal = "\"none\"";
-  if (c.enabled)
-    cal = "{\"kind\": \"linear\", \"x_scale\": " + json_number(c.x_scale) + ", \"x_offset\": " + json_number(c.x_offset) +
-          ", \"y_scale\": " + json_number(c.y_scale) + ", \"y_offset\": " + json_number(c.y_offset) +
-          ", \"z_scale\": " + json_number(c.z_scale) + ", \"z_offset\": " + json_number(c.z_offset) +
-          ", \"y_from_encoder\": " + (c.y_from_encoder ? "true" : "false") + "}";
-  if (info.sheet)  // the codes stay sensor rows; the calibration maps the points (docs/calibration.md)
-    cal = "{\"kind\": \"sheet-of-light\", \"id\": " + json_string(info.sheet->id) + ", \"file_fnv1a\": " + json_string(info.sheet->file_sha) +
-          ", \"applies_to\": \"points (PLY, range maps), not these row codes\"}";
-  std::string steps = "[";
-  for (std::size_t i = 0; i < filters.size(); ++i) steps += (i ? ", " : "") + json_string(filters[i]);
-  steps += "]";
-  return "{\"stripeline\": \"heightmap\", \"height_bits\": " + std::to_string(bits) +
-         ", \"rounding\": \"half up\", \"code\": \"0 = no detection; else (position_1/256px + 128 + 2^(7-b)) >> (8-b)\"" +
-         ", \"frame_height\": " + std::to_string(info.layout.frame_height) +
-         ", \"method\": " + json_string(to_string(info.chain.column.method)) + neighbour_check_json(info.chain.neighbour_check) +
-         pixel_bits_json(info.pixel_bits) + ", \"calibration\": " + cal +
-         ", \"unit\": " + json_string(c.unit()) + ", \"filters\": " + steps + ", \"source\": " + json_string(info.source) +
-         ", \"software\": \"stripeline " STRIPELINE_VERSION "\"}";
+  metadata::Json d = scan_document("heightmap", info);
+  d["height_bits"] = bits;
+  d["rounding"] = "half up";
+  d["code"] = "0 = no detection; else (position_1/256px + 128 + 2^(7-b)) >> (8-b)";
+  d["filters"] = filters;
+  // With a sheet-of-light calibration the codes stay sensor rows; the model maps points (docs/calibration.md).
+  if (info.sheet) d["calibration_applies_to"] = "points (PLY, XYZ TIFF, range maps), not these row codes";
+  return metadata::text(d);
 }
 }  // namespace
 

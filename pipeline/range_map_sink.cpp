@@ -1,11 +1,11 @@
 #include "pipeline/range_map_sink.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "core/errors.h"
 #include "io/float_tiff_writer.h"
 #include "io/image_writer.h"
+#include "pipeline/scan_metadata.h"
 
 namespace stripeline {
 
@@ -15,6 +15,18 @@ void RangeMapOptions::validate() const {
     throw InputError("range-map code scale " + std::to_string(z_scale) + " is not usable (expected OFFSET:SCALE in mm with SCALE > 0)");
   if (float_tiff.empty() && codes.empty()) throw InputError("range map: nothing to write (expected a float TIFF and/or a 16-bit code image)");
 }
+
+namespace {
+const char* rule_name(kernels::RectifyRule r) {
+  switch (r) {
+    case kernels::RectifyRule::Max: return "max";
+    case kernels::RectifyRule::Min: return "min";
+    case kernels::RectifyRule::Mean: return "mean";
+    case kernels::RectifyRule::Nearest: return "nearest";
+  }
+  return "?";
+}
+}  // namespace
 
 RangeMapSink::RangeMapSink(RangeMapOptions options) : o_(std::move(options)) { o_.validate(); }
 
@@ -26,17 +38,11 @@ void RangeMapSink::begin(const ScanInfo& info) {
   key_.assign(bins_, 0.0f);
   n_.assign(bins_, 0);
   rows_.clear();
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "stripeline rectified range map: Z in mm (NaN = no data), column i at X = %.9g + i * %.9g mm, row = frame "
-                "(Y = frame * %.9g mm), rule %s, gaps up to %d bins filled; calibration id %s",
-                o_.grid.x_min, o_.grid.dx, info.sheet->model.y_step,
-                o_.grid.rule == kernels::RectifyRule::Max   ? "max"
-                : o_.grid.rule == kernels::RectifyRule::Min ? "min"
-                : o_.grid.rule == kernels::RectifyRule::Mean ? "mean"
-                                                             : "nearest",
-                o_.grid.fill, info.sheet->id.c_str());
-  description_ = buf;
+  // Z in mm (NaN = no data), column i at X = x_min + i * dx mm, row = frame (docs/calibration.md "range maps").
+  metadata::Json d = scan_document("range-map", info);
+  d["values"] = "Z mm, NaN = no data";
+  d["grid"] = {{"x_min_mm", o_.grid.x_min}, {"dx_mm", o_.grid.dx}, {"bins", bins_}, {"rule", rule_name(o_.grid.rule)}, {"fill_bins", o_.grid.fill}};
+  description_ = d;
 }
 
 void RangeMapSink::consume(const ProfileSpan& p) {
@@ -60,14 +66,15 @@ void RangeMapSink::consume(const ProfileSpan& p) {
 void RangeMapSink::finish() {
   const std::int64_t rows = static_cast<std::int64_t>(rows_.size() / (bins_ ? bins_ : 1));
   if (rows == 0) return;
-  if (!o_.float_tiff.empty()) io::write_float_tiff(o_.float_tiff, rows_.data(), bins_, rows, description_);
+  if (!o_.float_tiff.empty()) io::write_float_tiff(o_.float_tiff, rows_.data(), bins_, rows, metadata::text(description_));
   if (!o_.codes.empty()) {
     std::vector<std::uint16_t> codes(rows_.size());
     for (std::size_t i = 0; i < rows_.size(); ++i) codes[i] = kernels::range_code(rows_[i], o_.z_offset, o_.z_scale);
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "; 16-bit code: Z mm = %.9g + code * %.9g, 0 = no data", o_.z_offset, o_.z_scale);
+    metadata::Json d = description_;
+    d["values"] = "16-bit code, 0 = no data";
+    d["code"] = {{"z_offset_mm", o_.z_offset}, {"z_scale_mm", o_.z_scale}, {"meaning", "Z mm = z_offset_mm + code * z_scale_mm"}};
     io::ImageWriteOptions w;
-    w.description = description_ + buf;
+    w.description = metadata::text(d);
     io::write_image(o_.codes, codes.data(), bins_, rows, PixelFormat::Mono16, w);
   }
 }

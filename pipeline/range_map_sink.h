@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/metadata.h"
 #include "core/profile_mapping.h"
 #include "kernels/rectify.h"
 #include "pipeline/sink.h"
@@ -39,7 +40,7 @@ class RangeMapSink final : public ProfileSink {
   std::vector<float> rows_;  // [frame][bin]
   std::vector<float> key_;
   std::vector<std::uint32_t> n_;
-  std::string description_;
+  metadata::Json description_;  // core/metadata.h
 };
 
 }  // namespace stripeline

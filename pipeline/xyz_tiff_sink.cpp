@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "io/image_writer.h"
+#include "pipeline/scan_metadata.h"
 
 namespace stripeline {
 
@@ -17,14 +18,11 @@ void XyzTiffSink::begin(const ScanInfo& info) {
     plane->clear();
     if (expected_rows_) plane->reserve(expected_rows_ * static_cast<std::size_t>(width_));
   }
-  std::string source;
-  for (const char c : info.source) {
-    if (c == '"' || c == '\\') source += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) source += c;
-  }
-  description_ = std::string("{\"stripeline\": \"xyz\", \"planes\": [\"x\", \"y\", \"z\"], \"slot\": 0, \"no_point\": \"NaN\", \"unit\": \"") +
-                 mapping_.unit() + "\", \"calibration\": \"" + (info.sheet ? "sheet-of-light" : info.calibration.enabled ? "linear" : "none") +
-                 "\", \"source\": \"" + source + "\", \"software\": \"stripeline " STRIPELINE_VERSION "\"}";
+  metadata::Json d = scan_document("xyz", info);
+  d["planes"] = {"x", "y", "z"};
+  d["slot"] = 0;
+  d["no_point"] = "NaN";
+  description_ = metadata::text(d);
 }
 
 void XyzTiffSink::consume(const ProfileSpan& p) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/metadata.h"
 #include "core/profile_mapping.h"
 #include "stages/heightmap_filters.h"
 #include "streaming/series.h"
@@ -286,7 +287,7 @@ class Publisher::Impl {
           h["slots"] = scan.profile_slots;
           h["rows_per_message"] = cfg.rows_per_message;
           h["heightmap_rows"] = cfg.heightmap_rows;
-          h["software"] = "stripeline " STRIPELINE_VERSION;
+          h.update(json(metadata::document("series-start")));  // stripeline, schema, software (core/metadata.h)
           h["format"] = wire::kFormatVersion;
           // Rows stay in the sensor form (z = row); the model maps them to mm.
           if (scan.sheet) {

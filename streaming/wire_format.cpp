@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/fixed_point.h"
+#include "core/metadata.h"
 
 namespace stripeline::wire {
 
@@ -190,11 +191,8 @@ void RowBlock::append(const ProfileSpan& p, int first, int count, const ProfileM
   }
 }
 
-nlohmann::json calibration_json(const LinearCalibration& c) {
-  return {{"enabled", c.enabled}, {"unit", c.unit()},         {"x_scale", c.x_scale}, {"x_offset", c.x_offset},
-          {"y_scale", c.y_scale}, {"y_offset", c.y_offset},   {"z_scale", c.z_scale}, {"z_offset", c.z_offset},
-          {"y_from_encoder", c.y_from_encoder}};
-}
+// Written by the one metadata serializer (core/metadata.h).
+nlohmann::json calibration_json(const LinearCalibration& c) { return nlohmann::json(metadata::linear_calibration(c)); }
 
 LinearCalibration calibration_from_json(const nlohmann::json& j) {
   LinearCalibration c;
@@ -210,24 +208,7 @@ LinearCalibration calibration_from_json(const nlohmann::json& j) {
   return c;
 }
 
-nlohmann::json sheet_calibration_json(const AppliedCalibration& c) {
-  const SheetOfLightModel& m = c.model;
-  return {{"model", m.kind == SheetOfLightModel::Kind::Linear ? "linear" : "sheet-of-light"},
-          {"id", c.id},
-          {"file", c.file},
-          {"file_fnv1a", c.file_sha},
-          {"unit", m.unit},
-          {"roi_offset", {c.roi_x, c.roi_y}},
-          {"y_source", m.y_from_encoder ? "encoder" : "frame"},
-          {"y_step_mm", m.y_step},
-          {"y_offset_mm", m.y_offset},
-          {"centre", {m.cu, m.cv}},
-          {"scale", m.scale},
-          {"distortion", std::vector<double>(m.distortion, m.distortion + sol::kDistortionCount)},
-          {"homography", std::vector<double>(m.homography, m.homography + 9)},
-          {"skew_about_x_deg", m.skew_about_x_deg},
-          {"skew_about_z_deg", m.skew_about_z_deg}};
-}
+nlohmann::json sheet_calibration_json(const AppliedCalibration& c) { return nlohmann::json(metadata::sheet_calibration(c)); }
 
 std::shared_ptr<const AppliedCalibration> sheet_calibration_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return nullptr;

@@ -17,6 +17,7 @@
 #include "calibration_fixtures.h"
 #include "io/image_reader.h"
 #include "io/image_writer.h"
+#include "io/metadata_reader.h"
 #include "kernels/rectify.h"
 
 namespace stripeline {
@@ -97,8 +98,10 @@ TEST_F(CalibrationApplied, ReplayMeasuresGaugeBlocksInMillimetresAtAnotherRoi) {
   const Ply ply = read_ascii_ply(path("g.ply"));
   EXPECT_TRUE(has_comment(ply, "units mm")) << ply.comments.size();
   EXPECT_TRUE(has_comment(ply, "z height up")) << ply.comments.size();
-  EXPECT_TRUE(has_comment(ply, "calibration sheet-of-light id " + cal.id));
-  EXPECT_TRUE(has_comment(ply, "roi_offset 160,460"));
+  const metadata::Json meta = io::read_metadata(path("g.ply"));  // the header's metadata comment (core/metadata.h)
+  EXPECT_EQ(meta["calibration"]["model"], "sheet-of-light");
+  EXPECT_EQ(meta["calibration"]["id"], cal.id);
+  EXPECT_EQ(meta["calibration"]["roi_offset"], metadata::Json::array({160, 460}));
 
   // Y in mm: frame index x the file's 0.2 mm step.
   std::set<long> rows;
@@ -121,7 +124,7 @@ TEST_F(CalibrationApplied, ReplayMeasuresGaugeBlocksInMillimetresAtAnotherRoi) {
 
   std::ifstream in(path("s.json"));
   const nlohmann::json s = nlohmann::json::parse(in);
-  EXPECT_EQ(s["unit"], "mm");
+  EXPECT_EQ(s["point_unit"], "mm");
   EXPECT_EQ(s["calibration"]["id"], cal.id);
   EXPECT_EQ(s["calibration"]["model"], "sheet-of-light");
   EXPECT_EQ(s["calibration"]["roi_offset"], nlohmann::json::array({160, 460}));
@@ -301,7 +304,7 @@ TEST_F(CalibrationApplied, SubscriberMapsTheStreamToTheSameMillimetres) {
   EXPECT_NE(sub_out.find("mm"), std::string::npos) << sub_out;
   const Ply pub = read_ascii_ply(path("pub.ply")), sub = read_ascii_ply(path("sub.ply"));
   EXPECT_TRUE(has_comment(sub, "units mm"));
-  EXPECT_TRUE(has_comment(sub, "calibration sheet-of-light id " + load_calibration(path("cal.toml")).id));
+  EXPECT_EQ(io::read_metadata(path("sub.ply"))["calibration"]["id"], load_calibration(path("cal.toml")).id);
   ASSERT_EQ(pub.points.size(), sub.points.size());
   ASSERT_GT(pub.points.size(), 10000u);
   for (std::size_t i = 0; i < pub.points.size(); ++i) {

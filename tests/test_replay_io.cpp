@@ -23,6 +23,7 @@
 
 #include "acquisition/file_source.h"
 #include "core/errors.h"
+#include "core/metadata.h"
 #include "io/image_reader.h"
 #include "io/image_writer.h"
 #include "io/recording.h"
@@ -542,7 +543,11 @@ TEST(ReplayRecording, FrameHeightRoundTripsThroughTiffAndPng) {
     write_tiff(dir / "d.tif", {l}, {pixels});
     EXPECT_EQ(open_image(dir / "d.tif")->info().recorded_frame_height, 0) << text;
   }
-  EXPECT_EQ(recording_description(52, 1200), "{\"stripeline\":{\"frame_height\":52,\"frames\":1200}}");
+  const metadata::Json d = metadata::parse(recording_description(52, 1200), "recording");  // core/metadata.h
+  EXPECT_EQ(d["stripeline"], "recording");
+  EXPECT_EQ(d["frame_height"], 52);
+  EXPECT_EQ(d["frames"], 1200);
+  EXPECT_EQ(d["schema"], metadata::kSchema);
 }
 
 TEST(ReplayRecording, SynthWritesAStripPerFrameCompressedOrNot) {

@@ -1,6 +1,6 @@
 // `stripeline bench-replay`: replay from files of each kind as a fraction of
-// the engine's own end-to-end figure, measured in the same run, and decode
-// throughput alone against the number of threads. See bench/README.md.
+// the engine's steady state (prefilled batches, no file), measured in the same
+// run, and decode throughput alone against the number of threads. See bench/README.md.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <tiffio.h>
@@ -51,6 +51,7 @@ struct ReplayBenchOptions {
   int width = 2048, frame_height = 52, depth = 8;
   std::uint64_t loops = 5;
   int repeats = 3;
+  std::uint64_t engine_batches = 200;  // batches timed for the engine's steady state (after a warm-up)
   std::vector<int> threads = {1, 2, 4, 8, 16};
   bool quick = false, cold = true, keep = false;
 };
@@ -148,7 +149,7 @@ std::vector<Kind> write_recordings(const fs::path& dir, const ReplayBenchOptions
     } else if (k.name == "tifffile-deflate") {
       const std::size_t row_bytes = static_cast<std::size_t>(o.width) * static_cast<std::size_t>(o.depth / 8);
       write_other_deflate(p, image, o.width, height, o.depth, static_cast<std::uint32_t>(std::max<std::size_t>(1, 65536 / row_bytes)),
-                          "{\"shape\": [" + std::to_string(height) + ", " + std::to_string(o.width) + "]}");
+                          nlohmann::json{{"shape", {height, o.width}}}.dump());
     } else if (k.name == "pgm") {
       io::write_recording(p, image.data(), o.width, o.frame_height, o.frames, format);
     } else {
@@ -169,7 +170,7 @@ bool drop_from_page_cache(const fs::path& path) {
   return ok;
 }
 
-// The engine without a file: pool slots filled once from the rendered frames
+// The engine without a file (the steady-state reference below): pool slots filled once from the rendered frames
 // (as a grabber's DMA would), then only their metadata stamped.
 class PrefilledSource final : public FrameSource {
  public:
@@ -311,91 +312,116 @@ std::vector<int> parse_threads(const std::string& text) {
   return out;
 }
 
-int bench_replay(ReplayBenchOptions o) {
-  if (o.quick) {
-    o.frames = std::min<std::uint64_t>(o.frames, 300);
-    o.loops = std::min<std::uint64_t>(o.loops, 2);
-    o.repeats = 1;
-  }
-  if (o.depth != 8 && o.depth != 16) throw InputError("--depth " + std::to_string(o.depth) + " is not supported (expected 8 or 16)");
-  if (o.frames == 0 || o.loops == 0 || o.repeats < 1) throw InputError("--frames, --loops and --repeats must be at least 1");
-  const Backend backend = resolve_backend(parse_backend(o.backend));
-  const int hw = static_cast<int>(std::thread::hardware_concurrency());
-
-  fs::path dir = o.dir;
-  const bool own_dir = dir.empty();
-  if (own_dir) dir = fs::temp_directory_path() / ("stripeline-bench-replay-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  struct Cleanup {
-    fs::path dir;
-    bool remove;
-    ~Cleanup() {
-      std::error_code ec;
-      if (remove) fs::remove_all(dir, ec);
+// The engine's steady state, the reference every "x engine" ratio divides
+// by: the same frames prefilled (no file in the way), `warmup` batches to
+// settle (pool, scratch, CUDA context, clocks), then `batches` batches timed
+// at the sink. The rate is one batch's profiles over the median time between
+// consecutive batches, as `stripeline bench` reports a steady state; a short
+// run's rate, start-up included, flatters every ratio taken against it.
+class SteadyStateSink final : public ProfileSink {
+ public:
+  SteadyStateSink(std::uint64_t warmup, std::uint64_t frame_bytes) : warmup_(warmup), frame_bytes_(frame_bytes) {}
+  void begin(const ScanInfo&) override {}
+  void consume(const ProfileSpan& p) override {
+    const auto now = clock::now();
+    if (++batches_ == warmup_) {
+      last_ = now;
+      cpu0_ = process_cpu_seconds();
+      return;
     }
-  } cleanup{dir, own_dir && !o.keep};
+    if (batches_ < warmup_) return;
+    periods_.push_back(std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+    frames_per_batch_.push_back(static_cast<double>(p.frames));
+    timed_frames_ += static_cast<std::uint64_t>(p.frames);
+    cpu1_ = process_cpu_seconds();
+  }
+  void finish() override {}
+  Rate rate() const {
+    Rate r;
+    const double period = median(periods_), frames = median(frames_per_batch_);
+    if (period <= 0) return r;
+    double timed = 0;
+    for (double t : periods_) timed += t;
+    const double hw = std::max(1u, std::thread::hardware_concurrency());
+    r.profiles_per_s = frames / period;
+    r.mb_per_s = r.profiles_per_s * static_cast<double>(frame_bytes_) / 1e6;
+    r.seconds = timed;
+    r.cpu_seconds = cpu1_ - cpu0_;
+    r.cpu_bound_profiles_per_s = r.cpu_seconds > 0 ? static_cast<double>(timed_frames_) / r.cpu_seconds * hw : 0.0;
+    return r;
+  }
 
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  const double mb_per_pass = static_cast<double>(o.frames) * o.width * o.frame_height * (o.depth / 8) / 1e6;
-  std::printf("stripeline bench-replay %s  %s  host %s, %d CPU threads, %s backend\n", STRIPELINE_VERSION, date, host, hw, to_string(backend));
-  std::printf("inflate: %s\n", io::inflate_library());
-  std::printf("recording: %llu frames of %dx%d %d-bit (%.1f MB), %llu loops per replay, median of %d; files in %s\n",
-              static_cast<unsigned long long>(o.frames), o.width, o.frame_height, o.depth, mb_per_pass,
-              static_cast<unsigned long long>(o.loops), o.repeats, dir.c_str());
+ private:
+  std::uint64_t warmup_, frame_bytes_, batches_ = 0, timed_frames_ = 0;
+  std::vector<double> periods_, frames_per_batch_;
+  clock::time_point last_;
+  double cpu0_ = 0, cpu1_ = 0;
+};
 
-  const std::vector<std::byte> image = render(o);
-  const std::vector<Kind> kinds = write_recordings(dir, o, image);
-  nlohmann::json root;
-  root["version"] = STRIPELINE_VERSION;
-  root["date"] = date;
-  root["host"] = host;
-  root["cpu_threads"] = hw;
-  root["backend"] = to_string(backend);
-  root["inflate"] = io::inflate_library();
-  root["recording"] = {{"frames", o.frames}, {"width", o.width}, {"frame_height", o.frame_height}, {"depth", o.depth}, {"mb", mb_per_pass}};
-  root["loops"] = o.loops;
-  root["repeats"] = o.repeats;
+Rate steady_engine(const std::vector<std::byte>& image, BatchLayout frame, const ReplayBenchOptions& o, Backend backend) {
+  PipelineOptions po;
+  po.backend = backend;
+  const std::uint64_t warmup = static_cast<std::uint64_t>(po.buffers) * 2, batches = o.quick ? 20 : o.engine_batches;
+  PrefilledSource src(image, frame, o.frames, (warmup + batches) * static_cast<std::uint64_t>(po.batch_frames));
+  SteadyStateSink sink(warmup, frame.frame_pixels() * bytes_per_pixel(frame.format));
+  std::vector<ProfileSink*> sinks = {&sink};
+  Pipeline(po).run(src, sinks);
+  return sink.rate();
+}
 
-  // Rounds: the engine's own figure (the same frames with no file in the
-  // way), then every kind, then again. Interleaving keeps a shared machine's
-  // changing load out of the ratios: each round's ratios are taken, and the
-  // medians reported.
+// Everything measured, by kind (index into the kinds), before it is printed.
+struct Measured {
+  std::vector<Rate> engine_runs;  // the steady state, once per round
+  std::vector<std::vector<Rate>> warm, cold, plain, with_outputs;
+  std::vector<std::vector<double>> wall_of_engine, cpu_of_engine, of_plain;
+  std::vector<bool> cold_ok;
+  std::vector<std::uint64_t> output_bytes;
+  std::vector<std::size_t> output_kinds;
+  explicit Measured(std::size_t n)
+      : warm(n), cold(n), plain(n), with_outputs(n), wall_of_engine(n), cpu_of_engine(n), of_plain(n), cold_ok(n, false), output_bytes(n, 0) {}
+};
+
+// Rounds: the engine's steady state (the same frames with no file in the
+// way), then every kind, then again. Interleaving keeps a shared machine's
+// changing load out of the ratios: each round's ratios are taken, and the
+// medians reported.
+void measure_replays(const fs::path& dir, const ReplayBenchOptions& o, const std::vector<Kind>& kinds, const std::vector<std::byte>& image,
+                     Backend backend, Measured& m) {
   const BatchLayout frame{o.width, o.frame_height, 0, o.depth == 16 ? PixelFormat::Mono16 : PixelFormat::Mono8};
   for (const Kind& k : kinds) {  // warm-up: page cache, thread-local decoders
     FileSource src(file_config(dir / k.file, k, o, 1));
     run_pipeline(src, backend);
   }
-  std::vector<Rate> engine_runs;
-  std::vector<std::vector<Rate>> warm_runs(kinds.size()), cold_runs(kinds.size());
-  std::vector<std::vector<double>> wall_of_engine(kinds.size()), cpu_of_engine(kinds.size());
-  std::vector<bool> cold_ok(kinds.size(), false);
   for (int r = 0; r < o.repeats; ++r) {
-    PrefilledSource engine_src(image, frame, o.frames, o.frames * o.loops);
-    engine_runs.push_back(run_pipeline(engine_src, backend));
+    m.engine_runs.push_back(steady_engine(image, frame, o, backend));
     for (std::size_t i = 0; i < kinds.size(); ++i) {
       FileSource src(file_config(dir / kinds[i].file, kinds[i], o, o.loops));
-      warm_runs[i].push_back(run_pipeline(src, backend));
-      wall_of_engine[i].push_back(warm_runs[i].back().profiles_per_s / engine_runs.back().profiles_per_s);
-      cpu_of_engine[i].push_back(warm_runs[i].back().cpu_bound_profiles_per_s / engine_runs.back().cpu_bound_profiles_per_s);
+      m.warm[i].push_back(run_pipeline(src, backend));
+      m.wall_of_engine[i].push_back(m.warm[i].back().profiles_per_s / m.engine_runs.back().profiles_per_s);
+      m.cpu_of_engine[i].push_back(m.warm[i].back().cpu_bound_profiles_per_s / m.engine_runs.back().cpu_bound_profiles_per_s);
     }
   }
-  // The same replays writing a PLY and a height map (as `replay --ply
-  // out.ply --heightmap out.tif` does: app/outputs.cpp, the writers on
-  // threads of their own), interleaved with the plain ones again.
-  std::vector<std::size_t> output_kinds;
+  if (!o.cold) return;
+  for (int r = 0; r < o.repeats; ++r) {
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      m.cold_ok[i] = drop_from_page_cache(dir / kinds[i].file);
+      FileSource src(file_config(dir / kinds[i].file, kinds[i], o, 1));
+      m.cold[i].push_back(run_pipeline(src, backend));
+    }
+  }
+}
+
+// The same replays writing a PLY and a height map (as `replay --ply
+// out.ply --heightmap out.tif` does: app/outputs.cpp, the writers on
+// threads of their own), interleaved with the plain ones again.
+void measure_outputs(const fs::path& dir, const ReplayBenchOptions& o, const std::vector<Kind>& kinds, Backend backend, Measured& m) {
   for (std::size_t i = 0; i < kinds.size(); ++i)
-    if (("," + o.outputs + ",").find("," + kinds[i].name + ",") != std::string::npos) output_kinds.push_back(i);
-  std::vector<std::vector<Rate>> plain_runs(kinds.size()), output_runs(kinds.size());
-  std::vector<std::vector<double>> of_plain(kinds.size());
-  std::vector<std::uint64_t> output_bytes(kinds.size(), 0);
-  for (int r = 0; r < o.repeats && !output_kinds.empty(); ++r) {
-    for (const std::size_t i : output_kinds) {
+    if (("," + o.outputs + ",").find("," + kinds[i].name + ",") != std::string::npos) m.output_kinds.push_back(i);
+  for (int r = 0; r < o.repeats && !m.output_kinds.empty(); ++r) {
+    for (const std::size_t i : m.output_kinds) {
       FileSource plain(file_config(dir / kinds[i].file, kinds[i], o, o.loops));
-      plain_runs[i].push_back(run_pipeline(plain, backend));
+      m.plain[i].push_back(run_pipeline(plain, backend));
       OutputConfig out;
       out.dir = dir;
       out.ply = "outputs-" + kinds[i].name + ".ply";
@@ -404,40 +430,30 @@ int bench_replay(ReplayBenchOptions o) {
       out.summary = "";
       OutputSinks sinks = make_output_sinks(out, OutputOptions{});
       FileSource src(file_config(dir / kinds[i].file, kinds[i], o, o.loops));
-      output_runs[i].push_back(run_pipeline(src, backend, sinks.all()));
-      of_plain[i].push_back(output_runs[i].back().profiles_per_s / plain_runs[i].back().profiles_per_s);
-      output_bytes[i] = 0;
+      m.with_outputs[i].push_back(run_pipeline(src, backend, sinks.all()));
+      m.of_plain[i].push_back(m.with_outputs[i].back().profiles_per_s / m.plain[i].back().profiles_per_s);
+      m.output_bytes[i] = 0;
       for (const auto& f : sinks.files) {
-        output_bytes[i] += fs::file_size(f);
+        m.output_bytes[i] += fs::file_size(f);
         fs::remove(f);
       }
     }
   }
-  if (o.cold) {
-    for (int r = 0; r < o.repeats; ++r) {
-      for (std::size_t i = 0; i < kinds.size(); ++i) {
-        cold_ok[i] = drop_from_page_cache(dir / kinds[i].file);
-        FileSource src(file_config(dir / kinds[i].file, kinds[i], o, 1));
-        cold_runs[i].push_back(run_pipeline(src, backend));
-      }
-    }
-  }
-  const Rate engine = median_rate(engine_runs);
-  std::printf("\n%-18s %12.0f profiles/s %9.1f MB/s  cpu-bound %9.0f profiles/s  (prefilled batches, no file: the reference)\n", "engine",
-              engine.profiles_per_s, engine.mb_per_s, engine.cpu_bound_profiles_per_s);
-  root["engine"] = rate_json(engine);
+}
 
-  std::printf("\n== replay, no outputs (%s backend): source -> pipeline, %llu loops; x engine: median of the rounds' ratios\n",
+void report_replays(const fs::path& dir, const ReplayBenchOptions& o, const std::vector<Kind>& kinds, Backend backend, const Measured& m,
+                    const Rate& engine, nlohmann::json& root) {
+  std::printf("\n== replay, no outputs (%s backend): source -> pipeline, %llu loops; x engine: median of the rounds' ratios to the steady state\n",
               to_string(backend), static_cast<unsigned long long>(o.loops));
   std::printf("%-18s %8s %11s %9s %8s %11s %8s %11s %8s  %s\n", "kind", "file MB", "profiles/s", "MB/s", "x engine", "cpu-bound", "x engine",
               "cold prof/s", "x engine", "layout");
   nlohmann::json replay = nlohmann::json::object();
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const Kind& k = kinds[i];
-    const Rate warm = median_rate(warm_runs[i]);
-    const Rate cold = o.cold ? median_rate(cold_runs[i]) : Rate{};
+    const Rate warm = median_rate(m.warm[i]);
+    const Rate cold = o.cold ? median_rate(m.cold[i]) : Rate{};
     const double file_mb = static_cast<double>(fs::file_size(dir / k.file)) / 1e6;
-    const double wall_x = median(wall_of_engine[i]), cpu_x = median(cpu_of_engine[i]);
+    const double wall_x = median(m.wall_of_engine[i]), cpu_x = median(m.cpu_of_engine[i]);
     std::printf("%-18s %8.1f %11.0f %9.1f %8.3f %11.0f %8.3f %11.0f %8.3f  %s\n", k.name.c_str(), file_mb, warm.profiles_per_s, warm.mb_per_s,
                 wall_x, warm.cpu_bound_profiles_per_s, cpu_x, cold.profiles_per_s, cold.profiles_per_s / engine.profiles_per_s, k.what.c_str());
     nlohmann::json j = {{"file", k.file},
@@ -449,42 +465,50 @@ int bench_replay(ReplayBenchOptions o) {
     if (o.cold) {
       j["cold"] = rate_json(cold);
       j["cold_fraction_of_engine"] = cold.profiles_per_s / engine.profiles_per_s;
-      j["cold_page_cache_dropped"] = static_cast<bool>(cold_ok[i]);
+      j["cold_page_cache_dropped"] = static_cast<bool>(m.cold_ok[i]);
     }
     replay[k.name] = j;
   }
   root["replay"] = replay;
-  if (!output_kinds.empty()) {
-    std::printf("\n== replay with outputs (PLY + 16-bit TIFF height map, written on their own threads) vs the same replay without; median of the rounds' ratios\n");
-    std::printf("%-18s %11s %11s %8s %9s %10s\n", "kind", "plain /s", "outputs /s", "ratio", "x engine", "output MB");
-    nlohmann::json outputs = nlohmann::json::object();
-    for (const std::size_t i : output_kinds) {
-      const Rate plain = median_rate(plain_runs[i]), with = median_rate(output_runs[i]);
-      const double ratio = median(of_plain[i]);
-      std::printf("%-18s %11.0f %11.0f %8.3f %9.3f %10.1f\n", kinds[i].name.c_str(), plain.profiles_per_s, with.profiles_per_s, ratio,
-                  with.profiles_per_s / engine.profiles_per_s, static_cast<double>(output_bytes[i]) / 1e6);
-      outputs[kinds[i].name] = {{"plain", rate_json(plain)},
-                                {"with_outputs", rate_json(with)},
-                                {"fraction_of_plain", ratio},
-                                {"fraction_of_engine", with.profiles_per_s / engine.profiles_per_s},
-                                {"output_mb", static_cast<double>(output_bytes[i]) / 1e6}};
-    }
-    root["replay_with_outputs"] = outputs;
+}
+
+void report_outputs(const std::vector<Kind>& kinds, const Measured& m, const Rate& engine, nlohmann::json& root) {
+  if (m.output_kinds.empty()) return;
+  std::printf("\n== replay with outputs (PLY + 16-bit TIFF height map, written on their own threads) vs the same replay without; median of the rounds' ratios\n");
+  std::printf("%-18s %11s %11s %8s %9s %10s\n", "kind", "plain /s", "outputs /s", "ratio", "x engine", "output MB");
+  nlohmann::json outputs = nlohmann::json::object();
+  for (const std::size_t i : m.output_kinds) {
+    const Rate plain = median_rate(m.plain[i]), with = median_rate(m.with_outputs[i]);
+    const double ratio = median(m.of_plain[i]);
+    std::printf("%-18s %11.0f %11.0f %8.3f %9.3f %10.1f\n", kinds[i].name.c_str(), plain.profiles_per_s, with.profiles_per_s, ratio,
+                with.profiles_per_s / engine.profiles_per_s, static_cast<double>(m.output_bytes[i]) / 1e6);
+    outputs[kinds[i].name] = {{"plain", rate_json(plain)},
+                              {"with_outputs", rate_json(with)},
+                              {"fraction_of_plain", ratio},
+                              {"fraction_of_engine", with.profiles_per_s / engine.profiles_per_s},
+                              {"output_mb", static_cast<double>(m.output_bytes[i]) / 1e6}};
   }
+  root["replay_with_outputs"] = outputs;
+}
+
+void report_over_uncompressed(const ReplayBenchOptions& o, const std::vector<Kind>& kinds, const Measured& m, nlohmann::json& root) {
   const auto none = std::find_if(kinds.begin(), kinds.end(), [](const Kind& k) { return k.name == "tiff-none"; });
   for (std::size_t i = 0; i < kinds.size() && none != kinds.end(); ++i) {
     if (kinds[i].name == "tiff-none") continue;
     const auto n = static_cast<std::size_t>(none - kinds.begin());
     std::vector<double> wall, cpu;
     for (int r = 0; r < o.repeats; ++r) {
-      wall.push_back(warm_runs[i][r].profiles_per_s / warm_runs[n][r].profiles_per_s);
-      cpu.push_back(warm_runs[i][r].cpu_bound_profiles_per_s / warm_runs[n][r].cpu_bound_profiles_per_s);
+      wall.push_back(m.warm[i][r].profiles_per_s / m.warm[n][r].profiles_per_s);
+      cpu.push_back(m.warm[i][r].cpu_bound_profiles_per_s / m.warm[n][r].cpu_bound_profiles_per_s);
     }
     std::printf("%s / tiff-none (warm, median of the rounds): %.3f wall clock, %.3f cpu-bound\n", kinds[i].name.c_str(), median(wall),
                 median(cpu));
     root["over_uncompressed"][kinds[i].name] = {{"wall", median(wall)}, {"cpu_bound", median(cpu)}};
   }
+}
 
+// Decoding alone, by thread count, with stripeline's codecs and libtiff's.
+void report_decode(const fs::path& dir, const ReplayBenchOptions& o, const std::vector<Kind>& kinds, int hw, nlohmann::json& root) {
   std::printf("\n== decode alone (MB/s of pixels), a batch of 300 frames per read, by threads\n");
   std::printf("%-28s", "kind");
   for (int t : o.threads) std::printf(" %9d", t);
@@ -518,7 +542,76 @@ int bench_replay(ReplayBenchOptions o) {
   root["decode_mb_per_s"] = decode;
   if (hw < *std::max_element(o.threads.begin(), o.threads.end()))
     std::printf("(this machine has %d hardware threads: counts above it share them)\n", hw);
+}
 
+// The run's header: what was measured where, on stdout and in the JSON.
+nlohmann::json run_header(const fs::path& dir, const ReplayBenchOptions& o, Backend backend, int hw) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const double mb_per_pass = static_cast<double>(o.frames) * o.width * o.frame_height * (o.depth / 8) / 1e6;
+  std::printf("stripeline bench-replay %s  %s  host %s, %d CPU threads, %s backend\n", STRIPELINE_VERSION, date, host, hw, to_string(backend));
+  std::printf("inflate: %s\n", io::inflate_library());
+  std::printf("recording: %llu frames of %dx%d %d-bit (%.1f MB), %llu loops per replay, median of %d; files in %s\n",
+              static_cast<unsigned long long>(o.frames), o.width, o.frame_height, o.depth, mb_per_pass,
+              static_cast<unsigned long long>(o.loops), o.repeats, dir.c_str());
+  nlohmann::json root;
+  root["version"] = STRIPELINE_VERSION;
+  root["date"] = date;
+  root["host"] = host;
+  root["cpu_threads"] = hw;
+  root["backend"] = to_string(backend);
+  root["inflate"] = io::inflate_library();
+  root["recording"] = {{"frames", o.frames}, {"width", o.width}, {"frame_height", o.frame_height}, {"depth", o.depth}, {"mb", mb_per_pass}};
+  root["loops"] = o.loops;
+  root["repeats"] = o.repeats;
+  return root;
+}
+
+int bench_replay(ReplayBenchOptions o) {
+  if (o.quick) {
+    o.frames = std::min<std::uint64_t>(o.frames, 300);
+    o.loops = std::min<std::uint64_t>(o.loops, 2);
+    o.repeats = 1;
+  }
+  if (o.depth != 8 && o.depth != 16) throw InputError("--depth " + std::to_string(o.depth) + " is not supported (expected 8 or 16)");
+  if (o.frames == 0 || o.loops == 0 || o.repeats < 1) throw InputError("--frames, --loops and --repeats must be at least 1");
+  if (o.engine_batches < 10) throw InputError("--engine-batches " + std::to_string(o.engine_batches) + " is too few (expected at least 10)");
+  const Backend backend = resolve_backend(parse_backend(o.backend));
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+
+  fs::path dir = o.dir;
+  const bool own_dir = dir.empty();
+  if (own_dir) dir = fs::temp_directory_path() / ("stripeline-bench-replay-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  struct Cleanup {
+    fs::path dir;
+    bool remove;
+    ~Cleanup() {
+      std::error_code ec;
+      if (remove) fs::remove_all(dir, ec);
+    }
+  } cleanup{dir, own_dir && !o.keep};
+
+  nlohmann::json root = run_header(dir, o, backend, hw);
+  const std::vector<std::byte> image = render(o);
+  const std::vector<Kind> kinds = write_recordings(dir, o, image);
+  Measured m(kinds.size());
+  measure_replays(dir, o, kinds, image, backend, m);
+  measure_outputs(dir, o, kinds, backend, m);
+  const Rate engine = median_rate(m.engine_runs);
+  std::printf("\n%-18s %12.0f profiles/s %9.1f MB/s  cpu-bound %9.0f profiles/s  (steady state: prefilled batches, no file, %llu batches "
+              "after a warm-up, median time between batches; the reference)\n",
+              "engine", engine.profiles_per_s, engine.mb_per_s, engine.cpu_bound_profiles_per_s,
+              static_cast<unsigned long long>(o.quick ? 20 : o.engine_batches));
+  root["engine"] = rate_json(engine);
+  root["engine"]["measure"] = "steady state: warm-up batches, then median time between batches at the sink";
+  report_replays(dir, o, kinds, backend, m, engine, root);
+  report_outputs(kinds, m, engine, root);
+  report_over_uncompressed(o, kinds, m, root);
+  report_decode(dir, o, kinds, hw, root);
   if (!o.json.empty()) {
     io::write_file_atomically(o.json, root.dump(2) + "\n");
     std::printf("\nwrote %s\n", o.json.c_str());
@@ -541,6 +634,8 @@ Subcommand add_bench_replay(CLI::App& app) {
   sub->add_option("--depth", o->depth, "Bits per pixel: 8 or 16")->capture_default_str();
   sub->add_option("--loops", o->loops, "Passes over the file per timed replay")->capture_default_str();
   sub->add_option("--repeats", o->repeats, "Timed replays per kind (the median is reported)")->capture_default_str();
+  sub->add_option("--engine-batches", o->engine_batches, "Batches timed for the engine's steady state (the x engine reference), after a warm-up")
+      ->capture_default_str();
   sub->add_option("--threads", *threads, "Thread counts of the decode sweep")->capture_default_str();
   sub->add_option("--kinds", o->kinds, "Only these kinds, comma-separated: synth-deflate, tifffile-deflate, libtiff-deflate, png, tiff-none, pgm, raw");
   sub->add_flag("!--no-cold", o->cold, "Skip the cold page cache runs");

@@ -47,7 +47,7 @@ Subcommand add_synth(CLI::App& app) {
       "Recordings are written for fast replay: a TIFF holds one strip per frame (--frames-per-strip), which replay decodes\n"
       "in parallel, compressed with Deflate and the horizontal predictor (--compression deflate, the default) or not\n"
       "(--compression none: the fastest to replay, read straight into the batches). The frame height is recorded in the\n"
-      "TIFF ImageDescription (PNG: tEXt Description) as {\"stripeline\": {\"frame_height\": H, \"frames\": N}}.\n"
+      "TIFF ImageDescription (PNG: tEXt Description): its metadata document, kind recording (docs/data-model.md).\n"
       "PNG is one compressed stream (decoded by one thread); PGM is uncompressed.");
   struct Flags {
     std::string out, truth;

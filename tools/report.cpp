@@ -4,8 +4,7 @@
 
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
+#include "core/metadata.h"
 #include "io/atomic_file.h"
 
 namespace stripeline::tools {
@@ -58,25 +57,43 @@ std::string acquisition_line(const AcquisitionCounters& a) {
 }
 
 
+metadata::Scan scan_metadata(const RunReport& r) {
+  metadata::Scan m;
+  m.source = r.source;
+  m.method = r.method;
+  m.width = r.width;
+  m.frame_height = r.frame_height;
+  m.neighbour_columns = r.neighbour_columns;
+  m.neighbour_step = r.neighbour_step;
+  if (r.stats.pixel_bits.known()) {
+    m.pixel_bits = r.stats.pixel_bits.bits;
+    m.pixel_bits_origin = to_string(r.stats.pixel_bits.origin);
+  }
+  m.linear = r.linear;
+  m.sheet = r.calibration;
+  return m;
+}
+
 void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
   const auto& s = r.stats;
   const double columns = static_cast<double>(s.profiles) * r.width;
-  nlohmann::ordered_json j = {{"command", r.command},
-                              {"source", r.source},
-                              {"backend", to_string(s.backend)},
-                              {"width", r.width},
-                              {"frames", s.frames},
-                              {"profiles", s.profiles},
-                              {"points", s.points},
-                              {"points_per_column", columns > 0 ? s.points / columns : 0.0},
-                              {"overflow_points", s.overflow},
-                              {"batches", s.batches},
-                              {"seconds", s.seconds},
-                              {"mb_per_s", s.mb_per_s()},
-                              {"profiles_per_s", s.profiles_per_s()},
-                              {"compute_ms", s.compute_ms},
-                              {"cuda_startup_ms", s.cuda_startup_ms},
-                              {"pinned_buffers", s.pinned}};
+  metadata::Json j = metadata::scan_document("summary", scan_metadata(r));
+  j["command"] = r.command;
+  j["height_bits"] = r.height_bits;
+  j["rounding"] = "half up";
+  j["backend"] = to_string(s.backend);
+  j["frames"] = s.frames;
+  j["profiles"] = s.profiles;
+  j["points"] = s.points;
+  j["points_per_column"] = columns > 0 ? s.points / columns : 0.0;
+  j["overflow_points"] = s.overflow;
+  j["batches"] = s.batches;
+  j["seconds"] = s.seconds;
+  j["mb_per_s"] = s.mb_per_s();
+  j["profiles_per_s"] = s.profiles_per_s();
+  j["compute_ms"] = s.compute_ms;
+  j["cuda_startup_ms"] = s.cuda_startup_ms;
+  j["pinned_buffers"] = s.pinned;
   if (r.acquisition) {
     const auto& a = *r.acquisition;
     j["acquisition"] = {{"frames_complete", a.frames_complete}, {"lost_total", a.lost_total()},
@@ -86,39 +103,10 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
                         {"underruns", a.underruns},              {"batches_full", a.batches_full},
                         {"batches_flushed", a.batches_flushed}};
   }
-  // Units and the calibration's identity (docs/calibration.md, report keys).
-  if (const AppliedCalibration* c = r.calibration.get()) {
-    j["unit"] = "mm";
-    j["calibration"] = {{"model", c->model.kind == SheetOfLightModel::Kind::Linear ? "linear" : "sheet-of-light"},
-                        {"id", c->id},
-                        {"file", c->file},
-                        {"file_fnv1a", c->file_sha},
-                        {"y_step_mm", c->model.y_step},
-                        {"y_source", c->model.y_from_encoder ? "encoder" : "frame"},
-                        {"roi_offset", {c->roi_x, c->roi_y}}};
-  } else {
-    j["unit"] = r.linear.unit();
-    const LinearCalibration& l = r.linear;
-    if (l.enabled)
-      j["calibration"] = {{"model", "linear-keys"}, {"x_scale", l.x_scale}, {"x_offset", l.x_offset}, {"y_scale", l.y_scale},
-                          {"y_offset", l.y_offset},     {"z_scale", l.z_scale},   {"z_offset", l.z_offset},
-                          {"y_from_encoder", l.y_from_encoder}};
-    else
-      j["calibration"] = {{"model", "none"}};
-  }
-  j["outputs"] = nlohmann::ordered_json::array();
+  j["outputs"] = metadata::Json::array();
   for (const auto& o : r.outputs) j["outputs"].push_back(o.string());
-  j["height_bits"] = r.height_bits;
-  j["rounding"] = "half up";
-  j["frame_height"] = r.frame_height;
-  j["method"] = r.method;
-  if (r.stats.pixel_bits.known()) {  // docs/data-model.md, "Significant bits"
-    j["pixel_bits"] = r.stats.pixel_bits.bits;
-    j["pixel_bits_origin"] = to_string(r.stats.pixel_bits.origin);
-  }
   if (!r.interrupted.empty()) j["stopped_by"] = r.interrupted;  // the files hold what was acquired before it
-  j["software"] = "stripeline " STRIPELINE_VERSION;
-  io::write_file_atomically(path, j.dump(2) + "\n");
+  io::write_file_atomically(path, metadata::pretty(j));
 }
 
 }  // namespace stripeline::tools

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/calibration.h"
+#include "core/metadata.h"
 #include "pipeline/pipeline.h"
 
 namespace stripeline::tools {
@@ -39,6 +40,8 @@ struct RunReport {
   int height_bits = 6;
   int frame_height = 0;
   std::string method;
+  int neighbour_columns = 0;    // the neighbour check (0 = off) and its step, as the outputs record them
+  double neighbour_step = 0.0;
   std::string interrupted;  // "SIGINT"/"SIGTERM" when a signal stopped the run, else empty
 };
 
@@ -47,7 +50,9 @@ std::string acquisition_line(const AcquisitionCounters& a);
 
 // "frames 600, profiles 600, points 1190423, 412.5 MB/s, 1250000 profiles/s (cpu)"
 std::string summary_line(const RunReport& r);
-// Written atomically.
+// The summary's metadata document (core/metadata.h) common fields.
+metadata::Scan scan_metadata(const RunReport& r);
+// Written atomically: the "summary" metadata document (docs/data-model.md).
 void write_summary_json(const std::filesystem::path& path, const RunReport& r);
 
 }  // namespace stripeline::tools

@@ -11,7 +11,7 @@ from .series import LinearMapping, Series, SeriesAssembler, SheetMapping, mappin
 from .wire import (Calibration, MalformedMessage, Message, Rows, SeriesEnd, SeriesStart, SheetCalibration, Stats,
                    decode)
 
-__version__ = "1.0.0"
+__version__ = "0.1.0"  # = project(stripeline VERSION) in CMakeLists.txt (ctest Version.PackageFollowsProgram)
 __all__ = ["describe", "Subscriber", "load_key_file", "receive_series", "read_ply", "save_npz", "save_ply",
            "LinearMapping", "Series", "SeriesAssembler", "SheetMapping", "mapping_for", "Calibration", "SheetCalibration",
            "MalformedMessage", "Message", "Rows", "SeriesEnd", "SeriesStart", "Stats", "decode"]

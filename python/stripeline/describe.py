@@ -1,38 +1,81 @@
-"""What a stripeline output says about itself: the JSON description in a height map's
-PNG tEXt "Description" / TIFF ImageDescription, a PLY's comments, a JSON summary."""
+"""What a stripeline output says about itself: its metadata document (docs/data-model.md
+"Metadata"; written by core/metadata.h) in a PNG tEXt "Description" / TIFF ImageDescription, a
+PLY's "stripeline-metadata" comment or a JSON file (summary.json); a calibration file's TOML.
+The same facts as `stripeline describe --json` (tools/cmd_describe.cpp)."""
 import json
 import struct
 import zlib
 
+PLY_COMMENT_KEY = "stripeline-metadata "
+
 
 def describe(path):
-    """-> dict of the file's self-description (height_bits, rounding, frame_height, method,
-    calibration, unit, source, software where written); ValueError when it has none."""
+    """-> {"format": "PNG"|"TIFF"|"PLY"|"JSON"|"TOML", then the document's fields: "stripeline"
+    (the kind), "schema", "software", "source", "method", "height_bits", "calibration", ...};
+    ValueError when the file carries no stripeline metadata."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return _json_text(path, _png_text(data).get("Description"))
+        return _with_format(path, "PNG", _png_text(data).get("Description"))
     if data[:4] in (b"II*\x00", b"MM\x00*"):
-        return _json_text(path, _tiff_description(data))
-    if data[:4] == b"ply\n":
-        return _ply(data)
-    try:
-        j = json.loads(data)
-    except ValueError:
-        raise ValueError(f"{path}: not a PNG, TIFF, PLY or JSON file") from None
-    if not isinstance(j, dict):
-        raise ValueError(f"{path}: the JSON is not an object")
-    return j
+        return _with_format(path, "TIFF", _tiff_description(data))
+    if data[:4] == b"ply\n" or data[:5] == b"ply\r\n":
+        return _with_format(path, "PLY", _ply_comment(data))
+    if str(path).endswith(".toml"):
+        return _calibration(path, data)
+    text = data.decode("utf-8", "replace").lstrip()
+    if not text.startswith("{"):
+        raise ValueError(f"{path}: not a PNG, TIFF, PLY or JSON file (expected a stripeline output)")
+    return _with_format(path, "JSON", text)
 
 
-def _json_text(path, text):
-    if not text:
-        raise ValueError(f"{path}: carries no stripeline description (written before descriptions, or not by stripeline)")
+def find_document(text):
+    """The metadata document in a description or comment text, or None (core/metadata.h find_document)."""
+    if text and text.startswith(PLY_COMMENT_KEY):
+        text = text[len(PLY_COMMENT_KEY):]
+    if not text or not text.startswith("{"):
+        return None
     try:
         j = json.loads(text)
     except ValueError:
-        return {"description": text}
-    return j if isinstance(j, dict) else {"description": text}
+        return None
+    if not isinstance(j, dict) or "stripeline" not in j:
+        return None
+    if isinstance(j["stripeline"], dict):  # a recording written before schema 1
+        return {"stripeline": "recording", "schema": 0, **j["stripeline"]}
+    return j if isinstance(j["stripeline"], str) else None
+
+
+def _with_format(path, fmt, text):
+    d = find_document(text)
+    if d is None:
+        raise ValueError(f"{path}: carries no stripeline metadata (written before it, or not by stripeline; docs/data-model.md)")
+    return {"format": fmt, **d}
+
+
+def _calibration(path, data):
+    """A calibration file's facts, as calibration_file_document() (calibration/calibration_file.cpp) gives them."""
+    import tomllib
+    try:
+        t = tomllib.loads(data.decode("utf-8"))
+        cal = t["calibration"]
+    except (ValueError, KeyError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a stripeline calibration file ({e})") from None
+    sensor, motion = t.get("sensor", {}), t.get("motion", {})
+    d = {"format": "TOML", "stripeline": "calibration", "model": cal.get("model"), "unit": cal.get("unit"), "id": cal.get("id")}
+    for key in ("width", "height"):
+        if sensor.get(key, 0) > 0:
+            d["sensor_" + key] = sensor[key]
+    if "roi" in sensor and sensor["roi"][2] > 0:
+        d["roi"] = list(sensor["roi"])
+    d["y_source"] = motion.get("y_source", "frame")
+    d["y_step_mm"] = float(motion.get("y_step_mm", 1.0))
+    if "y_per_tick_mm" in motion:
+        d["y_per_tick_mm"] = float(motion["y_per_tick_mm"])
+    d["y_offset_mm"] = float(motion.get("y_offset_mm", 0.0))
+    if "fit" in t:
+        d["fit"] = dict(t["fit"])
+    return d
 
 
 def _png_text(data):
@@ -66,17 +109,12 @@ def _tiff_description(data):
     return None
 
 
-def _ply(data):
+def _ply_comment(data):
     end = data.find(b"end_header")
-    out = {"comments": []}
     for line in data[:end].decode("ascii", "replace").splitlines():
-        if line.startswith("comment "):
-            text = line[len("comment "):]
-            out["comments"].append(text)
-            key, _, value = text.partition(" ")
-            if key in ("method", "units", "source", "software", "height_bits", "calibration"):
-                out["unit" if key == "units" else key] = value
-    return out
+        if line.startswith("comment " + PLY_COMMENT_KEY):
+            return line[len("comment "):]
+    return None
 
 
 def main(argv=None):
@@ -85,7 +123,7 @@ def main(argv=None):
     rc = 0
     for p in paths:
         try:
-            print(p + ": " + json.dumps(describe(p), indent=2))
+            print(json.dumps({"file": p, **describe(p)}))  # one line a file, as `stripeline describe --json`
         except (OSError, ValueError) as e:
             print(f"{e}", file=sys.stderr)
             rc = 2

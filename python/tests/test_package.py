@@ -247,7 +247,7 @@ class ReplayTest(unittest.TestCase):
             self.assertEqual(d["height_bits"], bits)
             self.assertEqual(d["rounding"], "half up")
             self.assertEqual(d["frame_height"], 52)
-            self.assertEqual(d["calibration"], "none")
+            self.assertEqual(d["calibration"]["model"], "none")
             self.assertEqual(d["unit"], "px")
             self.assertTrue(d["software"].startswith("stripeline "))
             self.assertIn("rec.tiff", d["source"])
