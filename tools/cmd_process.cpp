@@ -12,10 +12,9 @@
 #include "app/calibration_setup.h"
 #include "app/config.h"
 #include "app/outputs.h"
-#include "app/sources.h"
+#include "app/run_session.h"
 #include "core/errors.h"
 #include "pipeline/coverage_check.h"
-#include "pipeline/pipeline.h"
 #include "tools/calibration_flags.h"
 #include "tools/commands.h"
 #include "tools/interrupt.h"
@@ -38,97 +37,9 @@ struct CommonFlags {
 
 
 
-int process(const std::string& command, const Config& given, bool quiet, double wait_subscriber = 0.0,
-            const RangeMapOptions* range_map = nullptr) {
-  // SIGINT/SIGTERM from here on stop acquiring and finish the files (tools/interrupt.h).
-  GracefulStop stop;
-  Config config = given;
-  // Every output name checked before the source is opened and before any file is created.
-  check_output_files(config.output);
-  if (range_map) {
-    for (const auto& p : RangeMapSink(*range_map).files()) check_output_path("range map", p, OutputKind::Other);
-  }
-  auto source = make_source(config);
-  {  // the calibration file: checked before any output is opened
-    const BatchLayout layout = source->frame_layout();
-    auto* cam = dynamic_cast<CameraSource*>(source.get());
-    config.pipeline.sheet = load_applied_calibration(config.calibration, layout.width, layout.frame_height, cam ? &cam->settings() : nullptr);
-  }
-  const auto& out = config.output;
-  OutputOptions options;
-  options.filter_backend = config.pipeline.backend;
-  {  // rows to reserve for up front: what the source says, at most 256 MiB of height codes (more grows as it comes)
-    const std::uint64_t cap = (std::uint64_t{256} << 20) / (2 * static_cast<std::uint64_t>(std::max(1, source->frame_layout().width)));
-    options.expected_rows = std::min<std::uint64_t>(source->total_frames().value_or(0), cap);
-  }
-  options.publisher = config.publish ? &config.publisher : nullptr;
-  if (range_map && !config.pipeline.sheet)
-    throw InputError("--range-map/--range-codes need a sheet-of-light calibration (expected --calibration FILE or [calibration] file)");
-  {  // leftovers of a killed run with these names (our temporary pattern, its process gone)
-    std::vector<std::filesystem::path> range_files;
-    if (range_map) range_files = RangeMapSink(*range_map).files();
-    const auto swept = sweep_stale_outputs(out, range_files);
-    if (!swept.empty())
-      std::fprintf(stderr, "stripeline: removed %zu temporar%s left by an interrupted run (its process is gone): %s%s\n", swept.size(),
-                   swept.size() == 1 ? "y" : "ies", swept.front().string().c_str(), swept.size() > 1 ? ", ..." : "");
-  }
-  OutputSinks sinks = make_output_sinks(out, options);
-  std::vector<std::filesystem::path> outputs = sinks.files;
-  std::vector<ProfileSink*> all_sinks = sinks.all();
-  // A recording replayed with a wrong frame height: a warning after the first batch.
-  std::unique_ptr<StripeCoverageCheck> coverage;
-  if (config.source == SourceKind::File) {
-    coverage = std::make_unique<StripeCoverageCheck>(config.file.path.string());
-    all_sinks.push_back(coverage.get());
-  }
-  std::unique_ptr<RangeMapSink> range_sink;
-  if (range_map) {
-    range_sink = std::make_unique<RangeMapSink>(*range_map);
-    all_sinks.push_back(range_sink.get());
-    for (const auto& p : range_sink->files()) outputs.push_back(p);
-  }
-  // Streaming (--publish or [publisher] enabled): docs/wire-format.md.
-  Publisher* publisher = sinks.publisher;
-  if (publisher) {
-    if (!quiet) std::fprintf(stderr, "publishing on %s\n", publisher->endpoint().c_str());
-    if (wait_subscriber > 0 && !publisher->wait_for_subscribers(1, std::chrono::milliseconds(static_cast<long>(wait_subscriber * 1000))))
-      std::fprintf(stderr, "stripeline: warning: no subscriber after %.1f s; publishing anyway (rows will count as dropped: no_subscriber)\n",
-                   wait_subscriber);
-  }
-
-  const bool live = config.source == SourceKind::Camera;
-  if (live && !quiet)
-    std::fprintf(stderr, "acquiring from %s%s\n", source->describe().c_str(),
-                 source->total_frames() ? "" : "; Ctrl-C stops and finishes the files");
-  ProgressBar bar(source->total_frames(), !quiet);
-  Pipeline pipeline(config.pipeline);
-  stop.attach(source.get(), &pipeline);
-  RunReport report;
-  report.command = command;
-  report.source = source->describe();
-  report.width = source->frame_layout().width;
-  report.calibration = config.pipeline.sheet;
-  report.linear = config.pipeline.calibration;
-  report.frame_height = source->frame_layout().frame_height;
-  report.height_bits = out.height_bits;
-  report.method = to_string(config.pipeline.chain.column.method);
-  report.stats = pipeline.run(*source, all_sinks, [&bar](const PipelineStats& s) { bar.update(s); });
-  stop.detach();
-  bar.done();
-  const int stopped_by = stop.signal();
-  report.interrupted = stopped_by != 0 ? signal_name(stopped_by) : "";
-  // A finite source cut short: the files are complete but hold part of the input (exit 3).
-  const bool cut_short = stopped_by != 0 && source->total_frames() && report.stats.frames < *source->total_frames();
-  if (stopped_by != 0)
-    std::fprintf(stderr, "stripeline: stopped by %s after %llu frames%s; the files hold what was acquired\n", signal_name(stopped_by),
-                 static_cast<unsigned long long>(report.stats.frames),
-                 cut_short ? (" of " + std::to_string(*source->total_frames())).c_str() : "");
-  report.acquisition = source->acquisition_counters();
-  if (source->end_reason() == SourceEnd::DeviceLost) {
-    auto* cam = dynamic_cast<CameraSource*>(source.get());
-    std::fprintf(stderr, "stripeline: warning: the camera was lost (%s); the files hold what arrived before (closing its connection takes a few seconds)\n",
-                 cam ? cam->loss_reason().c_str() : "no answer");
-  }
+// The summary (file and line), the acquisition and publisher lines and the list of files written.
+void report_outputs(RunReport& report, const OutputConfig& out, std::vector<std::filesystem::path> outputs, bool quiet,
+                    const Publisher* publisher) {
   if (!out.summary.empty()) {
     outputs.push_back(out.resolve(out.summary));
     report.outputs = outputs;
@@ -150,7 +61,87 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   }
   if (!quiet)
     for (const auto& p : outputs) std::printf("  wrote %s\n", p.string().c_str());
-  if (source->end_reason() == SourceEnd::DeviceLost) return 1;  // a lost camera is a runtime failure, files kept
+}
+
+int process(const std::string& command, const Config& given, bool quiet, double wait_subscriber = 0.0,
+            const RangeMapOptions* range_map = nullptr) {
+  // SIGINT/SIGTERM from here on stop acquiring and finish the files (tools/interrupt.h).
+  GracefulStop stop;
+  RunSession session(given);
+  std::vector<std::filesystem::path> range_files;
+  std::vector<ExtraOutput> extra;
+  if (range_map) range_files = RangeMapSink(*range_map).files();
+  for (const auto& p : range_files) extra.emplace_back("range map", p);
+  // Every output name checked before the source is opened and before any file is created.
+  session.check_outputs(extra);
+  FrameSource& source = session.open_source();
+  session.apply_calibration();  // the calibration file: checked before any output is opened
+  const Config& config = session.config();
+  const auto& out = config.output;
+  if (range_map && !config.pipeline.sheet)
+    throw InputError("--range-map/--range-codes need a sheet-of-light calibration (expected --calibration FILE or [calibration] file)");
+  {  // leftovers of a killed run with these names (our temporary pattern, its process gone)
+    const auto swept = session.sweep_outputs(range_files);
+    if (!swept.empty())
+      std::fprintf(stderr, "stripeline: removed %zu temporar%s left by an interrupted run (its process is gone): %s%s\n", swept.size(),
+                   swept.size() == 1 ? "y" : "ies", swept.front().string().c_str(), swept.size() > 1 ? ", ..." : "");
+  }
+  OutputSinks& sinks = session.open_outputs();
+  std::vector<std::filesystem::path> outputs = sinks.files;
+  std::vector<ProfileSink*> more_sinks;
+  // A recording replayed with a wrong frame height: a warning after the first batch.
+  std::unique_ptr<StripeCoverageCheck> coverage;
+  if (config.source == SourceKind::File) {
+    coverage = std::make_unique<StripeCoverageCheck>(config.file.path.string());
+    more_sinks.push_back(coverage.get());
+  }
+  std::unique_ptr<RangeMapSink> range_sink;
+  if (range_map) {
+    range_sink = std::make_unique<RangeMapSink>(*range_map);
+    more_sinks.push_back(range_sink.get());
+    for (const auto& p : range_sink->files()) outputs.push_back(p);
+  }
+  // Streaming (--publish or [publisher] enabled): docs/wire-format.md.
+  Publisher* publisher = sinks.publisher;
+  if (publisher) {
+    if (!quiet) std::fprintf(stderr, "publishing on %s\n", publisher->endpoint().c_str());
+    if (wait_subscriber > 0 && !publisher->wait_for_subscribers(1, std::chrono::milliseconds(static_cast<long>(wait_subscriber * 1000))))
+      std::fprintf(stderr, "stripeline: warning: no subscriber after %.1f s; publishing anyway (rows will count as dropped: no_subscriber)\n",
+                   wait_subscriber);
+  }
+
+  const bool live = config.source == SourceKind::Camera;
+  if (live && !quiet)
+    std::fprintf(stderr, "acquiring from %s%s\n", source.describe().c_str(),
+                 source.total_frames() ? "" : "; Ctrl-C stops and finishes the files");
+  ProgressBar bar(source.total_frames(), !quiet);
+  stop.attach(&source, &session.pipeline());
+  RunReport report;
+  report.command = command;
+  report.source = source.describe();
+  report.width = source.frame_layout().width;
+  report.calibration = config.pipeline.sheet;
+  report.linear = config.pipeline.calibration;
+  report.frame_height = source.frame_layout().frame_height;
+  report.height_bits = out.height_bits;
+  report.method = to_string(config.pipeline.chain.column.method);
+  report.stats = session.run(more_sinks, [&bar](const PipelineStats& s) { bar.update(s); });
+  stop.detach();
+  bar.done();
+  const int stopped_by = stop.signal();
+  report.interrupted = stopped_by != 0 ? signal_name(stopped_by) : "";
+  // A finite source cut short: the files are complete but hold part of the input (exit 3).
+  const bool cut_short = stopped_by != 0 && source.total_frames() && report.stats.frames < *source.total_frames();
+  if (stopped_by != 0)
+    std::fprintf(stderr, "stripeline: stopped by %s after %llu frames%s; the files hold what was acquired\n", signal_name(stopped_by),
+                 static_cast<unsigned long long>(report.stats.frames),
+                 cut_short ? (" of " + std::to_string(*source.total_frames())).c_str() : "");
+  report.acquisition = source.acquisition_counters();
+  if (session.device_lost())
+    std::fprintf(stderr, "stripeline: warning: the camera was lost (%s); the files hold what arrived before (closing its connection takes a few seconds)\n",
+                 session.loss_reason().c_str());
+  report_outputs(report, out, outputs, quiet, publisher);
+  if (session.device_lost()) return 1;  // a lost camera is a runtime failure, files kept
   return cut_short ? kExitInterrupted : 0;
 }
 
