@@ -18,6 +18,7 @@
 #include "tools/calibration_flags.h"
 #include "tools/commands.h"
 #include "tools/interrupt.h"
+#include "tools/setting_flags.h"
 #include "tools/report.h"
 
 namespace stripeline::tools {
@@ -150,20 +151,15 @@ int process(const std::string& command, const Config& given, bool quiet, double 
 Subcommand add_run(CLI::App& app) {
   auto* sub = app.add_subcommand("run", "Process the configured source (default: a synthetic scan) into out/");
   auto flags = std::make_shared<CommonFlags>();
-  auto out_dir = std::make_shared<std::string>();
-  auto xyz_tiff = std::make_shared<std::string>();
+  auto settings = std::make_shared<SettingFlags>();
   sub->add_option("-c,--config", flags->config, "TOML configuration (see configs/demo.toml); default: built-in demo");
-  sub->add_option("-o,--out", *out_dir, "Output directory (overrides output.dir)");
-  sub->add_option("--xyz-tiff", *xyz_tiff, "Also write the organised X/Y/Z export (float32 TIFF, 3 planes; overrides output.xyz_tiff)");
-  sub->add_option("--backend", flags->backend, "auto, cpu or cuda (overrides processing.backend)");
   sub->add_flag("-q,--quiet", flags->quiet, "No progress bar, no list of outputs");
   add_calibration_flags(sub, flags->calibration, flags->y_step, flags->roi_offset);
-  return {sub, [flags, out_dir, xyz_tiff] {
+  settings->add(sub, {"processing", "output"});  // docs/settings.md: every [processing] and [output] flag overrides the file
+  return {sub, [flags, settings] {
             Config c = flags->config.empty() ? default_config() : load_config(flags->config);
             apply_calibration_flags(c, flags->calibration, flags->y_step, flags->roi_offset);
-            if (!out_dir->empty()) c.output.dir = *out_dir;
-            if (!xyz_tiff->empty()) c.output.xyz_tiff = *xyz_tiff;
-            if (!flags->backend.empty()) c.pipeline.backend = parse_backend(flags->backend);
+            settings->apply(c);
             return process("run", c, flags->quiet);
           }};
 }
@@ -171,49 +167,24 @@ Subcommand add_run(CLI::App& app) {
 Subcommand add_replay(CLI::App& app) {
   auto* sub = app.add_subcommand("replay", "Replay a recorded concatenated stripe image (TIFF, PNG, PGM, raw)");
   struct Flags : CommonFlags {
-    std::string input, ply, heightmap, preview, summary, xyz_tiff, method, format, selection, publish, channel, estimator, dark_frame;
-    bool alternate = false, off_first = false;
-    int frame_height = 0, blur = -1, batch_frames = 0, raw_width = 0, raw_depth = 8, height_bits = -1, neighbour_columns = -1;
-    std::int64_t threshold = -1;
-    double rate = -1;
-    std::uint64_t loops = 1;
-    bool ascii = false;
+    std::string input, publish;
+    bool alternate = false, ascii = false;
+    int frame_height = 0;
     RangeMapFlags range;
+    SettingFlags settings;
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("input", f->input, "Recorded image: frames concatenated vertically")->required();
   sub->add_option("-H,--frame-height", f->frame_height, "Rows per frame (the image height must be a multiple)")->required();
-  sub->add_option("--ply", f->ply, "Write the point cloud here");
-  sub->add_flag("--ascii", f->ascii, "ASCII PLY instead of binary little-endian");
-  sub->add_option("--heightmap", f->heightmap, "Write the 16-bit height map here (.png or .tif)");
-  sub->add_option("--preview", f->preview, "Write an 8-bit preview PNG here");
-  sub->add_option("--summary", f->summary, "Write a JSON summary here");
-  sub->add_option("--xyz-tiff", f->xyz_tiff, "Write the organised X/Y/Z export here: float32 TIFF, 3 planes (frames x width, NaN = no point)");
-  sub->add_option("--height-bits", f->height_bits, "Fractional bits of the 16-bit height code (default 6 = 1/64 px)");
-  sub->add_option("-m,--method", f->method, "adaptive (default), cog, max, window, local-max or all");
-  sub->add_option("--estimator", f->estimator, "adaptive: sub-pixel centre: centroid (default), gauss, parabola or steger");
-  sub->add_option("--neighbour-columns", f->neighbour_columns,
-                  "Remove detections that none of this many columns on each side continues (0 = off; [processing] neighbour_step sets the reach)");
-  sub->add_option("--dark-frame", f->dark_frame, "Subtract this laser-off image (one frame) from every frame");
-  sub->add_flag("--alternate", f->alternate, "Frames alternate laser on/off: each pair becomes one frame, on minus off");
-  sub->add_flag("--off-first", f->off_first, "With --alternate: each pair starts with the laser-off frame");
-  sub->add_option("--channel", f->channel, "Colour recordings: red, green, blue, luma (default) or weights \"R,G,B\"");
-  sub->add_option("--selection", f->selection, "local-max spot selection: strongest, top, bottom or all");
-  sub->add_option("-t,--threshold", f->threshold, "Stripe threshold (pixel value)");
-  sub->add_option("-b,--blur", f->blur, "Gaussian blur size (odd 3..15, 0 = off)");
-  sub->add_option("--batch-frames", f->batch_frames, "Frames per batch");
-  sub->add_option("--format", f->format, "auto, tiff, png, pgm or raw");
-  sub->add_option("--raw-width", f->raw_width, "Raw files: image width");
-  sub->add_option("--raw-depth", f->raw_depth, "Raw files: 8 or 16 bits");
-  sub->add_option("--rate", f->rate, "Pace the replay at this many frames per second (emulates a camera)");
-  sub->add_option("--loops", f->loops, "Passes over the file (0 = forever)");
+  sub->add_flag("--ascii", f->ascii, "ASCII PLY instead of binary little-endian (--ply-format ascii)");
+  sub->add_flag("--alternate", f->alternate, "Frames alternate laser on/off: each pair becomes one frame, on minus off (--ambient alternate)");
   sub->add_option("-c,--config", f->config, "TOML configuration (see configs/replay.toml); flags override it");
   sub->add_option("--publish", f->publish, "Also stream the rows over ZeroMQ on this endpoint, e.g. tcp://127.0.0.1:5556 (docs/wire-format.md)");
   sub->add_option("--wait-subscriber", f->wait_subscriber, "With --publish: wait up to this many seconds for a subscriber before starting");
-  sub->add_option("--backend", f->backend, "auto, cpu or cuda");
   sub->add_flag("-q,--quiet", f->quiet, "No progress bar, no list of outputs");
   add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
   f->range.add(sub);
+  f->settings.add(sub, {"source", "processing", "output"});  // docs/settings.md
   return {sub, [f] {
             Config c = f->config.empty() ? default_config() : load_config(f->config);
             if (f->config.empty()) {  // without a config, write only what the flags ask for
@@ -222,52 +193,20 @@ Subcommand add_replay(CLI::App& app) {
               c.output.ply = c.output.heightmap = c.output.preview = c.output.summary = c.output.xyz_tiff = "";
             }
             apply_calibration_flags(c, f->calibration, f->y_step, f->roi_offset);
-            c.source = SourceKind::File;
-            c.file.path = f->input;
-            c.file.frame_height = f->frame_height;
-            c.file.loops = f->loops;
-            if (f->rate >= 0) c.file.rate = f->rate;
-            if (!f->format.empty()) {
-              Config probe = parse_config("[source]\nformat = \"" + f->format + "\"\n", "--format");
-              c.file.format = probe.file.format;
-            }
-            if (f->raw_width > 0 || c.file.format == io::ImageFileFormat::Raw) {
-              if (f->raw_depth != 8 && f->raw_depth != 16)
-                throw InputError("--raw-depth " + std::to_string(f->raw_depth) + " is not supported (expected 8 or 16)");
-              c.file.raw = io::RawGeometry{f->raw_width, 0, f->raw_depth == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16};
-            }
-            if (!f->ply.empty()) c.output.ply = f->ply;
-            if (f->ascii) c.output.ply_encoding = io::PlyEncoding::Ascii;
-            if (!f->heightmap.empty()) c.output.heightmap = f->heightmap;
-            if (!f->preview.empty()) c.output.preview = f->preview;
-            if (!f->summary.empty()) c.output.summary = f->summary;
-            if (!f->xyz_tiff.empty()) c.output.xyz_tiff = f->xyz_tiff;
-            if (f->height_bits >= 0) c.output.height_bits = f->height_bits;
-            if (!f->method.empty()) c.pipeline.chain.column.method = parse_method(f->method);
-            if (!f->estimator.empty()) c.pipeline.chain.adaptive.estimator = parse_estimator(f->estimator);
-            if (f->neighbour_columns >= 0) c.pipeline.chain.neighbour_check.columns = f->neighbour_columns;
-            if (!f->channel.empty()) c.file.channel = io::parse_channel_mix(f->channel, "--channel");
-            if (!f->dark_frame.empty() && f->alternate) throw InputError("--dark-frame and --alternate exclude each other (pick one ambient suppression)");
-            if (!f->dark_frame.empty()) {
-              c.pipeline.ambient.mode = AmbientMode::DarkFrame;
-              c.pipeline.ambient.dark_frame_path = f->dark_frame;
-            }
-            if (f->alternate) c.pipeline.ambient.mode = AmbientMode::Alternate;
-            if (f->off_first) c.pipeline.ambient.off_first = true;
-            if (!f->selection.empty()) c.pipeline.chain.column.selection = parse_selection(f->selection);
-            if (f->threshold >= 0) {
-              if (f->threshold > 65535) throw InputError("--threshold " + std::to_string(f->threshold) + " is out of range (expected 1..65535)");
-              c.pipeline.chain.column.threshold = static_cast<std::uint32_t>(f->threshold);
-            }
-            if (f->blur >= 0) c.pipeline.chain.blur_size = f->blur;
-            if (f->batch_frames > 0) c.pipeline.batch_frames = f->batch_frames;
-            if (!f->backend.empty()) c.pipeline.backend = parse_backend(f->backend);
+            const bool dark_frame = f->settings.given("processing", "dark_frame");
+            if (dark_frame && f->alternate) throw InputError("--dark-frame and --alternate exclude each other (pick one ambient suppression)");
+            // The command's own flags, as the keys they stand for, read with the schema's flags.
+            std::vector<GivenSetting> more = {{&setting_at("source", "kind"), "file"},
+                                              {&setting_at("source", "path"), f->input},
+                                              {&setting_at("source", "frame_height"), std::to_string(f->frame_height)}};
+            if (!f->settings.given("source", "loops")) more.push_back({&setting_at("source", "loops"), "1"});  // one pass unless --loops
+            if (f->ascii) more.push_back({&setting_at("output", "ply_format"), "ascii"});
+            if (f->alternate) more.push_back({&setting_at("processing", "ambient"), "alternate"});
             if (!f->publish.empty()) {
-              c.publish = true;
-              c.publisher.endpoint = f->publish;
-              c.publisher.validate();
+              more.push_back({&setting_at("publisher", "enabled"), "true"});
+              more.push_back({&setting_at("publisher", "endpoint"), f->publish});
             }
-            if (f->height_bits >= 0) c.output.validate();
+            f->settings.apply(c, more);
             const std::unique_ptr<RangeMapOptions> range = f->range.options();
             return process("replay", c, f->quiet, f->wait_subscriber, range.get());
           }};

@@ -25,5 +25,6 @@ Subcommand add_cameras(CLI::App& app);          // stripeline cameras [--json]
 Subcommand add_simulate_camera(CLI::App& app);  // stripeline simulate-camera [--interface 127.0.0.1] [-r PER_THOUSAND]
 Subcommand add_calibrate(CLI::App& app);         // stripeline calibrate RECORDING -H N --target T.toml --out cal.toml
 Subcommand add_bench_replay(CLI::App& app);     // stripeline bench-replay [--json FILE] [--backend B] [--threads 1,2,4,8,16]
+Subcommand add_settings(CLI::App& app);         // stripeline settings [--markdown]
 
 }  // namespace stripeline::tools
