@@ -316,6 +316,7 @@ TEST(Config, FlagsAreReadLikeKeys) {
   EXPECT_EQ(error({{at("processing", "method"), "gauss"}}),
             "--method: processing.method 'gauss' is not known (expected adaptive, cog, max, window, local-max or all)");
   EXPECT_EQ(error({{at("source", "raw_depth"), "12"}}), "--raw-depth: source.raw_depth: 12 is not supported (expected 8 or 16)");
-  EXPECT_NE(error({{at("processing", "neighbour_columns"), "17"}}).find("--neighbour-columns: processing.neighbour_columns"), std::string::npos);
+  EXPECT_NE(error({{at("output", "heightmap"), "h.jpg"}}).find("--heightmap: output.heightmap = \"h.jpg\": unsupported extension '.jpg'"),
+            std::string::npos);
   EXPECT_EQ(error({{at("processing", "buffers"), "0"}}), "--buffers: processing.buffers = 0 is out of range (expected 1..64)");
 }

@@ -27,16 +27,12 @@ namespace {
 
 struct CommonFlags {
   std::string config;
-  std::string backend;
   bool quiet = false;
   double wait_subscriber = 0.0;  // --wait-subscriber: seconds to wait for a subscriber before starting
   std::string calibration;       // --calibration FILE
   double y_step = 0.0;           // --y-step MM
   std::string roi_offset;        // --roi-offset X,Y
 };
-
-
-
 
 // The summary (file and line), the acquisition and publisher lines and the list of files written.
 void report_outputs(RunReport& report, const OutputConfig& out, std::vector<std::filesystem::path> outputs, bool quiet,
