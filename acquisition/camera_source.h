@@ -88,9 +88,10 @@ std::vector<CameraInfo> list_cameras();
 class CameraSource : public FrameSource {
  public:
   virtual const CameraSettings& settings() const = 0;
+  const CameraSettings* camera_settings() const override { return &settings(); }
   // Seconds from the last sign of life to the loss being declared (0 until lost).
-  virtual double loss_detection_seconds() const = 0;
-  virtual std::string loss_reason() const = 0;
+  double loss_detection_seconds() const override = 0;
+  std::string loss_reason() const override = 0;
   // The PixelFormat the camera accepted (settings()), through
   // pixel_format_significant_bits(): the same for Aravis and GenTL cameras.
   SignificantBits significant_bits() const override;

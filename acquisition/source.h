@@ -12,6 +12,8 @@
 
 namespace stripeline {
 
+struct CameraSettings;  // acquisition/camera_source.h
+
 // Why fill() returned false.
 enum class SourceEnd : std::uint8_t {
   Exhausted,   // a file or a finite synthetic scan ran out
@@ -65,6 +67,13 @@ class FrameSource {
   virtual SignificantBits significant_bits() const { return {}; }
   // One line for logs: "synthetic scanner 2048x52 Mono8, seed 1".
   virtual std::string describe() const = 0;
+  // A live camera's read-back (its real ROI and offsets on the sensor, which
+  // a calibration file is applied at); null for files and synthetic scans.
+  virtual const CameraSettings* camera_settings() const { return nullptr; }
+  // After end_reason() DeviceLost: why, and seconds from the last sign of
+  // life to the loss being declared ("" and 0 for sources that cannot be lost).
+  virtual std::string loss_reason() const { return {}; }
+  virtual double loss_detection_seconds() const { return 0.0; }
 
   // Zero-copy acquisition (optional: frame grabbers that write whole batches
   // into our memory, GenTL). direct_buffer_bytes(): how many bytes each

@@ -50,7 +50,7 @@ void OutputConfig::validate() const {
     if (v.first->empty()) continue;
     const std::string problem = extension_problem(*v.first, v.second);
     if (!problem.empty())
-      throw ConfigError(std::string(key) + " = \"" + *v.first + "\" has " + shown_extension(*v.first) + " (" + problem + ")");
+      throw ConfigError(std::string(key) + " = \"" + *v.first + "\": unsupported " + shown_extension(*v.first) + " (" + problem + ")");
   }
   if (!heightmap_filters.empty()) {
     try {

@@ -42,7 +42,7 @@
 #include "app/outputs.h"
 #include "app/service_config.h"
 #include "calibration/calibration_file.h"
-#include "app/sources.h"
+#include "app/run_session.h"
 #include "core/errors.h"
 #include "daemon/camera_supervisor.h"
 #include "daemon/daemon_metrics.h"
@@ -53,7 +53,6 @@
 #include "daemon/signals.h"
 #include "daemon/systemd_notify.h"
 #include "io/atomic_file.h"
-#include "pipeline/pipeline.h"
 #include "streaming/publisher.h"
 
 namespace stripeline::daemon {
@@ -376,24 +375,30 @@ Daemon::End Daemon::generation(const Config& cfg) {
     if (reload_) return End::Reload;  // reopen with the new configuration
   }
   camera_.join();
-  auto inner = make_source(cfg);  // a camera: DeviceUnavailable / ConfigError, handled by run()
+  RunSession session(cfg);
+  InstrumentedSource* instrumented = nullptr;
+  // a camera: DeviceUnavailable / ConfigError, handled by run(); the daemon paces and counts through its wrapper
+  session.open_source([&](FrameSource& opened) {
+    auto wrapper = std::make_unique<InstrumentedSource>(opened, cfg.daemon.rate, [this](SourceEnd why) {
+      if (why != SourceEnd::DeviceLost) return;
+      std::lock_guard lock(mu_);
+      if (scans_) scans_->set_end_reason("camera-lost");  // before the pipeline finishes the scan
+    });
+    instrumented = wrapper.get();
+    return wrapper;
+  });
+  InstrumentedSource& source = *instrumented;
   if (cfg.source != SourceKind::Camera) {
     camera_.no_camera();
   } else if (const auto away = camera_.opened()) {
     metrics_.camera_reconnected();
     spdlog::info("daemon: camera back after {:.1f} s; a new series starts", *away);
   }
-  InstrumentedSource source(*inner, cfg.daemon.rate, [this](SourceEnd why) {
-    if (why != SourceEnd::DeviceLost) return;
-    std::lock_guard lock(mu_);
-    if (scans_) scans_->set_end_reason("camera-lost");  // before the pipeline finishes the scan
-  });
   use_publisher(cfg);
   if (cfg.output.any_file()) {
-    check_output_files(cfg.output);
-    create_output_dir(cfg.output.dir);
+    session.check_outputs();
     // Leftovers of a killed daemon (<start>-<NNNNNN>-<name> temporaries whose process is gone).
-    for (const auto& p : sweep_stale_outputs(cfg.output)) spdlog::warn("daemon: removed {}, left by an interrupted run (its process is gone)", p.string());
+    for (const auto& p : session.sweep_outputs({}, true)) spdlog::warn("daemon: removed {}, left by an interrupted run (its process is gone)", p.string());
   }
   Publisher* publisher = nullptr;
   {
@@ -409,14 +414,10 @@ Daemon::End Daemon::generation(const Config& cfg) {
         notifier_.ready(fmt::format("running: publisher {}", endpoint));
       },
       [&](const ScanResult&) { metrics_.scan_completed(); });
-  PipelineOptions options = cfg.pipeline;
-  {  // the calibration file (InputError at the first start: exit 2), the ROI offsets from the camera's read-back
-    const BatchLayout layout = inner->frame_layout();
-    auto* cam = dynamic_cast<CameraSource*>(inner.get());
-    options.sheet = load_applied_calibration(cfg.calibration, layout.width, layout.frame_height, cam ? &cam->settings() : nullptr);
-    if (options.sheet) spdlog::info("daemon: calibration {} (id {}) applied: points in mm", options.sheet->file, options.sheet->id);
-  }
-  Pipeline pipeline(options);
+  // the calibration file (InputError at the first start: exit 2), the ROI offsets from the camera's read-back
+  if (const auto sheet = session.apply_calibration())
+    spdlog::info("daemon: calibration {} (id {}) applied: points in mm", sheet->file, sheet->id);
+  Pipeline& pipeline = session.pipeline();
   metrics_.new_pipeline();
   {
     std::lock_guard lock(mu_);
@@ -433,7 +434,7 @@ Daemon::End Daemon::generation(const Config& cfg) {
   }
   End end = End::SourceEnd;
   try {
-    pipeline.run(source, {&scans}, [&](const PipelineStats& s) {
+    session.run({&scans}, [&](const PipelineStats& s) {
       // Sink stage, once per batch, in order: the processing loop.
       metrics_.on_batch(s, source.batch_done());
       notifier_.watchdog();
@@ -446,9 +447,8 @@ Daemon::End Daemon::generation(const Config& cfg) {
   next_scan_ = scans.next_scan_number();
   const bool lost = source.end_reason() == SourceEnd::DeviceLost;
   if (lost) {  // counted even if a signal ended the run at the same time
-    auto* cam = dynamic_cast<CameraSource*>(inner.get());
-    camera_.lost(cam ? cam->loss_reason() : "no answer");
-    metrics_.camera_lost(cam ? cam->loss_detection_seconds() : 0.0);
+    camera_.lost(session.loss_reason());
+    metrics_.camera_lost(session.opened_source().loss_detection_seconds());
     notifier_.status("degraded: camera lost; reconnecting");
   }
   {
@@ -460,7 +460,7 @@ Daemon::End Daemon::generation(const Config& cfg) {
   }
   // A camera is closed off this thread: closing one that is gone (lost, or
   // not yet noticed when a signal came) takes Aravis seconds of retries.
-  if (cfg.source == SourceKind::Camera) camera_.reap(std::move(inner));  // `source` refers to it but is not used again
+  if (cfg.source == SourceKind::Camera) camera_.reap(session.release_source());  // `source` (the wrapper) goes with the session's hand-over
   std::lock_guard lock(mu_);
   if (end == End::Failed) return end;
   if (stop_) return End::Stopped;

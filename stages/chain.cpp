@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/fixed_point.h"
+#include "stages/chain_keys.h"
 #include "stages/factory.h"
 
 namespace stripeline {
@@ -44,19 +45,19 @@ const char* to_string(SpotSelection s) {
 ColumnMethod parse_method(const std::string& text) {
   for (auto m : {ColumnMethod::Cog, ColumnMethod::Max, ColumnMethod::Window, ColumnMethod::LocalMax, ColumnMethod::All, ColumnMethod::Adaptive})
     if (text == to_string(m)) return m;
-  throw ConfigError("method '" + text + "' is not known (expected adaptive, cog, max, window, local-max or all)");
+  throw ConfigError(std::string(chain_keys::method) + " '" + text + "' is not known (expected adaptive, cog, max, window, local-max or all)");
 }
 
 SubpixelEstimator parse_estimator(const std::string& text) {
   for (auto e : {SubpixelEstimator::Centroid, SubpixelEstimator::Gauss, SubpixelEstimator::Parabola, SubpixelEstimator::Steger})
     if (text == to_string(e)) return e;
-  throw ConfigError("estimator '" + text + "' is not known (expected centroid, gauss, parabola or steger)");
+  throw ConfigError(std::string(chain_keys::estimator) + " '" + text + "' is not known (expected centroid, gauss, parabola or steger)");
 }
 
 SpotSelection parse_selection(const std::string& text) {
   for (auto s : {SpotSelection::Strongest, SpotSelection::Top, SpotSelection::Bottom, SpotSelection::All})
     if (text == to_string(s)) return s;
-  throw ConfigError("selection '" + text + "' is not known (expected strongest, top, bottom or all)");
+  throw ConfigError(std::string(chain_keys::selection) + " '" + text + "' is not known (expected strongest, top, bottom or all)");
 }
 
 kernels::GaussianTaps chain_blur_taps(const ChainConfig& c) {
@@ -111,37 +112,37 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
   if (layout.width < 1 || layout.width > kMaxWidth) bad("width", layout.width, "1.." + std::to_string(kMaxWidth));
   if (layout.frame_height < 1 || layout.frame_height > kMaxFrameHeight)
     bad("frame_height", layout.frame_height, "1.." + std::to_string(kMaxFrameHeight));
-  if (layout.frames < 1 || layout.frames > kMaxBatchFrames) bad("batch_frames", layout.frames, "1.." + std::to_string(kMaxBatchFrames));
+  if (layout.frames < 1 || layout.frames > kMaxBatchFrames) bad(chain_keys::batch_frames, layout.frames, "1.." + std::to_string(kMaxBatchFrames));
   chain_blur_taps(c);  // validates size and sigma
   const std::uint32_t max_value = layout.format == PixelFormat::Mono8 ? 255u : 65535u;
   kernels::ColumnParams p = c.column;
-  if (p.threshold < 1 || p.threshold > max_value) bad("threshold", p.threshold, "1.." + std::to_string(max_value) + " for " + to_string(layout.format));
-  if (p.min_peak > max_value) bad("min_peak", p.min_peak, "0.." + std::to_string(max_value));
+  if (p.threshold < 1 || p.threshold > max_value) bad(chain_keys::threshold, p.threshold, "1.." + std::to_string(max_value) + " for " + to_string(layout.format));
+  if (p.min_peak > max_value) bad(chain_keys::min_peak, p.min_peak, "0.." + std::to_string(max_value));
   // Parameters are checked for range whatever the method; relations to the
   // frame geometry only where the method uses them.
-  if (p.min_width < 1 || p.min_width > kMaxFrameHeight) bad("min_width", p.min_width, "1..4096");
-  if (p.max_width < 0 || (p.max_width > 0 && p.max_width < p.min_width)) bad("max_width", p.max_width, "0 (no limit) or >= min_width");
+  if (p.min_width < 1 || p.min_width > kMaxFrameHeight) bad(chain_keys::min_width, p.min_width, "1..4096");
+  if (p.max_width < 0 || (p.max_width > 0 && p.max_width < p.min_width)) bad(chain_keys::max_width, p.max_width, "0 (no limit) or >= min_width");
   if (p.method == ColumnMethod::Cog && p.min_width > layout.frame_height)
-    bad("min_width", p.min_width, "at most the frame height " + std::to_string(layout.frame_height));
-  if (p.window < 1 || p.window > kMaxFrameHeight) bad("window", p.window, "1..4096 (larger than the frame means the whole frame)");
-  if (p.neighbours < 1 || p.neighbours > 64) bad("neighbours", p.neighbours, "1..64");
-  if (c.max_peaks < 1 || c.max_peaks > 64) bad("max_peaks", c.max_peaks, "1..64");
+    bad(chain_keys::min_width, p.min_width, "at most the frame height " + std::to_string(layout.frame_height));
+  if (p.window < 1 || p.window > kMaxFrameHeight) bad(chain_keys::window, p.window, "1..4096 (larger than the frame means the whole frame)");
+  if (p.neighbours < 1 || p.neighbours > 64) bad(chain_keys::neighbours, p.neighbours, "1..64");
+  if (c.max_peaks < 1 || c.max_peaks > 64) bad(chain_keys::max_peaks, c.max_peaks, "1..64");
   if (p.method == ColumnMethod::Adaptive && p.selection == SpotSelection::All && c.max_peaks > kernels::kMaxAdaptivePeaks)
-    bad("max_peaks", c.max_peaks, "1..16 with method adaptive and selection all");
-  if (c.max_points < 0 || c.max_points > kMaxFrameHeight) bad("max_points", c.max_points, "0 (frame height)..4096");
+    bad(chain_keys::max_peaks, c.max_peaks, "1..16 with method adaptive and selection all");
+  if (c.max_points < 0 || c.max_points > kMaxFrameHeight) bad(chain_keys::max_points, c.max_points, "0 (frame height)..4096");
 
   // adaptive
   const AdaptiveConfig& a = c.adaptive;
   const int format_bits = layout.format == PixelFormat::Mono8 ? 8 : 16;
   const int bits = a.pixel_bits == 0 ? format_bits : a.pixel_bits;
   if (a.pixel_bits != 0 && (a.pixel_bits < 8 || a.pixel_bits > format_bits || (format_bits == 8 && a.pixel_bits != 8)))
-    bad("pixel_bits", a.pixel_bits, format_bits == 8 ? "0 or 8 for Mono8" : "0 (from the camera, the file or the data) or 8..16 for Mono16");
-  if (!(a.min_contrast >= 0.0 && a.min_contrast <= 255.0)) bad_number("min_contrast", a.min_contrast, "0..255, in 8-bit units");
-  if (!(a.level > 0.0 && a.level < 1.0)) bad_number("contrast_level", a.level, "more than 0 and less than 1");
-  if (!(a.centroid_level >= 0.0 && a.centroid_level < 1.0)) bad_number("centroid_level", a.centroid_level, "0 or more and less than 1");
-  if (!(a.noise_factor >= 0.0 && a.noise_factor <= 64.0)) bad_number("noise_factor", a.noise_factor, "0 (off)..64");
-  if (a.max_width < 1 || a.max_width > 256) bad("stripe_max_width", a.max_width, "1..256 pixels");
-  if (!(a.steger_sigma >= 0.5 && a.steger_sigma <= 2.3)) bad_number("steger_sigma", a.steger_sigma, "0.5..2.3 pixels");
+    bad(chain_keys::pixel_bits, a.pixel_bits, format_bits == 8 ? "0 or 8 for Mono8" : "0 (from the camera, the file or the data) or 8..16 for Mono16");
+  if (!(a.min_contrast >= 0.0 && a.min_contrast <= 255.0)) bad_number(chain_keys::min_contrast, a.min_contrast, "0..255, in 8-bit units");
+  if (!(a.level > 0.0 && a.level < 1.0)) bad_number(chain_keys::contrast_level, a.level, "more than 0 and less than 1");
+  if (!(a.centroid_level >= 0.0 && a.centroid_level < 1.0)) bad_number(chain_keys::centroid_level, a.centroid_level, "0 or more and less than 1");
+  if (!(a.noise_factor >= 0.0 && a.noise_factor <= 64.0)) bad_number(chain_keys::noise_factor, a.noise_factor, "0 (off)..64");
+  if (a.max_width < 1 || a.max_width > 256) bad(chain_keys::stripe_max_width, a.max_width, "1..256 pixels");
+  if (!(a.steger_sigma >= 0.5 && a.steger_sigma <= 2.3)) bad_number(chain_keys::steger_sigma, a.steger_sigma, "0.5..2.3 pixels");
   p.estimator = a.estimator;
   const double scale = std::ldexp(1.0, bits - 8);
   p.min_contrast = static_cast<std::uint32_t>(std::llround(a.min_contrast * scale));
@@ -163,10 +164,10 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
 kernels::NeighbourCheckParams validate_neighbour_check(const ChainConfig& c, const kernels::ColumnParams& p) {
   const NeighbourCheckConfig& n = c.neighbour_check;
   if (n.columns < 0 || n.columns > kernels::kMaxNeighbourColumns)
-    bad("neighbour_columns", n.columns, "0 (off).." + std::to_string(kernels::kMaxNeighbourColumns));
-  if (!(n.step > 0.0 && n.step <= 64.0)) bad_number("neighbour_step", n.step, "more than 0 and at most 64 rows per column");
+    bad(chain_keys::neighbour_columns, n.columns, "0 (off).." + std::to_string(kernels::kMaxNeighbourColumns));
+  if (!(n.step > 0.0 && n.step <= 64.0)) bad_number(chain_keys::neighbour_step, n.step, "more than 0 and at most 64 rows per column");
   if (n.columns > 0 && p.slots != 1)
-    bad("neighbour_columns", n.columns, "0 with " + std::to_string(p.slots) + " slots per column (the check needs single-peak profiles: not selection or method all)");
+    bad(chain_keys::neighbour_columns, n.columns, "0 with " + std::to_string(p.slots) + " slots per column (the check needs single-peak profiles: not selection or method all)");
   kernels::NeighbourCheckParams k;
   k.columns = n.columns;
   k.step_q8 = static_cast<std::int32_t>(std::lround(n.step * kPositionOne));

@@ -2,8 +2,13 @@
 // ConfigError naming the file and the key.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+#include <sstream>
+
 #include "core/errors.h"
 #include "app/config.h"
+#include "app/settings.h"
 #include "app/sources.h"
 #include "test_helpers.h"
 
@@ -205,4 +210,113 @@ TEST(Config, NeighbourCheckKeysAreRead) {
   EXPECT_EQ(c.pipeline.chain.neighbour_check.columns, 3);
   EXPECT_DOUBLE_EQ(c.pipeline.chain.neighbour_check.step, 1.5);
   EXPECT_EQ(parse_config("", "t.toml").pipeline.chain.neighbour_check.columns, 0) << "off by default";
+}
+
+// ---- the settings schema (app/settings.h): one declaration per setting
+
+// docs/settings.md is generated from the schema: a key, flag, default or help
+// changed in one and not the other fails here. Regenerate with
+//   stripeline settings --markdown > docs/settings.md
+TEST(Config, SettingsReferenceIsUpToDate) {
+  std::ifstream in(test::source_dir() + "/docs/settings.md", std::ios::binary);
+  ASSERT_TRUE(in) << "docs/settings.md is missing";
+  const std::string doc((std::istreambuf_iterator<char>(in)), {});
+  const std::string generated = settings_markdown();
+  if (doc != generated) {
+    std::istringstream a(doc), b(generated);
+    std::string la, lb;
+    int line = 0;
+    while (true) {
+      ++line;
+      const bool more_a = static_cast<bool>(std::getline(a, la)), more_b = static_cast<bool>(std::getline(b, lb));
+      if (!more_a && !more_b) break;
+      if (la != lb || more_a != more_b)
+        FAIL() << "docs/settings.md differs from the schema at line " << line << ":\n  doc:    " << (more_a ? la : "(end)") << "\n  schema: "
+               << (more_b ? lb : "(end)") << "\nregenerate: stripeline settings --markdown > docs/settings.md";
+    }
+  }
+  // Every row of the reference is a key the reader knows, and each appears once.
+  std::set<std::string> seen;
+  for (const SettingInfo& s : settings()) {
+    EXPECT_TRUE(seen.insert(s.toml_name()).second) << s.toml_name() << " is declared twice";
+    EXPECT_NE(doc.find("| `" + s.key + "` |"), std::string::npos) << s.toml_name();
+  }
+}
+
+// Each key of the schema, set to its own default, is read back (no unknown
+// key, a default the owner's validation accepts), and a misspelt one is not.
+TEST(Config, EverySchemaKeyParsesWithItsDefault) {
+  for (const SettingInfo& s : settings()) {
+    if (s.section == "security" && s.key == "curve") continue;  // true needs key files; its default is false anyway
+    const std::string text = "[" + s.section + "]\n" + s.key + " = " + s.default_text + "\n";
+    EXPECT_EQ(error_of(text), "") << text;
+    EXPECT_NE(error_of("[" + s.section + "]\n" + s.key + "_typo = " + s.default_text + "\n").find(s.section + "." + s.key + "_typo: unknown key"),
+              std::string::npos)
+        << s.toml_name();
+  }
+}
+
+TEST(Config, EveryProcessingKeyHasAFlag) {
+  int processing = 0;
+  std::set<std::string> flags;
+  for (const SettingInfo& s : settings()) {
+    if (!s.flag.empty()) {
+      std::istringstream names(s.flag);
+      for (std::string name; std::getline(names, name, ',');) EXPECT_TRUE(flags.insert(name).second) << "flag " << name << " is declared twice";
+    }
+    if (s.section != "processing") continue;
+    ++processing;
+    EXPECT_FALSE(s.flag.empty()) << "processing." << s.key << " has no flag";
+    EXPECT_FALSE(s.help.empty()) << s.toml_name();
+    EXPECT_FALSE(s.owner.empty()) << s.toml_name();
+  }
+  EXPECT_GE(processing, 30);
+  // ... and the commands that process offer each one (their --help comes from the schema).
+  for (const char* command : {"run", "replay"}) {
+    std::string help;
+    ASSERT_EQ(test::run_cli(std::string(command) + " --help", &help), 0) << help;
+    for (const SettingInfo& s : settings()) {
+      if (s.section != "processing") continue;
+      const std::string long_name = s.flag.substr(s.flag.rfind(',') + 1);
+      EXPECT_NE(help.find(long_name), std::string::npos) << command << " has no " << long_name;
+      EXPECT_NE(help.find("[processing] " + s.key), std::string::npos) << command << " --help does not name processing." << s.key;
+    }
+  }
+}
+
+// Flags go through the file's reader: its conversions, its checks, and a
+// message that names the flag and the key.
+TEST(Config, FlagsAreReadLikeKeys) {
+  const auto at = [](const std::string& section, const std::string& key) -> const SettingInfo* {
+    for (const SettingInfo& s : settings())
+      if (s.section == section && s.key == key) return &s;
+    return nullptr;
+  };
+  Config c = default_config();
+  apply_setting_flags(c, {{at("processing", "threshold"), "77"}, {at("processing", "method"), "cog"}, {at("processing", "pixel_bits"), "12"},
+                          {at("processing", "dark_frame"), "dark.png"}, {at("output", "ply_format"), "ascii"}});
+  EXPECT_EQ(c.pipeline.chain.column.threshold, 77u);
+  EXPECT_EQ(c.pipeline.chain.column.method, ColumnMethod::Cog);
+  EXPECT_EQ(c.pipeline.chain.adaptive.pixel_bits, 12);
+  EXPECT_EQ(c.pipeline.ambient.mode, AmbientMode::DarkFrame);  // --dark-frame implies ambient = "dark-frame"
+  EXPECT_EQ(c.pipeline.ambient.dark_frame_path, "dark.png");
+  EXPECT_EQ(c.output.ply_encoding, io::PlyEncoding::Ascii);
+  EXPECT_EQ(c.synthetic.width, default_config().synthetic.width);  // untouched sections stay
+  auto error = [&](std::vector<GivenSetting> given) {
+    Config d = default_config();
+    try {
+      apply_setting_flags(d, given);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error({{at("processing", "threshold"), "abc"}}), "--threshold 'abc': expected an integer");
+  EXPECT_EQ(error({{at("processing", "threshold"), "-1"}}), "--threshold: processing.threshold: value -1 does not fit");
+  EXPECT_EQ(error({{at("processing", "method"), "gauss"}}),
+            "--method: processing.method 'gauss' is not known (expected adaptive, cog, max, window, local-max or all)");
+  EXPECT_EQ(error({{at("source", "raw_depth"), "12"}}), "--raw-depth: source.raw_depth: 12 is not supported (expected 8 or 16)");
+  EXPECT_NE(error({{at("output", "heightmap"), "h.jpg"}}).find("--heightmap: output.heightmap = \"h.jpg\": unsupported extension '.jpg'"),
+            std::string::npos);
+  EXPECT_EQ(error({{at("processing", "buffers"), "0"}}), "--buffers: processing.buffers = 0 is out of range (expected 1..64)");
 }

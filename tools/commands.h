@@ -26,5 +26,6 @@ Subcommand add_simulate_camera(CLI::App& app);  // stripeline simulate-camera [-
 Subcommand add_calibrate(CLI::App& app);         // stripeline calibrate RECORDING -H N --target T.toml --out cal.toml
 Subcommand add_bench_replay(CLI::App& app);     // stripeline bench-replay [--json FILE] [--backend B] [--threads 1,2,4,8,16]
 Subcommand add_describe(CLI::App& app);         // stripeline describe FILE... [--json]
+Subcommand add_settings(CLI::App& app);         // stripeline settings [--markdown]
 
 }  // namespace stripeline::tools
