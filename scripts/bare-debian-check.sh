@@ -44,8 +44,11 @@ ns_pid=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  # unshare --fork blocks SIGINT and SIGTERM while it waits for its child:
+  # SIGKILL it, and --kill-child takes the namespace's PID 1, so every
+  # process of the command, down with it (and the mount namespace).
   if [[ -n $ns_pid ]] && kill -0 "$ns_pid" 2>/dev/null; then
-    kill -TERM "$ns_pid" 2>/dev/null || true
+    kill -KILL "$ns_pid" 2>/dev/null || true
     wait "$ns_pid" 2>/dev/null || true
   fi
   # The mounts were made in a private mount namespace that is gone by now;

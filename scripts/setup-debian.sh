@@ -28,6 +28,8 @@ if [[ "${1:-}" == "--tests" ]]; then
   packages+=(clang libclang-rt-14-dev)
   # scripts/bare-debian-check.sh (CI, after the tests): a minimal Debian 12 root to run the README's two commands in.
   packages+=(mmdebstrap)
+  # ctest Install.Tree checks the installed unit with systemd-analyze (verify, security --offline).
+  packages+=(systemd)
 fi
 # The point-cloud viewers ctest Viewers.ReadTheNewPly opens our PLYs with
 # (PCL's pcl_ply2pcd, CloudCompare's command line; a large Qt stack, so opt-in:
