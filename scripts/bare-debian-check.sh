@@ -55,8 +55,8 @@ cleanup() {
   # if one is still visible here (it never should be), stop rather than
   # delete through it.
   if findmnt -rn -o TARGET | grep -q "^$work/"; then
-    echo "bare-debian-check: mounts still under $work (left in place):" >&2
-    findmnt -rn -o TARGET | grep "^$work/" >&2
+    echo "bare-debian-check: mounts still under $work (left in place):" >&3
+    findmnt -rn -o TARGET | grep "^$work/" >&3
     exit 1
   fi
   if [[ ${STRIPELINE_BARE_KEEP:-0} == 1 ]]; then
@@ -66,14 +66,29 @@ cleanup() {
   fi
   exit "$rc"
 }
+# (fd 3: this script's stderr, for messages from a trap that fires inside a
+# redirected command.)
+exec 3>&2
 trap cleanup EXIT
-trap 'echo "bare-debian-check: interrupted" >&2; exit 130' INT
-trap 'echo "bare-debian-check: terminated" >&2; exit 143' TERM
+trap 'echo "bare-debian-check: interrupted; removing $work" >&3; exit 130' INT
+trap 'echo "bare-debian-check: terminated; removing $work" >&3; exit 143' TERM
+
+# A command in private mount and PID namespaces, in the background (so an
+# interrupt reaches cleanup at once): every mount it makes and every process
+# it starts end with it, however it ends.
+in_namespaces() {
+  unshare --mount --pid --fork --kill-child --propagation private -- "$@" &
+  ns_pid=$!
+  local rc=0
+  wait "$ns_pid" || rc=$?
+  ns_pid=""
+  return "$rc"
+}
 
 secs() { date +%s; }
 t0=$(secs)
 echo "bare-debian-check: mmdebstrap --variant=minbase --include=git,ca-certificates bookworm $root ($sources)"
-mmdebstrap --quiet --variant=minbase --include=git,ca-certificates bookworm "$root" "$sources" >"$work/mmdebstrap.log" 2>&1 ||
+in_namespaces mmdebstrap --quiet --variant=minbase --include=git,ca-certificates bookworm "$root" "$sources" >"$work/mmdebstrap.log" 2>&1 ||
   { tail -30 "$work/mmdebstrap.log" >&2; fail "mmdebstrap failed (its log above)"; }
 t_root=$(($(secs) - t0))
 
@@ -89,11 +104,9 @@ run_in_root() {
   local name=$1 t1 rc=0
   t1=$(secs)
   echo "===== $name (in the bare root)" | tee -a "$log"
-  # A private mount + PID namespace: the mounts and every process of the
-  # command end with it. /proc for the new PID namespace; /sys and /dev
-  # bound from the host (the tests make network and user namespaces,
-  # /dev/shm for ZeroMQ's and Python's shared memory, /dev/pts for ptys).
-  unshare --mount --pid --fork --kill-child --propagation private -- bash -c '
+  # /proc for the new PID namespace; /sys and /dev bound from the host (the
+  # tests make network namespaces; /dev/shm, /dev/pts).
+  in_namespaces bash -c '
     set -e
     r=$1; shift
     mount -t proc proc "$r/proc"
@@ -105,10 +118,7 @@ run_in_root() {
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       ${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} \
       /bin/bash -c "cd /root/stripeline && $*"' bare "$root" "$name" \
-    > >(tee -a "$log") 2>&1 &
-  ns_pid=$!
-  wait "$ns_pid" || rc=$?
-  ns_pid=""
+    > >(tee -a "$log") 2>&1 || rc=$?
   eval "t_$2=$(($(secs) - t1))"
   echo "===== $name: exit $rc, $(($(secs) - t1)) s" | tee -a "$log"
   return "$rc"
