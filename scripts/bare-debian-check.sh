@@ -16,6 +16,9 @@
 #   scripts/bare-debian-check.sh            the check (CI: .ci/run; STRIPELINE_SKIP_BARE_CHECK=1 skips it there)
 #   STRIPELINE_BARE_KEEP=1 scripts/bare-debian-check.sh   keep the root afterwards (to look inside; remove it by hand)
 set -euo pipefail
+# (The whole script is one { } block: bash reads it entirely before it runs,
+# so editing or checking out this file during a run cannot change the run.)
+{
 src=$(cd "$(dirname "$0")/.." && pwd)
 fail() { echo "bare-debian-check: $*" >&2; exit 1; }
 
@@ -145,3 +148,5 @@ if ((status != 0)); then
   exit 1
 fi
 echo "PASSED: both README commands on a bare Debian 12"
+exit 0
+}
