@@ -3,10 +3,10 @@
 # available). Safe to run again: it installs only what is missing.
 #   scripts/setup-debian.sh           build dependencies
 #   scripts/setup-debian.sh --viewers PCL's and CloudCompare's command lines, Open3D (ctest Viewers.ReadTheNewPly)
-#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq and numpy for the python/ package and its offline venv test, clang for the fuzzing run)
+#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq and numpy for the python/ package and its offline venv test, clang for the fuzzing run) and mmdebstrap (scripts/bare-debian-check.sh)
 set -euo pipefail
 
-packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev
+packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev file
           libtbb-dev libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev
           libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
           libtiff-dev libpng-dev libdeflate-dev
@@ -14,7 +14,8 @@ packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev
           libaravis-dev libusb-1.0-0-dev zlib1g-dev
           libceres-dev)
 # (curl: the README's /metrics example. dpkg-dev: dpkg-shlibdeps, which
-# computes the .deb's Depends: scripts/package-deb.sh.)
+# computes the .deb's Depends: scripts/package-deb.sh; file: CPackDeb runs it
+# on every packaged file, and fails without it.)
 # (aravis-0.8.pc names libusb-1.0 and zlib, which Debian 12's libaravis-dev
 # does not pull in: pkg-config fails without them.)
 # (libceres-dev: the sheet-of-light calibration's fit, calibration/; it brings
@@ -25,6 +26,10 @@ if [[ "${1:-}" == "--tests" ]]; then
   packages+=(python3 python3-numpy python3-open3d python3-zmq python3-venv python3-setuptools python3-wheel python3-pip aravis-tools util-linux iproute2)
   # The sanitizer and fuzz presets (CMakePresets.json, docs/fuzzing.md): clang with libFuzzer, ASan and UBSan.
   packages+=(clang libclang-rt-14-dev)
+  # scripts/bare-debian-check.sh (CI, after the tests): a minimal Debian 12 root to run the README's two commands in.
+  packages+=(mmdebstrap)
+  # ctest Install.Tree checks the installed unit with systemd-analyze (verify, security --offline).
+  packages+=(systemd)
 fi
 # The point-cloud viewers ctest Viewers.ReadTheNewPly opens our PLYs with
 # (PCL's pcl_ply2pcd, CloudCompare's command line; a large Qt stack, so opt-in:
