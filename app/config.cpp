@@ -260,6 +260,7 @@ Config parse_config(const std::string& text, const std::string& origin) {
     s.read_strings("features", k.features);
     s.read("packet_size", k.packet_size);
     s.read("packet_socket", k.packet_socket);
+    s.read("direct_buffers", k.direct_buffers);
     s.read("socket_buffer", k.socket_buffer);
     s.read("stream_buffers", k.stream_buffers);
     s.read("frame_timeout", k.frame_timeout);
