@@ -255,6 +255,7 @@ void read_back_camera(GenICamFeatures& f, const CameraConfig& c, CameraSettings&
 void SoftwareTrigger::start(GenICamFeatures& f, double rate, const std::atomic<bool>& lost, std::mutex& feature_mu) {
   stop();
   stop_ = false;
+  firing_ = true;
   using clock = std::chrono::steady_clock;
   const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(1.0 / rate));
   thread_ = std::thread([this, &f, &lost, &feature_mu, period] {
@@ -281,6 +282,7 @@ void SoftwareTrigger::start(GenICamFeatures& f, double rate, const std::atomic<b
       next += period;
       if (clock::now() - next > period * 4) next = clock::now();  // fell behind: do not burst
     }
+    firing_ = false;
   });
 }
 

@@ -95,6 +95,8 @@ class SoftwareTrigger {
   void start(GenICamFeatures& f, double rate, const std::atomic<bool>& lost, std::mutex& feature_mu);
   void stop() noexcept;  // idempotent; joins the thread
   bool running() const { return thread_.joinable(); }
+  // False once the thread has ended (stopped, or the camera was lost).
+  bool firing() const { return firing_.load(); }
   std::uint64_t fired() const { return fired_.load(); }
 
  private:
@@ -102,6 +104,7 @@ class SoftwareTrigger {
   std::condition_variable cv_;
   bool stop_ = false;
   std::atomic<std::uint64_t> fired_{0};
+  std::atomic<bool> firing_{false};
   std::thread thread_;
 };
 
