@@ -3,12 +3,17 @@
 // and marked exactly, configuration and read-back, no producer installed.
 // STRIPELINE_GENTL_SIM_CTI is the producer built beside these tests.
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -560,6 +565,89 @@ TEST(GenTLXml, ZipRoundTripAndDamage) {
   const std::uint8_t junk[30] = {};
   EXPECT_THROW(gentl::unzip_genicam_xml(junk, sizeof junk), std::runtime_error);
 }
+
+// ---------------------------------------------------------------------------
+// The product: `stripeline run -c CONFIG` on the simulated grabber, 10,000
+// frames, with the grabber writing into the pipeline's batches (the direct
+// path, nothing copied) and with camera.direct_buffers = false (every frame
+// copied). Both give the files a replay of the same frames gives: the
+// producer renders the synthetic scanner's frames of seed 1, which
+// `stripeline synth --seed 1` records.
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+constexpr int kRunWidth = 256, kRunHeight = 32, kRunFrames = 10000;
+
+// Writes a run configuration for a grabber source; returns its path.
+std::filesystem::path grabber_config(const std::filesystem::path& dir, int per_buffer, bool direct) {
+  const auto path = dir / (std::string(direct ? "direct" : "copy") + ".toml");
+  std::ofstream f(path);
+  f << "[source]\nkind = \"camera\"\n"
+    << "[camera]\ntransport = \"gentl\"\nwidth = " << kRunWidth << "\nheight = " << kRunHeight << "\nframe_rate = 1000000\n"
+    << "frames = " << kRunFrames << "\ndirect_buffers = " << (direct ? "true" : "false") << "\n"
+    << "[camera.gentl]\ncti = \"" << kCti << "\"\nframes_per_buffer = " << per_buffer << "\n"
+    << "grabber_features = [\"SimWaitForBuffers=1\"]\n"
+    << "[processing]\nbackend = \"cpu\"\nbatch_frames = " << per_buffer << "\n"
+    << "[output]\ndir = \"" << (dir / (direct ? "direct" : "copy")).string() << "\"\npreview = \"\"\nheightmap = \"heightmap.png\"\n"
+    << "ply = \"scan.ply\"\nsummary = \"summary.json\"\n";
+  return path;
+}
+
+class GenTLRun : public ::testing::TestWithParam<int> {};
+
+}  // namespace
+
+TEST_P(GenTLRun, DirectPathCopiesNothingAndGivesTheFilesOfAReplay) {
+  const int per_buffer = GetParam();
+  test::TempDir dir;
+  const auto recording = dir.path() / "frames.tiff";
+  std::string out;
+  ASSERT_EQ(test::run_cli(fmt::format("synth {} --width {} --frame-height {} --frames {} --seed 1", recording.string(), kRunWidth,
+                                      kRunHeight, kRunFrames),
+                          &out),
+            0)
+      << out;
+  {
+    std::ofstream f(dir.path() / "replay.toml");
+    f << "[source]\nkind = \"file\"\npath = \"" << recording.string() << "\"\nframe_height = " << kRunHeight << "\n"
+      << "[processing]\nbackend = \"cpu\"\nbatch_frames = " << per_buffer << "\n"
+      << "[output]\ndir = \"" << (dir.path() / "replay").string() << "\"\npreview = \"\"\nheightmap = \"heightmap.png\"\n"
+      << "ply = \"scan.ply\"\nsummary = \"summary.json\"\n";
+  }
+  ASSERT_EQ(test::run_cli("run -q -c " + (dir.path() / "replay.toml").string(), &out), 0) << out;
+
+  for (const bool direct : {true, false}) {
+    SCOPED_TRACE(direct ? "direct path" : "copy path (camera.direct_buffers = false)");
+    ASSERT_EQ(test::run_cli("run -q -c " + grabber_config(dir.path(), per_buffer, direct).string(), &out), 0) << out;
+    const auto run_dir = dir.path() / (direct ? "direct" : "copy");
+    const auto summary = nlohmann::json::parse(std::ifstream(run_dir / "summary.json"));
+    ASSERT_TRUE(summary.contains("acquisition")) << summary.dump(2);
+    const auto& a = summary["acquisition"];
+    EXPECT_EQ(summary["frames"], kRunFrames);
+    EXPECT_EQ(a["lost_total"], 0) << a.dump();
+    EXPECT_EQ(a["frames_complete"], kRunFrames) << a.dump();
+    if (direct) {
+      EXPECT_EQ(a["path"], "direct") << a.dump();
+      EXPECT_EQ(a["bytes_copied"], 0) << a.dump();
+    } else {
+      EXPECT_EQ(a["path"], "copy") << a.dump();
+      EXPECT_EQ(a["bytes_copied"], std::uint64_t{kRunFrames} * kRunWidth * kRunHeight) << a.dump();
+      EXPECT_NE(out.find("copy path, "), std::string::npos) << out;
+    }
+    // The same frames give the same profiles: byte-identical files.
+    for (const char* name : {"heightmap.png", "scan.ply"}) {
+      const std::string got = slurp(run_dir / name), want = slurp(dir.path() / "replay" / name);
+      EXPECT_FALSE(want.empty()) << name;
+      EXPECT_TRUE(got == want) << name << " differs from the replay's (" << got.size() << " vs " << want.size() << " bytes)";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FramesPerBuffer, GenTLRun, ::testing::Values(100, 300));
 
 }  // namespace
 }  // namespace stripeline
