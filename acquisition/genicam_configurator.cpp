@@ -133,19 +133,29 @@ void configure_trigger(GenICamFeatures& f, const CameraConfig& c) {
 
 void reset_triggers(GenICamFeatures& f) {
   if (!f.has("TriggerMode")) return;
-  try {
-    std::vector<std::string> selectors;
-    if (f.has("TriggerSelector")) selectors = f.enum_entries("TriggerSelector");
-    for (const auto& s : selectors) {
-      f.set_string("TriggerSelector", s);
+  // A selector whose mode cannot be written (locked on some cameras) is
+  // warned about, not fatal: a trigger that stays on shows in the read-back
+  // (external) or as a camera that sends nothing.
+  auto off = [&](const std::string& selector) {
+    try {
+      if (!selector.empty()) f.set_string("TriggerSelector", selector);
       f.set_string("TriggerMode", "Off");
+    } catch (const FeatureError& e) {
+      spdlog::warn("camera: cannot switch trigger {} off: {}", selector.empty() ? "TriggerMode" : selector, e.what());
     }
-    if (selectors.empty()) f.set_string("TriggerMode", "Off");
-    for (const auto& s : selectors)
-      if (s == "FrameStart") f.set_string("TriggerSelector", s);
-  } catch (const FeatureError& e) {
-    refused("trigger", fmt::format("cannot switch the camera's triggers off: {}", e.what()));
+  };
+  std::vector<std::string> selectors;
+  if (f.has("TriggerSelector")) {
+    try {
+      selectors = f.enum_entries("TriggerSelector");
+    } catch (const FeatureError& e) {
+      spdlog::warn("camera: cannot list its trigger selectors: {}", e.what());
+    }
   }
+  if (selectors.empty()) off("");
+  for (const auto& s : selectors) off(s);
+  for (const auto& s : selectors)
+    if (s == "FrameStart") off(s);  // the selector the trigger settings below address
 }
 
 void set_checked_int(GenICamFeatures& f, const std::string& feature, std::int64_t v, const std::string& key) {

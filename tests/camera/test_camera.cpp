@@ -787,6 +787,7 @@ struct GenTLPath {
     c.transport = "gentl";
     GenTLConfig g;
     g.cti = STRIPELINE_GENTL_SIM_CTI;
+    g.frames_per_buffer = 1;  // one frame per buffer, as a camera sends them
     return open_gentl_camera(c, g, batch);
   }
   static constexpr int kSensorWidth = 4096;
