@@ -233,7 +233,10 @@ void GenTLCameraImpl::publish() {
   c.batches_full = batches_full_;
   c.batches_flushed = batches_flushed_;
   c.device_errors = error_events_;
-  c.path = direct_ ? AcquisitionPath::Direct : AcquisitionPath::Copy;
+  // Before the first fill the path is the one start() will take (attached
+  // buffers that fit, or not); start() revises it if the producer refuses them.
+  const bool direct = started_ ? direct_ : !attached_.empty() && why_not_direct(*attached_.front()).empty();
+  c.path = direct ? AcquisitionPath::Direct : AcquisitionPath::Copy;
   c.bytes_copied = frames_copied_ * frame_bytes_;  // the direct path copies nothing (a gap's missing rows are zeroed, not copied)
   if (stream_) {
     std::uint64_t underruns = 0;

@@ -54,6 +54,7 @@ void GenTLCameraImpl::attach_buffers(std::span<Batch* const> batches, HostAlloca
   }
   attached_.assign(batches.begin(), batches.end());
   if (allocator) allocator_ = allocator;
+  publish();  // the path it will take, for a report read before the first fill
 }
 
 // Why the pool's buffers cannot be the grabber's ("" = they can).

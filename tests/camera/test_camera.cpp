@@ -820,10 +820,21 @@ class CameraConfigurator : public ::testing::Test {
     }
     return {};
   }
-  // Rows of one batch filled from the source (copy path), or 0.
-  static int frames_of_one_batch(CameraSource& source, int batch) {
+  // Rows the source delivers until it has its camera.frames (a partial batch
+  // flushed on the way counts too); stopped after 20 s if frames never come.
+  static int frames_delivered(CameraSource& source, int batch) {
     Batch b(BatchLayout{source.frame_layout().width, source.frame_layout().frame_height, batch, source.frame_layout().format}, allocate_host);
-    return source.fill(b) ? b.frames : 0;
+    std::atomic<bool> done{false};
+    std::thread watchdog([&] {
+      const auto deadline = steady::now() + 20s;
+      while (!done.load() && steady::now() < deadline) std::this_thread::sleep_for(10ms);
+      if (!done.load()) source.request_stop();
+    });
+    int total = 0;
+    while (source.fill(b)) total += b.frames;
+    done = true;
+    watchdog.join();
+    return total;
   }
   Path path;
 };
@@ -849,7 +860,7 @@ TYPED_TEST(CameraConfigurator, RegionFormatExposureAreReadBackAsAsked) {
   EXPECT_NEAR(s.frame_rate, 200, 2);
   EXPECT_EQ(s.trigger, "free-run");
   EXPECT_EQ(source->frame_layout(), (BatchLayout{512, 40, 0, PixelFormat::Mono16}));
-  EXPECT_EQ(this->frames_of_one_batch(*source, 8), 8);
+  EXPECT_EQ(this->frames_delivered(*source, 8), 8);
 }
 
 TYPED_TEST(CameraConfigurator, EveryIntegerFeatureIsBoundsCheckedNamingTheKey) {
@@ -892,9 +903,9 @@ TYPED_TEST(CameraConfigurator, SoftwareTriggerDeliversAndTheNextOpeningResetsThe
     c.trigger = TriggerMode::Software;
     auto source = this->path.open(c, 8);
     EXPECT_EQ(source->settings().trigger.rfind("software", 0), 0u) << source->settings().trigger;
-    EXPECT_EQ(this->frames_of_one_batch(*source, 8), 8);
+    EXPECT_EQ(this->frames_delivered(*source, 8), 8);
   }
   auto source = this->path.open(this->base(8), 8);
   EXPECT_EQ(source->settings().trigger, "free-run");
-  EXPECT_EQ(this->frames_of_one_batch(*source, 8), 8) << "no frames: the camera was left waiting for triggers";
+  EXPECT_EQ(this->frames_delivered(*source, 8), 8) << "no frames: the camera was left waiting for triggers";
 }
