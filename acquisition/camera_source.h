@@ -49,6 +49,11 @@ struct CameraConfig {
   double frame_timeout = 0;        // seconds before the driver gives up on a frame; 0 = Aravis' default
   double heartbeat_timeout = 3.0;  // seconds: the camera is declared lost after this long without an answer
 
+  // Zero copy: a frame grabber that concatenates frames_per_buffer frames
+  // (= processing.batch_frames) writes straight into the pipeline's batches.
+  // false forces the copy path (measurements, a producer that misbehaves).
+  bool direct_buffers = true;
+
   // Batch assembly
   double flush_timeout = 0.1;      // hand on a partial batch after this many seconds (0 = only full batches)
   std::uint64_t gap_fill_limit = 0;  // largest gap inserted as missing rows; 0 = one batch

@@ -6,6 +6,8 @@
 
 namespace stripeline {
 
+const char* to_string(AcquisitionPath p) { return p == AcquisitionPath::Direct ? "direct" : "copy"; }
+
 void check_fill_target(const Batch& batch, const BatchLayout& want, const char* source) {
   const BatchLayout& l = batch.layout;
   if (l.width != want.width || l.frame_height != want.frame_height || l.format != want.format)

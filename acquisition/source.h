@@ -21,6 +21,12 @@ enum class SourceEnd : std::uint8_t {
   DeviceLost,  // the camera stopped answering: the daemon reconnects
 };
 
+// How frames get from the grabber's buffer into a batch: Direct, the grabber
+// wrote into the batch's own memory (FrameSource::attach_buffers, nothing
+// copied); Copy, each frame is copied from the driver's buffer into the batch.
+enum class AcquisitionPath : std::uint8_t { Copy, Direct };
+const char* to_string(AcquisitionPath p);
+
 // Frames a live source lost, each counted by its size (a gap of 5 frame ids
 // counts 5). Every lost frame that is inside the stream becomes a missing row
 // (FrameMeta::missing), never a valid profile. docs/cameras.md.
@@ -36,6 +42,8 @@ struct AcquisitionCounters {
   std::uint64_t device_errors = 0;    // errors the driver reported (GenTL EVENT_ERROR); the frames they cost are in the lost_* fields
   std::uint64_t batches_full = 0;     // batches handed on full
   std::uint64_t batches_flushed = 0;  // batches handed on partial, after flush_timeout
+  AcquisitionPath path = AcquisitionPath::Copy;  // the path this source's frames took
+  std::uint64_t bytes_copied = 0;     // pixel bytes copied from the grabber's buffers into batches (0 on the direct path)
   std::uint64_t lost_total() const { return lost_gap + lost_incomplete + lost_timeout + lost_failed; }
 };
 

@@ -401,6 +401,8 @@ const Setting kCameraSettings[] = {
     {"gap_fill_limit", "", "0 = one batch", "Largest gap of lost frames inserted as missing rows", kCam, FIELD(c.camera.gap_fill_limit)},
     {"frames", "", "0 = until stopped", "Stop after this many frames", kCam, FIELD(c.camera.frames)},
     {"reconnect_interval", "", "", "Daemon: seconds between attempts to reopen a lost camera", kCam, FIELD(c.camera.reconnect_interval)},
+    {"direct_buffers", "", "", "Frame grabbers: write whole batches into the pipeline's (pinned) buffers (false: the copy path)", kCam,
+     FIELD(c.camera.direct_buffers)},
     {"transport", "", "aravis or gentl", "How the camera is reached: Aravis, or a frame grabber's GenTL producer ([camera.gentl])", kCam,
      FIELD(c.camera.transport)},
 };

@@ -62,6 +62,13 @@ DaemonMetrics::DaemonMetrics(Registry& m) {
   flushed_ = &m.counter("stripeline_batches_flushed_total", "Partial batches handed on by camera.flush_timeout.");
   camera_losses_ = &m.counter("stripeline_camera_losses_total", "Times the camera stopped answering.");
   camera_reconnects_ = &m.counter("stripeline_camera_reconnects_total", "Times a lost camera was opened again (each starts a new series).");
+  bytes_copied_ = &m.counter("stripeline_acquisition_bytes_copied_total",
+                             "Pixel bytes copied from the grabber's buffers into batches (0 on the direct, zero-copy path).");
+  for (const AcquisitionPath p : {AcquisitionPath::Copy, AcquisitionPath::Direct})
+    path_[static_cast<std::size_t>(p)] = &m.gauge("stripeline_acquisition_path",
+                                                  "1 for the path the live source's frames take into batches: direct (the grabber writes "
+                                                  "into the pipeline's buffers) or copy.",
+                                                  std::string("path=\"") + to_string(p) + "\"");
   camera_connected_ = &m.gauge("stripeline_camera_connected", "1 while the camera streams, 0 while lost or not found (no camera source: 0).");
   camera_detect_ = &m.gauge("stripeline_camera_loss_detection_seconds",
                             "Last loss: seconds from the camera's last sign of life to the loss being declared.");
@@ -118,6 +125,8 @@ void DaemonMetrics::collect(const DaemonSnapshot& now) {
       underruns_->add(delta(a->underruns, last_acq_.underruns));
       late_->add(delta(a->arrived_late, last_acq_.arrived_late));
       flushed_->add(delta(a->batches_flushed, last_acq_.batches_flushed));
+      bytes_copied_->add(delta(a->bytes_copied, last_acq_.bytes_copied));
+      for (std::size_t i = 0; i < path_.size(); ++i) path_[i]->set(static_cast<std::size_t>(a->path) == i ? 1 : 0);
       last_acq_ = *a;
     }
   } else {

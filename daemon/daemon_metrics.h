@@ -75,6 +75,10 @@ class DaemonMetrics {
   // stripeline_frames_lost_total by cause: gap, incomplete, timeout, failed.
   std::array<Counter*, 4> lost_{};
   Counter *underruns_, *late_, *flushed_, *camera_losses_, *camera_reconnects_;
+  // How the frames got from the grabber's buffer into the batch: bytes copied,
+  // and stripeline_acquisition_path{path="direct"|"copy"} (1 for the current one).
+  Counter* bytes_copied_;
+  std::array<Gauge*, 2> path_{};  // indexed by AcquisitionPath
   Gauge *camera_connected_, *camera_detect_, *queue_, *subscribers_, *up_, *start_time_, *healthy_;
   Summary *latency_, *compute_per_batch_;
   Counter *http_requests_, *http_evicted_, *http_timed_out_, *http_bad_;

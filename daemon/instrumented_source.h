@@ -30,6 +30,11 @@ class InstrumentedSource final : public FrameSource {
   void request_stop() noexcept override { inner_.request_stop(); }
   std::optional<AcquisitionCounters> acquisition_counters() const override { return inner_.acquisition_counters(); }
   SignificantBits significant_bits() const override { return inner_.significant_bits(); }
+  // Zero copy: the grabber writes into the pipeline's batches through this
+  // wrapper as it would without it.
+  std::size_t direct_buffer_bytes() const override { return inner_.direct_buffer_bytes(); }
+  void attach_buffers(std::span<Batch* const> batches, HostAllocator allocator) override { inner_.attach_buffers(batches, allocator); }
+  void detach_buffers() noexcept override { inner_.detach_buffers(); }
 
   // The next fill() returns false; a pacing wait (or a camera's wait for
   // frames) ends now. Thread-safe.

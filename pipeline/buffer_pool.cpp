@@ -2,17 +2,22 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "core/errors.h"
 
 namespace stripeline {
 
-BufferPool::BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc, bool points) {
+BufferPool::BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc, bool points, std::size_t pixel_bytes)
+    : alloc_(alloc) {
   slots_.reserve(count);
   ring_.resize(count);
   for (int i = 0; i < count; ++i) {
     auto s = std::make_unique<Slot>();
     s->pool = this;
-    s->batch = Batch(layout, alloc);
+    s->batch.layout = layout;
+    s->batch.pixels = alloc(std::max(layout.bytes(), pixel_bytes));
+    s->batch.meta.resize(static_cast<std::size_t>(layout.frames));
     s->profiles = ProfileBatch(layout.width, layout.frames, profile_slots, alloc, points);
     ring_[i] = s.get();
     ++free_count_;
@@ -62,6 +67,13 @@ std::size_t BufferPool::bytes() const {
   std::size_t total = 0;
   for (const auto& s : slots_) total += s->batch.pixels.size() + s->profiles.storage().size();
   return total;
+}
+
+std::vector<Batch*> BufferPool::batches() const {
+  std::vector<Batch*> v;
+  v.reserve(slots_.size());
+  for (const auto& s : slots_) v.push_back(&s->batch);
+  return v;
 }
 
 }  // namespace stripeline

@@ -2,7 +2,10 @@
 // The pool of batch slots: every frame in flight lives in one, so the pool's
 // size caps what is in flight by construction. A slot pairs the pixels of a
 // batch with the profiles extracted from it; both are allocated once, at
-// start, with the backend's allocator (pinned memory for CUDA).
+// start, with the backend's allocator (pinned memory for CUDA). With a frame
+// grabber that writes whole batches (FrameSource::direct_buffer_bytes), each
+// batch's pixels hold the grabber's payload, and the pool's batches are the
+// grabber's buffers (Pipeline::run attaches them to the source).
 //
 // Protocol: acquire() -> source fills -> processor -> sinks -> release().
 // At stop, wait_all_returned() blocks until every slot came back.
@@ -38,7 +41,10 @@ class BufferPool {
  public:
   // count >= 1 (PipelineOptions::validate). points: the profiles hold the
   // calibrated points array too (a sheet-of-light calibration is applied).
-  BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc, bool points = false);
+  // pixel_bytes: each batch's pixel buffer holds at least this many bytes
+  // (a grabber's payload, chunk data included); 0 = layout.bytes().
+  BufferPool(const BatchLayout& layout, int profile_slots, int count, HostAllocator alloc, bool points = false,
+             std::size_t pixel_bytes = 0);
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
@@ -50,8 +56,13 @@ class BufferPool {
   int in_use() const;
   bool pinned() const;
   std::size_t bytes() const;
+  // Every slot's batch, for FrameSource::attach_buffers (call before the
+  // first acquire(); the pointers stay valid for the pool's life).
+  std::vector<Batch*> batches() const;
+  HostAllocator allocator() const { return alloc_; }
 
  private:
+  HostAllocator alloc_;
   std::vector<std::unique_ptr<Slot>> slots_;
   // Free slots, first in first out, so that consecutive batches cycle
   // through every buffer. A fixed ring: no allocation after construction.

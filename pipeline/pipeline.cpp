@@ -175,6 +175,26 @@ class SinkFilter {
   const ProgressCallback& progress_;
 };
 
+// The pool's batches shown to a source that writes into them (a frame
+// grabber), for the life of the pool: detached before it is freed, on every
+// path out of run().
+class AttachedBuffers {
+ public:
+  AttachedBuffers(FrameSource& source, const BufferPool& pool, bool attach) : source_(attach ? &source : nullptr) {
+    if (!source_) return;
+    const std::vector<Batch*> batches = pool.batches();
+    source_->attach_buffers(batches, pool.allocator());
+  }
+  ~AttachedBuffers() {
+    if (source_) source_->detach_buffers();
+  }
+  AttachedBuffers(const AttachedBuffers&) = delete;
+  AttachedBuffers& operator=(const AttachedBuffers&) = delete;
+
+ private:
+  FrameSource* source_;
+};
+
 }  // namespace
 
 Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) { options_.validate(); }
@@ -199,9 +219,13 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   }
   std::uint64_t ambient_frames = 0;
 
-  // Set-up: everything is allocated here, nothing in the steady state.
-  BufferPool pool(layout, params.slots, options_.buffers, host_allocator_for(stats.backend), chain.calibration != nullptr);
+  // Set-up: everything is allocated here, nothing in the steady state. A
+  // frame grabber that writes whole batches gets the pool's buffers (sized
+  // for its payload): it fills them itself, nothing is copied (zero copy).
+  const std::size_t direct_bytes = source.direct_buffer_bytes();
+  BufferPool pool(layout, params.slots, options_.buffers, host_allocator_for(stats.backend), chain.calibration != nullptr, direct_bytes);
   stats.pinned = pool.pinned();
+  AttachedBuffers attached(source, pool, direct_bytes > 0);
   // The significant bits (acquisition/pixel_bits.h): from the configuration or
   // the source, else from the first batch, filled now and processed first.
   std::optional<clock::time_point> first_fill;

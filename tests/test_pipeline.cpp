@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <climits>
 #include <map>
+#include <set>
 
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
@@ -454,4 +456,79 @@ TEST(HeightMapSink, FiltersApplyBeforeWritingAndFinalTo8MakesThePreview) {
   r8->read_rows(reinterpret_cast<std::byte*>(got8.data()), 24);
   EXPECT_EQ(got8, want8);
   EXPECT_THROW(filtered.set_filters({"median 4"}, Backend::Cpu), InputError);
+}
+
+// Zero copy: a source that writes whole batches into memory the pipeline
+// attached (a frame grabber's direct path, acquisition/source.h). The pool
+// sizes every batch for its payload, attaches them all once before the first
+// fill, every fill targets one of them, and they are detached after the run,
+// on failure too. A source without the hook gets nothing attached.
+namespace {
+
+class AttachingSource final : public FrameSource {
+ public:
+  AttachingSource(SyntheticScanner& inner, std::size_t payload, int fail_after = -1)
+      : inner_(inner), payload_(payload), fail_after_(fail_after) {}
+  BatchLayout frame_layout() const override { return inner_.frame_layout(); }
+  std::size_t direct_buffer_bytes() const override { return payload_; }
+  void attach_buffers(std::span<Batch* const> batches, HostAllocator allocator) override {
+    ++attach_calls;
+    allocator_ok = allocator != nullptr;
+    for (const Batch* b : batches) {
+      memory.insert(b->pixels.data());
+      smallest = std::min(smallest, b->pixels.size());
+    }
+  }
+  void detach_buffers() noexcept override { ++detach_calls; }
+  bool fill(Batch& b) override {
+    if (detach_calls > 0) throw RuntimeFailure("fill() after detach_buffers()");
+    if (!memory.count(b.pixels.data())) ++fills_outside;
+    if (fail_after_ == 0) throw InputError("grabber: link error");
+    --fail_after_;
+    return inner_.fill(b);
+  }
+  std::string describe() const override { return "attaching"; }
+
+  int attach_calls = 0, detach_calls = 0, fills_outside = 0;
+  bool allocator_ok = false;
+  std::set<const std::byte*> memory;
+  std::size_t smallest = SIZE_MAX;
+
+ private:
+  SyntheticScanner& inner_;
+  std::size_t payload_;
+  int fail_after_;
+};
+
+}  // namespace
+
+TEST(Pipeline, AttachesThePoolToASourceThatWritesWholeBatchesAndDetachesIt) {
+  SyntheticScanner scan(small_scan(53));
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = 10;
+  o.buffers = 3;
+  const std::size_t layout_bytes = scan.frame_layout().frame_pixels() * 10;
+  AttachingSource source(scan, layout_bytes + 320);  // pixels + a chunk of 32 bytes per frame
+  RecordingSink sink;
+  const auto stats = Pipeline(o).run(source, {&sink});
+  EXPECT_EQ(stats.frames, 53u);
+  EXPECT_EQ(source.attach_calls, 1);
+  EXPECT_TRUE(source.allocator_ok);
+  EXPECT_EQ(source.memory.size(), 3u) << "every slot of the pool";
+  EXPECT_GE(source.smallest, layout_bytes + 320) << "a batch too small for the grabber's payload";
+  EXPECT_EQ(source.fills_outside, 0);
+  EXPECT_EQ(source.detach_calls, 1);
+
+  SyntheticScanner again(small_scan(53));
+  AttachingSource failing(again, layout_bytes, 2);
+  RecordingSink aborted;
+  EXPECT_THROW(Pipeline(o).run(failing, {&aborted}), InputError);
+  EXPECT_EQ(failing.detach_calls, 1) << "detached on the failure path too";
+
+  SyntheticScanner plain(small_scan(53));
+  AttachingSource none(plain, 0);
+  Pipeline(o).run(none, {});
+  EXPECT_EQ(none.attach_calls, 0);
+  EXPECT_EQ(none.detach_calls, 0);
 }

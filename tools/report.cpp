@@ -46,13 +46,15 @@ std::string acquisition_line(const AcquisitionCounters& a) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "camera: %llu frames received whole, %llu lost (gap %llu, incomplete %llu, timeout %llu, failed %llu; %llu beyond "
-                "gap_fill_limit, not inserted); %llu arrived late; %llu driver underruns; batches %llu full, %llu flushed by timeout",
+                "gap_fill_limit, not inserted); %llu arrived late; %llu driver underruns; batches %llu full, %llu flushed by timeout; "
+                "%s path, %llu bytes copied",
                 static_cast<unsigned long long>(a.frames_complete), static_cast<unsigned long long>(a.lost_total()),
                 static_cast<unsigned long long>(a.lost_gap), static_cast<unsigned long long>(a.lost_incomplete),
                 static_cast<unsigned long long>(a.lost_timeout), static_cast<unsigned long long>(a.lost_failed),
                 static_cast<unsigned long long>(a.gap_not_inserted), static_cast<unsigned long long>(a.arrived_late),
                 static_cast<unsigned long long>(a.underruns),
-                static_cast<unsigned long long>(a.batches_full), static_cast<unsigned long long>(a.batches_flushed));
+                static_cast<unsigned long long>(a.batches_full), static_cast<unsigned long long>(a.batches_flushed), to_string(a.path),
+                static_cast<unsigned long long>(a.bytes_copied));
   return buf;
 }
 
@@ -101,7 +103,8 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
                         {"lost_timeout", a.lost_timeout},        {"lost_failed", a.lost_failed},
                         {"gap_not_inserted", a.gap_not_inserted}, {"arrived_late", a.arrived_late},
                         {"underruns", a.underruns},              {"batches_full", a.batches_full},
-                        {"batches_flushed", a.batches_flushed}};
+                        {"batches_flushed", a.batches_flushed},
+                        {"path", to_string(a.path)},             {"bytes_copied", a.bytes_copied}};
   }
   j["outputs"] = metadata::Json::array();
   for (const auto& o : r.outputs) j["outputs"].push_back(o.string());

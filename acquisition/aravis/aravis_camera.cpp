@@ -14,8 +14,10 @@
 #include <thread>
 
 #include "acquisition/aravis/aravis_handles.h"
+#include "acquisition/aravis/arv_features.h"
 #include "acquisition/batch_assembler.h"
 #include "acquisition/camera_source.h"
+#include "acquisition/genicam_configurator.h"
 #include "acquisition/gvcp_probe.h"
 
 namespace stripeline {
@@ -107,12 +109,11 @@ class AravisCamera final : public CameraSource {
  private:
   void open(const std::string& id);
   void configure();
+  void configure_transport();
   void read_back();
   void start_stream();
-  void set_integer(const char* feature, std::int64_t v, const char* key);
   void monitor_loop();
   void stop_threads();
-  void trigger_loop();
   void declare_lost(const std::string& why);
   ArrivedFrame to_frame(ArvBuffer* b);
   static void on_control_lost(ArvDevice*, gpointer self);
@@ -123,6 +124,7 @@ class AravisCamera final : public CameraSource {
   GObjectRef<ArvStream> stream_;
   GObjectRef<ArvChunkParser> chunks_;
   ArvDevice* device_ = nullptr;  // owned by camera_
+  aravis::DeviceFeatures features_;  // device_'s node map, for the configurator
   gulong lost_handler_ = 0;
   CameraSettings settings_;
   BatchLayout layout_;
@@ -146,8 +148,9 @@ class AravisCamera final : public CameraSource {
   std::mutex thread_mu_;
   std::condition_variable thread_cv_;
   bool threads_stop_ = false;
-  std::thread monitor_, trigger_;
+  std::thread monitor_;
   std::mutex feature_mu_;  // the monitor and the trigger thread both use the device's features
+  SoftwareTrigger trigger_;
 };
 
 std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count(); }
@@ -182,6 +185,7 @@ void AravisCamera::open(const std::string& id) {
   }
   if (err || !camera_) throw DeviceUnavailable(fmt::format("camera '{}': cannot open it: {}", id, err.message()));
   device_ = arv_camera_get_device(camera_.get());
+  features_.reset(device_);
   // Aravis opens a GigE Vision camera even when another host controls it
   // (the first write then fails): say so now, as a camera we cannot have yet.
   if (ARV_IS_GV_DEVICE(device_) && !arv_gv_device_is_controller(ARV_GV_DEVICE(device_)))
@@ -218,113 +222,16 @@ void AravisCamera::declare_lost(const std::string& why) {
   spdlog::error("camera {}: lost after {:.2f} s without a frame or an answer: {}", settings_.id, since, why);
 }
 
-void AravisCamera::set_integer(const char* feature, std::int64_t v, const char* key) {
-  GErrorSlot err;
-  arv_camera_set_integer(camera_.get(), feature, v, err.out());
-  if (err) throw ConfigError(fmt::format("camera.{}: the camera refused {} = {}: {}", key, feature, v, err.message()));
+// The standard sequence is the configurator's (genicam_configurator.h); what
+// only Aravis' transports need comes after it: the encoder chunk (parsed by
+// Aravis' chunk parser), GigE Vision packets and heartbeat.
+void AravisCamera::configure() {
+  configure_camera(features_, config_, [&] { configure_transport(); });
 }
 
-void AravisCamera::configure() {
+void AravisCamera::configure_transport() {
   ArvCamera* cam = camera_.get();
   GErrorSlot err;
-  // Trigger first: some cameras lock geometry features while triggered.
-  if (arv_camera_is_feature_available(cam, "TriggerMode", nullptr)) {
-    arv_camera_clear_triggers(cam, err.out());
-    if (err) spdlog::warn("camera: cannot clear its triggers: {}", err.message());
-  }
-
-  const ArvPixelFormat want = arv_format(config_.pixel_format);
-  arv_camera_set_pixel_format(cam, want, err.out());
-  if (err) {
-    std::string offered;
-    guint n = 0;
-    const char** list = arv_camera_dup_available_pixel_formats_as_strings(cam, &n, nullptr);
-    DupStrings formats(list, n);
-    for (unsigned i = 0; i < formats.size(); ++i) offered += (i ? ", " : "") + str(formats[i]);
-    throw ConfigError(fmt::format("camera.pixel_format: the camera refused {}: {} (it offers {})", config_.pixel_format, err.message(), offered));
-  }
-
-  // Region: offsets to 0 first so that a wider width is legal, then size, then offsets.
-  if (config_.width > 0 || config_.height > 0 || config_.offset_x > 0 || config_.offset_y > 0) {
-    const bool offsets = arv_camera_is_region_offset_available(cam, nullptr);
-    if (offsets) {
-      set_integer("OffsetX", 0, "offset_x");
-      set_integer("OffsetY", 0, "offset_y");
-    } else if (config_.offset_x > 0 || config_.offset_y > 0) {
-      throw ConfigError("camera.offset_x/offset_y: this camera has no region offsets (OffsetX/OffsetY)");
-    }
-    auto check_size = [&](const char* feature, int value, const char* key) {
-      if (value <= 0) return;
-      gint64 lo = 0, hi = 0;
-      arv_camera_get_integer_bounds(cam, feature, &lo, &hi, nullptr);
-      const gint64 inc = arv_camera_get_integer_increment(cam, feature, nullptr);
-      if (value < lo || value > hi || (inc > 1 && (value - lo) % inc != 0))
-        throw ConfigError(fmt::format("camera.{}: {} is not accepted by the camera ({} {}..{} in steps of {})", key, value, feature, lo, hi,
-                                      inc > 0 ? inc : 1));
-      set_integer(feature, value, key);
-    };
-    check_size("Width", config_.width, "width");
-    check_size("Height", config_.height, "height");
-    if (offsets) {
-      if (config_.offset_x > 0) set_integer("OffsetX", config_.offset_x, "offset_x");
-      if (config_.offset_y > 0) set_integer("OffsetY", config_.offset_y, "offset_y");
-    }
-  }
-
-  if (config_.exposure_us > 0) {
-    if (arv_camera_is_feature_available(cam, "ExposureAuto", nullptr)) arv_camera_set_exposure_time_auto(cam, ARV_AUTO_OFF, nullptr);
-    arv_camera_set_exposure_time(cam, config_.exposure_us, err.out());
-    if (err) {
-      double lo = 0, hi = 0;
-      arv_camera_get_exposure_time_bounds(cam, &lo, &hi, nullptr);
-      throw ConfigError(fmt::format("camera.exposure_us: the camera refused {} us: {} (it allows {}..{} us)", config_.exposure_us,
-                                    err.message(), lo, hi));
-    }
-  }
-  if (config_.gain >= 0) {
-    if (arv_camera_is_gain_auto_available(cam, nullptr)) arv_camera_set_gain_auto(cam, ARV_AUTO_OFF, nullptr);
-    arv_camera_set_gain(cam, config_.gain, err.out());
-    if (err) {
-      double lo = 0, hi = 0;
-      arv_camera_get_gain_bounds(cam, &lo, &hi, nullptr);
-      throw ConfigError(fmt::format("camera.gain: the camera refused {}: {} (it allows {}..{})", config_.gain, err.message(), lo, hi));
-    }
-  }
-
-  switch (config_.trigger) {
-    case TriggerMode::FreeRun:
-      if (config_.frame_rate > 0) {
-        arv_camera_set_frame_rate(cam, config_.frame_rate, err.out());
-        if (err) {
-          double lo = 0, hi = 0;
-          arv_camera_get_frame_rate_bounds(cam, &lo, &hi, nullptr);
-          throw ConfigError(fmt::format("camera.frame_rate: the camera refused {} frames/s: {} (it allows {}..{})", config_.frame_rate,
-                                        err.message(), lo, hi));
-        }
-      }
-      break;
-    case TriggerMode::External:
-    case TriggerMode::Software: {
-      const std::string source = config_.trigger == TriggerMode::Software ? "Software" : config_.trigger_source;
-      arv_camera_set_trigger(cam, source.c_str(), err.out());
-      if (err) {
-        guint n = 0;
-        const char** list = arv_camera_dup_available_trigger_sources(cam, &n, nullptr);
-        DupStrings sources(list, n);
-        std::string offered;
-        for (unsigned i = 0; i < sources.size(); ++i) offered += (i ? ", " : "") + str(sources[i]);
-        throw ConfigError(fmt::format("camera.trigger_source: the camera refused trigger source {}: {} (it offers {})", source,
-                                      err.message(), offered.empty() ? "none" : offered));
-      }
-      if (config_.trigger == TriggerMode::External && arv_camera_is_feature_available(cam, "TriggerActivation", nullptr)) {
-        arv_camera_set_string(cam, "TriggerActivation", config_.trigger_activation.c_str(), err.out());
-        if (err)
-          throw ConfigError(fmt::format("camera.trigger_activation: the camera refused {}: {}", config_.trigger_activation, err.message()));
-      }
-      break;
-    }
-  }
-
   if (!config_.encoder_chunk.empty()) {
     if (!arv_camera_are_chunks_available(cam, nullptr))
       throw ConfigError(fmt::format("camera.encoder_chunk: this camera sends no chunk data (no ChunkModeActive), so '{}' cannot be read",
@@ -341,7 +248,6 @@ void AravisCamera::configure() {
       arv_camera_gv_set_packet_size(cam, config_.packet_size, err.out());
       if (err) throw ConfigError(fmt::format("camera.packet_size: the camera refused {} bytes: {}", config_.packet_size, err.message()));
     }
-    // The camera drops its controller after this long without a heartbeat.
     // The camera drops a controller silent for this long. Aravis 0.8
     // heartbeats every second and retries a read for up to 2.5 s, so never
     // less than 3 s, whatever heartbeat_timeout says (our detection of a
@@ -349,62 +255,13 @@ void AravisCamera::configure() {
     if (arv_camera_is_feature_available(cam, "GevHeartbeatTimeout", nullptr))
       arv_camera_set_integer(cam, "GevHeartbeatTimeout", static_cast<gint64>(std::max(config_.heartbeat_timeout, 3.0) * 1000), nullptr);
   }
-
-  for (const auto& f : config_.features) {
-    if (!arv_device_set_features_from_string(device_, f.c_str(), err.out()) || err)
-      throw ConfigError(fmt::format("camera.features: the camera refused '{}': {}", f, err.message()));
-  }
 }
 
 void AravisCamera::read_back() {
   ArvCamera* cam = camera_.get();
   GErrorSlot err;
-  gint x = 0, y = 0, w = 0, h = 0;
-  arv_camera_get_region(cam, &x, &y, &w, &h, err.out());
-  if (err) throw DeviceUnavailable(fmt::format("camera {}: cannot read its region back: {}", settings_.id, err.message()));
-  settings_.width = w;
-  settings_.height = h;
-  settings_.offset_x = x;
-  settings_.offset_y = y;
-  auto mismatch = [](const char* key, int asked, int got) {
-    if (asked > 0 && asked != got) throw ConfigError(fmt::format("camera.{}: asked {}, the camera set {}", key, asked, got));
-  };
-  mismatch("width", config_.width, w);
-  mismatch("height", config_.height, h);
-  mismatch("offset_x", config_.offset_x, x);
-  mismatch("offset_y", config_.offset_y, y);
-  if (w < 1 || h < 1 || w > kMaxWidth || h > kMaxFrameHeight)
-    throw ConfigError(fmt::format("camera: its frame is {}x{}, beyond what stripeline takes (width 1..{}, height 1..{}): set camera.width and camera.height",
-                                  w, h, kMaxWidth, kMaxFrameHeight));
-  settings_.pixel_format = str(arv_camera_get_pixel_format_as_string(cam, err.out()));
-  if (settings_.pixel_format != config_.pixel_format)
-    throw ConfigError(fmt::format("camera.pixel_format: asked {}, the camera set {}", config_.pixel_format, settings_.pixel_format));
-  if (arv_camera_is_exposure_time_available(cam, nullptr)) settings_.exposure_us = arv_camera_get_exposure_time(cam, nullptr);
-  if (arv_camera_is_gain_available(cam, nullptr)) settings_.gain = arv_camera_get_gain(cam, nullptr);
-  if (arv_camera_is_frame_rate_available(cam, nullptr)) settings_.frame_rate = arv_camera_get_frame_rate(cam, nullptr);
-  auto near = [](double asked, double got) { return std::fabs(asked - got) <= 0.01 * std::fabs(asked) + 1e-9; };
-  if (config_.exposure_us > 0 && !near(config_.exposure_us, settings_.exposure_us))
-    spdlog::warn("camera: exposure {} us asked, the camera set {} us", config_.exposure_us, settings_.exposure_us);
-  if (config_.gain >= 0 && !near(config_.gain, settings_.gain))
-    spdlog::warn("camera: gain {} asked, the camera set {}", config_.gain, settings_.gain);
-  if (config_.trigger == TriggerMode::FreeRun && config_.frame_rate > 0 && !near(config_.frame_rate, settings_.frame_rate))
-    spdlog::warn("camera: {} frames/s asked, the camera set {} frames/s", config_.frame_rate, settings_.frame_rate);
-  switch (config_.trigger) {
-    case TriggerMode::FreeRun: settings_.trigger = "free-run"; break;
-    case TriggerMode::Software: settings_.trigger = fmt::format("software at {} frames/s", config_.frame_rate); break;
-    case TriggerMode::External: {
-      const std::string mode = str(arv_camera_get_string(cam, "TriggerMode", nullptr));
-      const std::string source = str(arv_camera_get_trigger_source(cam, nullptr));
-      if (mode != "On" || source != config_.trigger_source)
-        throw ConfigError(fmt::format("camera.trigger_source: asked external trigger on {}, the camera has TriggerMode {} on {}",
-                                      config_.trigger_source, mode, source));
-      settings_.trigger = fmt::format("external {} {}", source,
-                                      arv_camera_is_feature_available(cam, "TriggerActivation", nullptr)
-                                          ? str(arv_camera_get_string(cam, "TriggerActivation", nullptr))
-                                          : std::string("(edge not settable)"));
-      break;
-    }
-  }
+  read_back_camera(features_, config_, settings_);
+  const int w = settings_.width, h = settings_.height;
   if (arv_camera_is_gv_device(cam)) settings_.packet_size = static_cast<int>(arv_camera_gv_get_packet_size(cam, nullptr));
   payload_ = arv_camera_get_payload(cam, err.out());
   const std::size_t frame_bytes = static_cast<std::size_t>(w) * h * bytes_per_pixel(config_.storage_format());
@@ -436,7 +293,7 @@ void AravisCamera::start_stream() {
   // after it throws, so the handler never outlives us.
   try {
     monitor_ = std::thread([this] { monitor_loop(); });
-    if (config_.trigger == TriggerMode::Software) trigger_ = std::thread([this] { trigger_loop(); });
+    if (config_.trigger == TriggerMode::Software) trigger_.start(features_, config_.frame_rate, lost_, feature_mu_);
   } catch (const std::system_error& e) {
     stop_threads();
     arv_camera_stop_acquisition(cam, nullptr);
@@ -486,26 +343,6 @@ void AravisCamera::monitor_loop() {
   }
 }
 
-void AravisCamera::trigger_loop() {
-  const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(1.0 / config_.frame_rate));
-  auto next = clock::now();
-  std::unique_lock lock(thread_mu_);
-  while (!threads_stop_) {
-    thread_cv_.wait_until(lock, next, [this] { return threads_stop_; });
-    if (threads_stop_) break;
-    if (!lost_.load()) {
-      lock.unlock();
-      {
-        std::lock_guard features(feature_mu_);
-        arv_camera_software_trigger(camera_.get(), nullptr);
-      }
-      lock.lock();
-    }
-    next += period;
-    if (clock::now() - next > period * 4) next = clock::now();  // fell behind: do not burst
-  }
-}
-
 // Closing a camera that is gone takes Aravis several seconds (~4 s for the
 // stream, ~5 s for the device: each control write retries before giving up).
 // The daemon does it on a thread of its own (daemon.cpp, reap_camera).
@@ -516,7 +353,7 @@ void AravisCamera::stop_threads() {
   }
   thread_cv_.notify_all();
   if (monitor_.joinable()) monitor_.join();
-  if (trigger_.joinable()) trigger_.join();
+  trigger_.stop();
 }
 
 AravisCamera::~AravisCamera() {
@@ -589,6 +426,8 @@ bool AravisCamera::fill(Batch& batch) {
     published_.underruns = underruns;
     published_.batches_full = batches_full_;
     published_.batches_flushed = batches_flushed_;
+    published_.path = AcquisitionPath::Copy;  // Aravis' buffers are its own: every frame is copied into the batch
+    published_.bytes_copied = published_.frames_complete * layout_.frame_pixels() * bytes_per_pixel(layout_.format);
   };
 
   while (true) {

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "acquisition/camera_source.h"
+#include "acquisition/gentl/gentl_camera.h"
 #include "acquisition/gvcp_probe.h"
 #include "acquisition/simulated_camera.h"
 #include "acquisition/synthetic_scanner.h"
@@ -748,4 +749,163 @@ TEST(CameraCli, RunAcquiresFromTheSimulatedStripeCameraIntoFiles) {
   sim.signal(SIGTERM);
   ASSERT_EQ(sim.wait_exit(10s), std::optional<int>(0)) << sim.output();
   EXPECT_NE(sim.output().find("frames rendered"), std::string::npos) << sim.output();
+}
+
+// ---------------------------------------------------------------------------
+// One set of configurator tests for both camera paths (the GenICam
+// configurator, acquisition/genicam_configurator.h): Aravis' simulated GigE
+// Vision camera, and a camera behind the simulated GenTL frame grabber
+// (stripeline-sim.cti). Each path opens a source for a [camera] section; the
+// tests assert what both must do alike: read-back, refusals naming the key
+// and what the camera allows, the bounds check of every integer feature,
+// the trigger reset (a camera left triggered streams again free-running),
+// the software trigger, camera.features last.
+namespace {
+
+struct AravisPath {
+  static constexpr const char* kName = "Aravis (arv-fake-gv-camera-0.8)";
+  std::unique_ptr<FakeGvCamera> camera;
+  // Empty when ready, else why the path cannot run here.
+  std::string start() {
+    std::string why;
+    if (!private_network(&why)) return why;
+    camera = std::make_unique<FakeGvCamera>("CONFIG1");
+    return camera->start();
+  }
+  std::unique_ptr<CameraSource> open(CameraConfig c, int batch) {
+    c.id = "CONFIG1";
+    c.packet_socket = false;
+    return open_camera(c, batch);
+  }
+  static constexpr int kSensorWidth = 2048;
+};
+
+struct GenTLPath {
+  static constexpr const char* kName = "GenTL (stripeline-sim.cti)";
+  std::string start() { return gentl_support_built() ? "" : "this build has no GenTL consumer"; }
+  std::unique_ptr<CameraSource> open(CameraConfig c, int batch) {
+    c.transport = "gentl";
+    GenTLConfig g;
+    g.cti = STRIPELINE_GENTL_SIM_CTI;
+    g.frames_per_buffer = 1;  // one frame per buffer, as a camera sends them
+    return open_gentl_camera(c, g, batch);
+  }
+  static constexpr int kSensorWidth = 4096;
+};
+
+template <class Path>
+class CameraConfigurator : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = path.start();
+    if (!why.empty()) GTEST_SKIP() << Path::kName << ": " << why;
+  }
+  static CameraConfig base(int frames = 0) {
+    CameraConfig c;
+    c.width = 512;
+    c.height = 40;
+    c.exposure_us = 10000;
+    c.gain = 0;
+    c.frame_rate = 200;
+    c.frames = frames;
+    return c;
+  }
+  // The ConfigError a configuration gets, or "" (a failure is added).
+  std::string refusal(const CameraConfig& c) {
+    try {
+      path.open(c, 8);
+      ADD_FAILURE() << Path::kName << ": no error";
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return {};
+  }
+  // Rows the source delivers until it has its camera.frames (a partial batch
+  // flushed on the way counts too); stopped after 20 s if frames never come.
+  static int frames_delivered(CameraSource& source, int batch) {
+    Batch b(BatchLayout{source.frame_layout().width, source.frame_layout().frame_height, batch, source.frame_layout().format}, allocate_host);
+    std::atomic<bool> done{false};
+    std::thread watchdog([&] {
+      const auto deadline = steady::now() + 20s;
+      while (!done.load() && steady::now() < deadline) std::this_thread::sleep_for(10ms);
+      if (!done.load()) source.request_stop();
+    });
+    int total = 0;
+    while (source.fill(b)) total += b.frames;
+    done = true;
+    watchdog.join();
+    return total;
+  }
+  Path path;
+};
+
+using CameraPaths = ::testing::Types<AravisPath, GenTLPath>;
+TYPED_TEST_SUITE(CameraConfigurator, CameraPaths);
+
+}  // namespace
+
+TYPED_TEST(CameraConfigurator, RegionFormatExposureAreReadBackAsAsked) {
+  CameraConfig c = this->base(16);
+  c.offset_x = 32;
+  c.offset_y = 8;
+  c.pixel_format = "Mono16";
+  auto source = this->path.open(c, 8);
+  const CameraSettings& s = source->settings();
+  EXPECT_EQ(s.width, 512);
+  EXPECT_EQ(s.height, 40);
+  EXPECT_EQ(s.offset_x, 32);
+  EXPECT_EQ(s.offset_y, 8);
+  EXPECT_EQ(s.pixel_format, "Mono16");
+  EXPECT_NEAR(s.exposure_us, 10000, 10);
+  EXPECT_NEAR(s.frame_rate, 200, 2);
+  EXPECT_EQ(s.trigger, "free-run");
+  EXPECT_EQ(source->frame_layout(), (BatchLayout{512, 40, 0, PixelFormat::Mono16}));
+  EXPECT_EQ(this->frames_delivered(*source, 8), 16) << "camera.frames";
+}
+
+TYPED_TEST(CameraConfigurator, EveryIntegerFeatureIsBoundsCheckedNamingTheKey) {
+  CameraConfig wide = this->base();
+  wide.width = TypeParam::kSensorWidth + 64;
+  std::string m = this->refusal(wide);
+  EXPECT_NE(m.find("camera.width"), std::string::npos) << m;
+  EXPECT_NE(m.find(fmt::format("..{}", TypeParam::kSensorWidth)), std::string::npos) << m;
+  EXPECT_NE(m.find("in steps of"), std::string::npos) << m;
+  CameraConfig right = this->base();
+  right.offset_x = TypeParam::kSensorWidth + 1;  // beyond the sensor
+  m = this->refusal(right);
+  EXPECT_NE(m.find("camera.offset_x"), std::string::npos) << m;
+}
+
+TYPED_TEST(CameraConfigurator, RefusedSettingsNameTheKeyAndWhatTheCameraOffers) {
+  CameraConfig mono12 = this->base();
+  mono12.pixel_format = "Mono12";  // neither offers it
+  std::string m = this->refusal(mono12);
+  EXPECT_NE(m.find("camera.pixel_format"), std::string::npos) << m;
+  EXPECT_NE(m.find("Mono16"), std::string::npos) << m;
+  CameraConfig line7 = this->base();
+  line7.trigger = TriggerMode::External;
+  line7.trigger_source = "Line7";
+  m = this->refusal(line7);
+  EXPECT_NE(m.find("camera.trigger_source"), std::string::npos) << m;
+  EXPECT_NE(m.find("Software"), std::string::npos) << m;
+  CameraConfig unknown = this->base();
+  unknown.features = {"NoSuchFeature=1"};
+  m = this->refusal(unknown);
+  EXPECT_NE(m.find("camera.features"), std::string::npos) << m;
+  EXPECT_NE(m.find("NoSuchFeature"), std::string::npos) << m;
+}
+
+// A camera left triggered by a previous session streams free-running again:
+// the configurator switches every trigger off first.
+TYPED_TEST(CameraConfigurator, SoftwareTriggerDeliversAndTheNextOpeningResetsTheTrigger) {
+  {
+    CameraConfig c = this->base(8);
+    c.trigger = TriggerMode::Software;
+    auto source = this->path.open(c, 8);
+    EXPECT_EQ(source->settings().trigger.rfind("software", 0), 0u) << source->settings().trigger;
+    EXPECT_EQ(this->frames_delivered(*source, 8), 8);
+  }
+  auto source = this->path.open(this->base(8), 8);
+  EXPECT_EQ(source->settings().trigger, "free-run");
+  EXPECT_EQ(this->frames_delivered(*source, 8), 8) << "no frames: the camera was left waiting for triggers";
 }

@@ -64,6 +64,11 @@ TEST(GenTLDaemon, ReopensAGrabberWhoseDeviceWentAwayAndStartsANewSeries) {
   ASSERT_TRUE(wait_metric(port, "stripeline_camera_reconnects_total", 2, 60s)) << d.output();
   EXPECT_GE(metric(port, "stripeline_camera_losses_total"), 2);
   EXPECT_GE(metric(port, "stripeline_scans_completed_total"), 2) << "every loss ends the scan; every reconnection starts a new one";
+  // Every opening, the reopened ones included, on the direct path: the
+  // grabber writes into the pipeline's batches, nothing is copied.
+  EXPECT_TRUE(wait_metric(port, "stripeline_acquisition_path{path=\"direct\"}", 1, 30s)) << d.output();
+  EXPECT_EQ(metric(port, "stripeline_acquisition_bytes_copied_total"), 0);
+  EXPECT_GE(metric(port, "stripeline_frames_acquired_total"), 600) << "frames of at least two openings";
   d.signal(SIGTERM);
   ASSERT_EQ(d.wait_exit(30s), std::optional<int>(0)) << d.output();
 
