@@ -90,6 +90,8 @@ class Daemon {
   Daemon(std::filesystem::path path, std::function<void(Config&)> overrides)
       : path_(std::move(path)), overrides_(std::move(overrides)), metrics_(registry_), process_(registry_) {}
   int run();
+  std::unique_ptr<HttpServer> start_http();  // /metrics and the probes, when [http] is on
+  int shut_down(int rc);                      // after the last generation: counters, series end, the camera's reaper
 
  private:
   enum class End { Stopped, Reload, SourceEnd, Failed, CameraLost, CameraUnavailable };
@@ -489,16 +491,7 @@ int Daemon::run() {
   apply_log_level(cfg_);
   registry_.set_collector([this] { collect(std::chrono::milliseconds(50)); });
   SignalThread signals([this](int sig) { on_signal(sig); });
-  std::unique_ptr<HttpServer> http;
-  if (cfg_.http.enabled)
-    http = std::make_unique<HttpServer>(
-        cfg_.http.address, cfg_.http.port,
-        std::map<std::string, HttpServer::Handler>{
-            {"/metrics", [this] { return HttpResponse{200, registry_.render(), "text/plain; version=0.0.4; charset=utf-8"}; }},
-            {"/healthz", [this] { return probe(&Daemon::health_locked, &Daemon::last_health_); }},
-            {"/livez", [this] { return probe(&Daemon::live_locked, &Daemon::last_live_); }},
-            {"/readyz", [this] { return probe(&Daemon::ready_locked, &Daemon::last_ready_); }}},
-        http_limits(cfg_.http));
+  std::unique_ptr<HttpServer> http = start_http();
   {
     std::lock_guard lock(mu_);
     http_ = http.get();
@@ -598,6 +591,22 @@ int Daemon::run() {
     }
     if (stop_) break;
   }
+  return shut_down(rc);
+}
+
+std::unique_ptr<HttpServer> Daemon::start_http() {
+  if (!cfg_.http.enabled) return nullptr;
+  return std::make_unique<HttpServer>(
+        cfg_.http.address, cfg_.http.port,
+        std::map<std::string, HttpServer::Handler>{
+            {"/metrics", [this] { return HttpResponse{200, registry_.render(), "text/plain; version=0.0.4; charset=utf-8"}; }},
+            {"/healthz", [this] { return probe(&Daemon::health_locked, &Daemon::last_health_); }},
+            {"/livez", [this] { return probe(&Daemon::live_locked, &Daemon::last_live_); }},
+            {"/readyz", [this] { return probe(&Daemon::ready_locked, &Daemon::last_ready_); }}},
+        http_limits(cfg_.http));
+}
+
+int Daemon::shut_down(int rc) {
   const bool stopped_by_signal = [this] {
     std::lock_guard lock(mu_);
     return stop_;
