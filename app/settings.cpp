@@ -468,8 +468,14 @@ const Setting kProcessingSettings[] = {
      kChain, FIELD(c.pipeline.chain.adaptive.max_width)},
     {k::steger_sigma, "--steger-sigma", "0.5..2.3", "adaptive steger: derivative-of-Gaussian sigma, pixels", kChain,
      FIELD(c.pipeline.chain.adaptive.steger_sigma)},
-    {k::pixel_bits, "--pixel-bits", "0 (the format's) or 8..16 (8 for Mono8)", "adaptive: significant bits of the pixels (10/12 for such cameras)",
-     kChain, FIELD(c.pipeline.chain.adaptive.pixel_bits)},
+    {k::pixel_bits, "--pixel-bits", "0 (from the camera, the file or the data) or 8..16 (8 for Mono8)",
+     "adaptive: significant bits of the pixels (10/12/14 for such cameras in 16-bit words)", kChain,
+     custom([](const Config& c) { return c.pipeline.chain.adaptive.pixel_bits; },
+            [](Config& c, int v) {  // the range here, so a bad value stops before any output exists; Mono8's 8 when the frames are known
+              if (v != 0 && (v < 8 || v > 16))
+                refuse(k::pixel_bits, std::to_string(v) + " is out of range (expected 0 (from the camera, the file or the data) or 8..16)");
+              c.pipeline.chain.adaptive.pixel_bits = v;
+            })},
     {k::neighbour_columns, "--neighbour-columns", "0 (off)..16; single-peak profiles only",
      "Remove detections that none of this many columns on each side continues", kChain, FIELD(c.pipeline.chain.neighbour_check.columns)},
     {k::neighbour_step, "--neighbour-step", "0 < step <= 64", "Neighbour check: rows per column a continuing detection may move", kChain,

@@ -398,10 +398,10 @@ TEST(PixelBits, BadValuesAreOneLineAndExitTwo) {
   };
   const std::string ply = " --ply " + (dir / "bad.ply").string();
   const std::vector<Case> cases = {
-      {"replay " + (dir / "u.tif").string() + " -H 20 --pixel-bits 20" + ply, "--pixel-bits 20 is out of range (expected 8..16"},
-      {"replay " + (dir / "u.tif").string() + " -H 20 --pixel-bits 7" + ply, "--pixel-bits 7 is out of range"},
+      {"replay " + (dir / "u.tif").string() + " -H 20 --pixel-bits 20" + ply, "--pixel-bits: processing.pixel_bits: 20 is out of range (expected 0 (from the camera, the file or the data) or 8..16)"},
+      {"replay " + (dir / "u.tif").string() + " -H 20 --pixel-bits 7" + ply, "--pixel-bits: processing.pixel_bits: 7 is out of range"},
       {"replay " + (dir / "e.tif").string() + " -H 20 --pixel-bits 12" + ply, "pixel_bits = 12 is out of range (expected 0 or 8 for Mono8)"},
-      {"run -q -o " + (dir / "run").string() + " --pixel-bits 17", "--pixel-bits 17 is out of range"},
+      {"run -q -o " + (dir / "run").string() + " --pixel-bits 17", "--pixel-bits: processing.pixel_bits: 17 is out of range"},
       {"synth " + (dir / "x.tif").string() + " --depth 11", "--depth 11 is not supported (expected 8, 10, 12, 14 or 16)"},
   };
   for (const Case& c : cases) {
