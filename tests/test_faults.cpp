@@ -196,9 +196,10 @@ TEST(Interrupts, ASecondSignalAbortsAndRemovesTheTemporaries) {
   // Paced slowly, with a large batch: the first signal waits for the batch in flight.
   const fs::path rec = make_recording(dir, 50);
   Child c({test::binary_path(), "replay", rec.string(), "-H", "16", "--loops", "0", "--rate", "20", "--batch-frames", "200", "--backend",
-           "cpu", "--ply", (out / "a.ply").string(), "--summary", (out / "a.json").string()});
-  const auto deadline = test::steady::now() + 20s;
-  while (temporaries_in(out).empty() && test::steady::now() < deadline) std::this_thread::sleep_for(10ms);
+           "cpu", "--ply", (out / "a.ply").string(), "--summary", (out / "a.json").string(), "-v"});
+  // The pipeline's set-up line (-v) comes after the signal handler knows the
+  // run: a signal before it stops the run before its first batch.
+  ASSERT_TRUE(c.wait_for("pipeline: cpu backend", 20s)) << c.output();
   ASSERT_FALSE(temporaries_in(out).empty()) << c.output();
   c.signal(SIGINT);
   ASSERT_TRUE(c.wait_for("SIGINT: stopping", 10s)) << c.output();
