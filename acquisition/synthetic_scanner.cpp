@@ -28,8 +28,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include "acquisition/stripe_render.h"
 #include "core/errors.h"
@@ -289,29 +287,6 @@ void SyntheticConfig::validate() const {
     out_of_range("encoder_step", std::to_string(encoder_step), "-2^40..2^40 counts per frame");
 }
 
-SyntheticScanner::SyntheticScanner(SyntheticConfig config) : config_(config) { config_.validate(); }
-
-BatchLayout SyntheticScanner::frame_layout() const {
-  return BatchLayout{config_.width, config_.frame_height, 0, config_.format};
-}
-
-std::optional<std::uint64_t> SyntheticScanner::total_frames() const {
-  if (config_.frames == 0) return std::nullopt;
-  return config_.frames;
-}
-
-std::string SyntheticScanner::describe() const {
-  std::ostringstream s;
-  s << "synthetic scanner " << config_.width << "x" << config_.frame_height << " " << to_string(config_.format)
-    << ", seed " << config_.seed << ", ";
-  if (config_.frames == 0)
-    s << "endless";
-  else
-    s << config_.frames << " frames";
-  s << " at " << config_.frame_rate << " fps";
-  return s.str();
-}
-
 double SyntheticScanner::truth(std::uint64_t frame, int column) const { return truth_of(config_, frame, column); }
 
 double SyntheticScanner::reflection_row(std::uint64_t frame, int column) const {
@@ -327,12 +302,9 @@ std::uint32_t SyntheticScanner::max_value() const {
   return config_.bits == 0 ? 65535u : (1u << config_.bits) - 1u;
 }
 
-SignificantBits SyntheticScanner::significant_bits() const {
-  return {config_.bits != 0 ? config_.bits : (config_.format == PixelFormat::Mono8 ? 8 : 16), BitsOrigin::Synthetic};
-}
+void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const { render_synthetic_frame(config_, frame, dst); }
 
-void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
-  const SyntheticConfig& c = config_;
+void render_synthetic_frame(const SyntheticConfig& c, std::uint64_t frame, std::byte* dst) {
   const int W = c.width;
   const int H = c.frame_height;
   const std::size_t n = static_cast<std::size_t>(W) * H;
@@ -429,7 +401,7 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
     }
   } else if (c.bits != 0 && c.bits != 16) {  // 9..15 significant bits: the 8-bit scale times 2^(bits - 8)
     auto* out = reinterpret_cast<std::uint16_t*>(dst);
-    const float scale = static_cast<float>(1u << (c.bits - 8)), top = static_cast<float>(max_value());
+    const float scale = static_cast<float>(1u << (c.bits - 8)), top = static_cast<float>((1u << c.bits) - 1u);
     for (std::size_t i = 0; i < n; ++i) {
       const float v = std::clamp(buf[i] * scale, 0.0f, top);
       out[i] = static_cast<std::uint16_t>(static_cast<int>(v + 0.5f));
@@ -441,12 +413,6 @@ void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const {
       out[i] = static_cast<std::uint16_t>(static_cast<int>(v + 0.5f));
     }
   }
-}
-
-bool SyntheticScanner::fill(Batch& batch) {
-  check_fill_target(batch, frame_layout(), "synthetic scanner");
-  return render::fill_frames(batch, next_, config_.frames, config_.frame_rate, config_.encoder_step,
-                             [this](std::uint64_t index, std::byte* dst) { render(index, dst); });
 }
 
 }  // namespace stripeline

@@ -57,6 +57,10 @@ struct SyntheticConfig {
   void validate() const;
 };
 
+// Renders frame `frame` of the scene `c` (validated) into dst (width *
+// frame_height pixels of its format). Pure: a function of (c, frame).
+void render_synthetic_frame(const SyntheticConfig& c, std::uint64_t frame, std::byte* dst);
+
 class SyntheticScanner final : public FrameSource {
  public:
   explicit SyntheticScanner(SyntheticConfig config);

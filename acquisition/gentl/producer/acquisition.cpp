@@ -2,12 +2,11 @@
 // pool, exposes the camera's frames at the frame rate (or on software
 // triggers), writes them (only as many as fit), and puts each buffer in the
 // output queue. It takes the stream lock only, never the library lock.
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "acquisition/gentl/frame_info_chunk.h"
+#include "acquisition/gentl/producer/render_team.h"
 #include "acquisition/gentl/producer/sim_producer.h"
 #include "acquisition/synthetic_scanner.h"
 
@@ -27,6 +26,7 @@ SyntheticConfig scene_of(const Settings& s) {
   scene.frames = 0;
   scene.format = s.pixel_format == kMono8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
   scene.seed = static_cast<std::uint64_t>(s.scene_seed);
+  scene.validate();
   return scene;
 }
 
@@ -35,10 +35,10 @@ class Acquisition {
  public:
   explicit Acquisition(Stream& st)
       : st_(st), d_(st.device), s_(st.snapshot), n_(static_cast<std::uint64_t>(s_.frames_per_buffer)), fb_(s_.frame_bytes()),
-        scanner_(scene_of(s_)), cache_(static_cast<std::size_t>(s_.cached_frames) * fb_), records_(n_),
+        scene_(scene_of(s_)), cache_(static_cast<std::size_t>(s_.cached_frames) * fb_), records_(n_),
         software_(s_.trigger_mode == 1 && s_.trigger_source == 0) {
-    tbb::parallel_for(std::int64_t{0}, s_.cached_frames, [&](std::int64_t f) {
-      scanner_.render(static_cast<std::uint64_t>(f), reinterpret_cast<std::byte*>(cache_.data() + static_cast<std::size_t>(f) * fb_));
+    team_.for_each(static_cast<std::uint64_t>(s_.cached_frames), [&](std::uint64_t f) {
+      render_synthetic_frame(scene_, f, reinterpret_cast<std::byte*>(cache_.data() + static_cast<std::size_t>(f) * fb_));
     });
   }
 
@@ -147,12 +147,12 @@ class Acquisition {
   void write(Buffer* b, std::uint64_t frames) {
     const std::uint64_t fit = fitting(b, frames);
     if (s_.write_pixels) {
-      tbb::parallel_for(std::uint64_t{0}, fit, [&](std::uint64_t i) {
+      team_.for_each(fit, [&](std::uint64_t i) {
         std::uint8_t* dst = b->base + i * fb_;
         if (s_.cached_frames > 0)
           std::memcpy(dst, cache_.data() + ((frame_ + i) % static_cast<std::uint64_t>(s_.cached_frames)) * fb_, fb_);
         else
-          scanner_.render(frame_ + i, reinterpret_cast<std::byte*>(dst));
+          render_synthetic_frame(scene_, frame_ + i, reinterpret_cast<std::byte*>(dst));
       });
     }
     if (chunk_fits(b, frames)) std::memcpy(b->base + n_ * fb_, records_.data(), n_ * sizeof(FrameInfoRecord));
@@ -191,7 +191,8 @@ class Acquisition {
   const Settings s_;
   const std::uint64_t n_;
   const std::size_t fb_;
-  const SyntheticScanner scanner_;
+  const SyntheticConfig scene_;
+  RenderTeam team_;  // joined when the acquisition ends
   std::vector<std::uint8_t> cache_;
   std::vector<FrameInfoRecord> records_;
   const bool software_;

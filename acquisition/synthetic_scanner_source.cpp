@@ -1,0 +1,45 @@
+// SyntheticScanner as a FrameSource (frames rendered in parallel with TBB).
+// A file of its own: the GenTL producer renders the same scene through
+// render_synthetic_frame and its own threads (gentl/producer/render_team.h),
+// and links none of this, nor TBB.
+#include <sstream>
+
+#include "acquisition/stripe_render.h"
+#include "acquisition/synthetic_scanner.h"
+
+namespace stripeline {
+
+SyntheticScanner::SyntheticScanner(SyntheticConfig config) : config_(config) { config_.validate(); }
+
+BatchLayout SyntheticScanner::frame_layout() const {
+  return BatchLayout{config_.width, config_.frame_height, 0, config_.format};
+}
+
+std::optional<std::uint64_t> SyntheticScanner::total_frames() const {
+  if (config_.frames == 0) return std::nullopt;
+  return config_.frames;
+}
+
+std::string SyntheticScanner::describe() const {
+  std::ostringstream s;
+  s << "synthetic scanner " << config_.width << "x" << config_.frame_height << " " << to_string(config_.format)
+    << ", seed " << config_.seed << ", ";
+  if (config_.frames == 0)
+    s << "endless";
+  else
+    s << config_.frames << " frames";
+  s << " at " << config_.frame_rate << " fps";
+  return s.str();
+}
+
+SignificantBits SyntheticScanner::significant_bits() const {
+  return {config_.bits != 0 ? config_.bits : (config_.format == PixelFormat::Mono8 ? 8 : 16), BitsOrigin::Synthetic};
+}
+
+bool SyntheticScanner::fill(Batch& batch) {
+  check_fill_target(batch, frame_layout(), "synthetic scanner");
+  return render::fill_frames(batch, next_, config_.frames, config_.frame_rate, config_.encoder_step,
+                             [this](std::uint64_t index, std::byte* dst) { render(index, dst); });
+}
+
+}  // namespace stripeline
