@@ -21,10 +21,16 @@ void RunSession::check_outputs(const std::vector<ExtraOutput>& extra) const {
 }
 
 FrameSource& RunSession::open_source(const SourceDecorator& decorate) {
-  if (opened_) throw RuntimeFailure("RunSession::open_source: the source is already open");
+  if (opened_ || attached_) throw RuntimeFailure("RunSession::open_source: the source is already open");
   opened_ = make_source(config_);
   if (decorate) wrapper_ = decorate(*opened_);
   return source();
+}
+
+FrameSource& RunSession::attach_source(FrameSource& source) {
+  if (opened_ || attached_) throw RuntimeFailure("RunSession::attach_source: a source is already open");
+  attached_ = &source;
+  return source;
 }
 
 std::shared_ptr<const AppliedCalibration> RunSession::apply_calibration() {
@@ -42,7 +48,7 @@ std::vector<std::filesystem::path> RunSession::sweep_outputs(const std::vector<s
 OutputSinks& RunSession::open_outputs(OutputOptions options) {
   if (sinks_) throw RuntimeFailure("RunSession::open_outputs: the outputs are already open");
   options.filter_backend = config_.pipeline.backend;
-  {  // rows to reserve for up front: what the source says, at most 256 MiB of height codes (more grows as it comes)
+  if (opened_ || attached_) {  // rows to reserve for up front: what the source says, at most 256 MiB of height codes (more grows as it comes)
     const std::uint64_t width = static_cast<std::uint64_t>(std::max(1, source().frame_layout().width));
     const std::uint64_t cap = (std::uint64_t{256} << 20) / (2 * width);
     options.expected_rows = std::min<std::uint64_t>(source().total_frames().value_or(0), cap);
@@ -50,6 +56,13 @@ OutputSinks& RunSession::open_outputs(OutputOptions options) {
   options.publisher = config_.publish ? &config_.publisher : nullptr;
   sinks_ = make_output_sinks(config_.output, options);
   return *sinks_;
+}
+
+OutputSinks RunSession::open_scan_outputs(const std::string& prefix) const {
+  OutputOptions options;
+  options.prefix = prefix;
+  options.filter_backend = config_.pipeline.backend;
+  return make_output_sinks(config_.output, options);
 }
 
 Pipeline& RunSession::pipeline() {
@@ -68,6 +81,7 @@ void RunSession::stop() noexcept {
   if (pipeline_) pipeline_->stop();
   if (wrapper_) wrapper_->request_stop();
   if (opened_) opened_->request_stop();
+  if (attached_) attached_->request_stop();
 }
 
 FrameSource& RunSession::source() {
@@ -76,6 +90,7 @@ FrameSource& RunSession::source() {
 }
 
 FrameSource& RunSession::opened_source() {
+  if (attached_) return *attached_;
   if (!opened_) throw RuntimeFailure("RunSession: no source is open (open_source() first)");
   return *opened_;
 }
@@ -96,6 +111,14 @@ std::unique_ptr<FrameSource> RunSession::release_source() {
   pipeline_.reset();
   wrapper_.reset();
   return std::move(opened_);
+}
+
+PipelineStats run_engine(const PipelineOptions& options, FrameSource& source, const std::vector<ProfileSink*>& sinks) {
+  Config config;
+  config.pipeline = options;
+  RunSession session(std::move(config));
+  session.attach_source(source);
+  return session.run(sinks);
 }
 
 }  // namespace stripeline

@@ -10,6 +10,7 @@
 // ones, its own sinks in place of open_outputs):
 //   check_outputs()     every output name, before anything opens or is created
 //   open_source()       make_source, optionally wrapped by a decorator
+//                       (or attach_source(): a source the caller made)
 //   apply_calibration() the [calibration] file at the source's ROI
 //   sweep_outputs()     temporaries of killed runs with these names
 //   open_outputs()      the [output] files and the publisher
@@ -54,6 +55,9 @@ class RunSession {
   // Opens the configured source (DeviceUnavailable, ConfigError, InputError
   // as make_source throws them), wrapped by `decorate` when given.
   FrameSource& open_source(const SourceDecorator& decorate = {});
+  // Runs over a source the caller made and keeps alive instead (benchmarks'
+  // in-memory and paced sources); in place of open_source().
+  FrameSource& attach_source(FrameSource& source);
   // Loads [calibration] file for the source's frames at its ROI (a camera's
   // read-back through FrameSource::camera_settings()); InputError naming the
   // file. Null when none is configured.
@@ -63,8 +67,13 @@ class RunSession {
   std::vector<std::filesystem::path> sweep_outputs(const std::vector<std::filesystem::path>& extra = {}, bool create_dir = false);
   // The [output] file sinks and, with [publisher] enabled, the publisher
   // (make_output_sinks). The session fills options' filter backend, the rows
-  // to reserve (from the source's length) and the publisher.
+  // to reserve (from the source's length, when one is open) and the publisher.
+  // Without a source, outputs fed from elsewhere (a subscription).
   OutputSinks& open_outputs(OutputOptions options = {});
+  // The [output] files of one scan of a series (the daemon writes a set per
+  // scan): the sinks open_outputs() makes, every name prefixed with
+  // `prefix`, without the publisher (it lives across scans). The caller owns them.
+  OutputSinks open_scan_outputs(const std::string& prefix) const;
   // The pipeline of this configuration (built on first use; ConfigError for
   // out-of-range options).
   Pipeline& pipeline();
@@ -90,9 +99,14 @@ class RunSession {
  private:
   Config config_;
   std::unique_ptr<FrameSource> opened_;
+  FrameSource* attached_ = nullptr;  // attach_source(): the caller's
   std::unique_ptr<FrameSource> wrapper_;
   std::optional<OutputSinks> sinks_;
   std::unique_ptr<Pipeline> pipeline_;
 };
+
+// The engine alone over a source the caller made, into `sinks` (no files):
+// what the benchmarks measure, through the same session every run uses.
+PipelineStats run_engine(const PipelineOptions& options, FrameSource& source, const std::vector<ProfileSink*>& sinks);
 
 }  // namespace stripeline

@@ -409,7 +409,8 @@ Daemon::End Daemon::generation(const Config& cfg) {
   }
   const std::string endpoint = publisher ? publisher->endpoint() : "off";
   ScanWriter scans(
-      cfg.daemon, cfg.output, cfg.pipeline.backend, publisher, run_stamp_, next_scan_,
+      cfg.daemon, cfg.output, [&session](const std::string& prefix) { return session.open_scan_outputs(prefix); }, publisher, run_stamp_,
+      next_scan_,
       [&] {
         spdlog::info("daemon: ready: {} -> {} backend -> scans in {} (every {} rows), publisher {}", source.describe(),
                      to_string(resolve_backend(cfg.pipeline.backend)), cfg.output.dir.string(), cfg.daemon.scan_rows, endpoint);

@@ -9,11 +9,11 @@
 
 namespace stripeline::daemon {
 
-ScanWriter::ScanWriter(DaemonConfig daemon, OutputConfig output, Backend filter_backend, Publisher* publisher, std::string run_stamp,
+ScanWriter::ScanWriter(DaemonConfig daemon, OutputConfig output, OpenScanOutputs open_outputs, Publisher* publisher, std::string run_stamp,
                        std::uint64_t first_scan_number, std::function<void()> on_begin, std::function<void(const ScanResult&)> on_scan)
     : daemon_(std::move(daemon)),
       output_(std::move(output)),
-      filter_backend_(filter_backend),
+      open_outputs_(std::move(open_outputs)),
       publisher_(publisher),
       run_stamp_(std::move(run_stamp)),
       on_begin_(std::move(on_begin)),
@@ -35,10 +35,7 @@ void ScanWriter::open_scan() {
   const std::string prefix = fmt::format("{}-{:06}-", run_stamp_, n);
   current_ = ScanResult{};
   current_.number = n;
-  OutputOptions options;
-  options.prefix = prefix;
-  options.filter_backend = filter_backend_;
-  files_ = make_output_sinks(output_, options);
+  files_ = open_outputs_(prefix);
   summary_path_ = output_.summary.empty() ? std::filesystem::path() : output_.resolve(prefix + output_.summary);
   for (ProfileSink* f : files_.all()) f->begin(info_);
   if (publisher_) {

@@ -40,8 +40,10 @@ class ScanWriter final : public ProfileSink {
  public:
   // publisher may be null (no streaming). run_stamp prefixes every file name
   // (the daemon's start time), so restarts never overwrite earlier scans.
-  // Height-map filters run on `filter_backend` (processing.backend).
-  ScanWriter(DaemonConfig daemon, OutputConfig output, Backend filter_backend, Publisher* publisher, std::string run_stamp,
+  // `output` names the files; `open_outputs` makes one scan's sinks with
+  // every name prefixed (RunSession::open_scan_outputs).
+  using OpenScanOutputs = std::function<OutputSinks(const std::string& prefix)>;
+  ScanWriter(DaemonConfig daemon, OutputConfig output, OpenScanOutputs open_outputs, Publisher* publisher, std::string run_stamp,
              std::uint64_t first_scan_number, std::function<void()> on_begin = {}, std::function<void(const ScanResult&)> on_scan = {});
   void begin(const ScanInfo& info) override;
   void consume(const ProfileSpan& profiles) override;
@@ -64,7 +66,7 @@ class ScanWriter final : public ProfileSink {
 
   DaemonConfig daemon_;
   OutputConfig output_;
-  Backend filter_backend_;
+  OpenScanOutputs open_outputs_;
   Publisher* publisher_;
   std::string run_stamp_;
   std::function<void()> on_begin_;

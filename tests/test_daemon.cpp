@@ -52,6 +52,15 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
+// One scan's sinks, as the daemon's run session makes them (RunSession::open_scan_outputs).
+daemon::ScanWriter::OpenScanOutputs scan_outputs(const OutputConfig& output, Backend filter_backend) {
+  return [output, filter_backend](const std::string& prefix) {
+    OutputOptions options;
+    options.prefix = prefix;
+    options.filter_backend = filter_backend;
+    return make_output_sinks(output, options);
+  };
+}
 
 std::string daemon_config(const TempDir& dir, std::uint64_t scan_rows, const std::string& extra = "") {
   std::ostringstream s;
@@ -412,7 +421,7 @@ TEST(Outputs, HeightMapFiltersRunOnTheProcessingBackendInEverySink) {
   EXPECT_EQ(sinks.publisher->config().height_bits, out.height_bits);
   EXPECT_EQ(sinks.files.size(), 3u) << "ply, height map, preview";
   // The daemon's scans take the same backend.
-  daemon::ScanWriter w(c.daemon, out, c.pipeline.backend, nullptr, "run", 1);
+  daemon::ScanWriter w(c.daemon, out, scan_outputs(out, c.pipeline.backend), nullptr, "run", 1);
   ScanInfo info;
   info.layout = BatchLayout{4, 8, 2, PixelFormat::Mono8};
   w.begin(info);
@@ -463,7 +472,7 @@ TEST(Daemon, ScanWriterEndsScansAtRowsAndAtPausesAndFinishesEveryFile) {
   oc.preview = "";
   oc.summary = "s.json";
   std::vector<daemon::ScanResult> done;
-  daemon::ScanWriter w(dc, oc, Backend::Cpu, nullptr, "run", 1, {}, [&](const daemon::ScanResult& r) { done.push_back(r); });
+  daemon::ScanWriter w(dc, oc, scan_outputs(oc, Backend::Cpu), nullptr, "run", 1, {}, [&](const daemon::ScanResult& r) { done.push_back(r); });
   Batch b = test::make_batch<std::uint8_t>(6, 8, 10);
   ProfileBatch p(6, 10, 1, &allocate_host);
   p.frames = 10;

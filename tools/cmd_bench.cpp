@@ -20,9 +20,10 @@
 #include "stages/chain.h"
 #include "stages/device_info.h"
 #include "app/calibration_setup.h"
+#include "app/run_session.h"
 #include "tools/bench_calibrated.h"
 #include "tools/commands.h"
-#include "tools/pixel_bits_flag.h"
+#include "tools/setting_flags.h"
 #if STRIPELINE_HAVE_CUDA
 #include "stages/cuda/cuda_stages.h"
 #endif
@@ -202,7 +203,7 @@ struct BenchOptions {
   std::string method = "default";     // the extraction chain timed: the default, or a method by name
   std::string estimator = "centroid";  // with method adaptive
   int neighbour_columns = 0;           // the neighbour check after extraction (0 = off)
-  int pixel_bits = -1;                 // --pixel-bits (-1: not given; the synthetic frames' own depth)
+  SettingFlags processing;              // --pixel-bits (not given: the synthetic frames' own depth)
   bool along_columns = false;          // the blur along the columns only instead of the default 2-D blur
   bool production_only = false;
   ChainConfig chain() const {
@@ -210,9 +211,8 @@ struct BenchOptions {
     if (method != "default") c.column.method = parse_method(method);  // cog etc. with their default threshold 40 / min_peak 50
     c.adaptive.estimator = parse_estimator(estimator);
     c.neighbour_check.columns = neighbour_columns;
-    apply_pixel_bits_flag(pixel_bits, c);
     c.blur_across = !along_columns;
-    return c;
+    return chain_with_flags(processing, c);
   }
 };
 
@@ -304,7 +304,7 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
     po.batch_frames = shape.frames;
     po.buffers = o.buffers;
     po.chain = chain;
-    Pipeline(po).run(src, {&sink});
+    run_engine(po, src, {&sink});
     const double s = sink.seconds();
     const double mbps = static_cast<double>(sink.timed_bytes_) / 1e6 / s;
     const double ms_per_batch = s * 1e3 / static_cast<double>(sink.timed_batches_);
@@ -330,7 +330,7 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
     po.buffers = o.buffers;
     po.chain = chain;
     po.sheet = o.sheet;
-    Pipeline(po).run(src, {&mapped, &sink});
+    run_engine(po, src, {&mapped, &sink});
     const double s = sink.seconds();
     const double mbps = static_cast<double>(sink.timed_bytes_) / 1e6 / s;
     const double ms_per_batch = s * 1e3 / static_cast<double>(sink.timed_batches_);
@@ -370,7 +370,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     po.batch_frames = k;
     po.buffers = 8;
     po.chain = o.chain();
-    Pipeline(po).run(src, {&sink});
+    run_engine(po, src, {&sink});
     std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(frames / 10), lat.end());  // skip the warm-up tenth
     std::sort(steady.begin(), steady.end());
     const double p50 = percentile(steady, 0.50), p99 = percentile(steady, 0.99), mx = steady.back();
@@ -401,7 +401,7 @@ Subcommand add_bench(CLI::App& app) {
   sub->add_option("--estimator", o->estimator, "With --method adaptive/default: centroid, gauss, parabola or steger")->capture_default_str();
   sub->add_option("--neighbour-columns", o->neighbour_columns, "Time the chain with the neighbour check on, this many columns each side (0 = off)")
       ->capture_default_str();
-  add_pixel_bits_flag(sub, o->pixel_bits);
+  o->processing.add(sub, "processing", {"pixel_bits"});
   sub->add_flag("--blur-along-columns", o->along_columns, "Time the chain with the blur along the columns only (processing.blur_across = false)");
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
   return {sub, [o] {

@@ -25,6 +25,7 @@
 
 #include "acquisition/file_source.h"
 #include "app/outputs.h"
+#include "app/run_session.h"
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
@@ -221,7 +222,7 @@ Rate run_pipeline(FrameSource& source, Backend backend, const std::vector<Profil
   PipelineOptions po;
   po.backend = backend;
   const double cpu0 = process_cpu_seconds();
-  const PipelineStats s = Pipeline(po).run(source, sinks);
+  const PipelineStats s = run_engine(po, source, sinks);
   const double cpu = process_cpu_seconds() - cpu0;
   const double hw = std::max(1u, std::thread::hardware_concurrency());
   return Rate{s.profiles_per_s(), s.mb_per_s(), s.seconds, cpu, cpu > 0 ? static_cast<double>(s.profiles) / cpu * hw : 0.0};
@@ -366,7 +367,7 @@ Rate steady_engine(const std::vector<std::byte>& image, BatchLayout frame, const
   PrefilledSource src(image, frame, o.frames, (warmup + batches) * static_cast<std::uint64_t>(po.batch_frames));
   SteadyStateSink sink(warmup, frame.frame_pixels() * bytes_per_pixel(frame.format));
   std::vector<ProfileSink*> sinks = {&sink};
-  Pipeline(po).run(src, sinks);
+  run_engine(po, src, sinks);
   return sink.rate();
 }
 
@@ -422,13 +423,14 @@ void measure_outputs(const fs::path& dir, const ReplayBenchOptions& o, const std
     for (const std::size_t i : m.output_kinds) {
       FileSource plain(file_config(dir / kinds[i].file, kinds[i], o, o.loops));
       m.plain[i].push_back(run_pipeline(plain, backend));
-      OutputConfig out;
-      out.dir = dir;
-      out.ply = "outputs-" + kinds[i].name + ".ply";
-      out.heightmap = "outputs-" + kinds[i].name + ".tif";
-      out.preview = "";
-      out.summary = "";
-      OutputSinks sinks = make_output_sinks(out, OutputOptions{});
+      Config outputs;  // the files as `replay --ply ... --heightmap ...` writes them
+      outputs.output.dir = dir;
+      outputs.output.ply = "outputs-" + kinds[i].name + ".ply";
+      outputs.output.heightmap = "outputs-" + kinds[i].name + ".tif";
+      outputs.output.preview = "";
+      outputs.output.summary = "";
+      RunSession session(std::move(outputs));
+      const OutputSinks& sinks = session.open_outputs();
       FileSource src(file_config(dir / kinds[i].file, kinds[i], o, o.loops));
       m.with_outputs[i].push_back(run_pipeline(src, backend, sinks.all()));
       m.of_plain[i].push_back(m.with_outputs[i].back().profiles_per_s / m.plain[i].back().profiles_per_s);

@@ -12,7 +12,7 @@
 #include "core/errors.h"
 #include "io/atomic_file.h"
 #include "tools/commands.h"
-#include "tools/pixel_bits_flag.h"
+#include "tools/setting_flags.h"
 
 namespace stripeline::tools {
 
@@ -39,9 +39,10 @@ Subcommand add_calibrate(CLI::App& app) {
   auto* sub = app.add_subcommand("calibrate", "Fit the sheet-of-light calibration (pixels -> millimetres) to a recording of a known target");
   struct Flags {
     std::string input, target, out, report, roi_offset = "0,0", sensor;
-    int frame_height = 0, raw_width = 0, raw_depth = 8, column_step = 1, pixel_bits = -1;
+    int frame_height = 0, raw_width = 0, raw_depth = 8, column_step = 1;
     double y_step = 1.0, y_per_tick = 0.0;
     bool quiet = false;
+    SettingFlags processing;  // --pixel-bits
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("recording", f->input, "Recorded frames of the target, concatenated vertically (any format replay reads)")->required();
@@ -56,7 +57,7 @@ Subcommand add_calibrate(CLI::App& app) {
   sub->add_option("--column-step", f->column_step, "Fit every n-th column's point (faster, a little less precise)")->capture_default_str();
   sub->add_option("--raw-width", f->raw_width, "Raw files: image width");
   sub->add_option("--raw-depth", f->raw_depth, "Raw files: 8 or 16 bits");
-  add_pixel_bits_flag(sub, f->pixel_bits);
+  f->processing.add(sub, "processing", {"pixel_bits"});
   sub->add_flag("-q,--quiet", f->quiet, "No summary line");
   return {sub, [f] {
             CalibrateOptions o;
@@ -74,7 +75,7 @@ Subcommand add_calibrate(CLI::App& app) {
             o.y_from_encoder = f->y_per_tick != 0.0;
             o.fit.origin = f->input;
             o.fit.column_step = f->column_step;
-            apply_pixel_bits_flag(f->pixel_bits, o.chain);
+            o.chain = chain_with_flags(f->processing, o.chain);
             const CalibrationTarget target = load_target(f->target);
 
             FileSourceConfig fc;

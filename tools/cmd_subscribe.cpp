@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "app/outputs.h"
+#include "app/run_session.h"
 #include "calibration/calibration_file.h"
 #include "core/errors.h"
 #include "core/fixed_point.h"
@@ -65,18 +66,18 @@ int subscribe(const Flags& f) {
   std::string series;  // the one being assembled
   std::uint64_t rows = 0, missing_rows = 0, messages = 0, malformed_seen = 0;
   std::optional<nlohmann::json> end;
-  OutputSinks sinks;
+  std::unique_ptr<RunSession> session;  // the outputs, fed from the stream: no source, no pipeline
   std::unique_ptr<SeriesRebuilder> rebuild;
   bool timed_out = false;
   auto outputs_for = [&](const wire::Decoded& d) {
     if (rebuild) return;
-    sinks = make_output_sinks(outputs_of(f, d.header.value("height_bits", kDefaultHeightCodeBits)), OutputOptions{});
-    rebuild = std::make_unique<SeriesRebuilder>(sinks.all());
-    if (!f.calibration.empty()) {
-      Config c;
-      apply_calibration_flags(c, f.calibration, f.y_step, f.roi_offset);
-      rebuild->use_calibration(load_applied_calibration(c.calibration, d.header.value("width", 0), d.header.value("frame_height", 0)));
-    }
+    Config c;
+    c.output = outputs_of(f, d.header.value("height_bits", kDefaultHeightCodeBits));
+    if (!f.calibration.empty()) apply_calibration_flags(c, f.calibration, f.y_step, f.roi_offset);
+    session = std::make_unique<RunSession>(std::move(c));
+    rebuild = std::make_unique<SeriesRebuilder>(session->open_outputs().all());
+    if (!f.calibration.empty())
+      rebuild->use_calibration(load_applied_calibration(session->config().calibration, d.header.value("width", 0), d.header.value("frame_height", 0)));
   };
 
   try {
@@ -186,7 +187,7 @@ int subscribe(const Flags& f) {
                 rows == published && gaps.missing() == 0 ? "complete: every published row received" : "INCOMPLETE");
   }
   if (!f.quiet && wrote)
-    for (const auto& p : sinks.files) std::printf("  wrote %s\n", p.string().c_str());
+    for (const auto& p : session->output_files()) std::printf("  wrote %s\n", p.string().c_str());
   if (timed_out) {
     std::fprintf(stderr, "stripeline: subscribe: timed out after %.1f s (%s)\n", f.timeout,
                  f.rows ? ("waiting for " + std::to_string(f.rows) + " rows").c_str() : "waiting for series-end");

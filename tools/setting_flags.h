@@ -20,13 +20,18 @@ class SettingFlags {
   // Adds the flags of these sections' settings to `sub`.
   void add(CLI::App* sub, std::initializer_list<std::string_view> sections) {
     for (const SettingInfo& s : settings()) {
-      if (s.flag.empty()) continue;
       bool wanted = false;
       for (auto section : sections) wanted = wanted || s.section == section;
-      if (!wanted) continue;
-      Entry& e = entries_.emplace_back(Entry{&s, {}, false, nullptr});
-      const std::string help = s.help + (s.range.empty() ? "" : " (" + s.range + ")") + " [" + s.section + "] " + s.key;
-      e.option = s.is_bool() ? sub->add_flag(s.flag, e.on, help) : sub->add_option(s.flag, e.text, help);
+      if (wanted) add_flag_of(sub, s);
+    }
+  }
+  // Adds the flags of these keys of one section only (a command that takes
+  // a few settings: `bench` and `calibrate` take --pixel-bits).
+  void add(CLI::App* sub, std::string_view section, std::initializer_list<std::string_view> keys) {
+    for (const SettingInfo& s : settings()) {
+      bool wanted = false;
+      for (auto key : keys) wanted = wanted || (s.section == section && s.key == key);
+      if (wanted) add_flag_of(sub, s);
     }
   }
   // Was the flag of this [section] key given?
@@ -45,6 +50,13 @@ class SettingFlags {
   }
 
  private:
+  void add_flag_of(CLI::App* sub, const SettingInfo& s) {
+    if (s.flag.empty()) return;
+    Entry& e = entries_.emplace_back(Entry{&s, {}, false, nullptr});
+    const std::string help = s.help + (s.range.empty() ? "" : " (" + s.range + ")") + " [" + s.section + "] " + s.key;
+    e.option = s.is_bool() ? sub->add_flag(s.flag, e.on, help) : sub->add_option(s.flag, e.text, help);
+  }
+
   struct Entry {
     const SettingInfo* setting;
     std::string text;
@@ -59,6 +71,15 @@ inline const SettingInfo& setting_at(std::string_view section, std::string_view 
   for (const SettingInfo& s : settings())
     if (s.section == section && s.key == key) return s;
   throw std::logic_error("no setting [" + std::string(section) + "] " + std::string(key));
+}
+
+// The given flags of `flags` over an extraction chain (commands that time or
+// fit with a chain of their own, not a configuration's).
+inline ChainConfig chain_with_flags(const SettingFlags& flags, const ChainConfig& chain) {
+  Config given;
+  given.pipeline.chain = chain;
+  flags.apply(given);
+  return given.pipeline.chain;
 }
 
 }  // namespace stripeline::tools
