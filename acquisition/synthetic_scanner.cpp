@@ -287,22 +287,15 @@ void SyntheticConfig::validate() const {
     out_of_range("encoder_step", std::to_string(encoder_step), "-2^40..2^40 counts per frame");
 }
 
-double SyntheticScanner::truth(std::uint64_t frame, int column) const { return truth_of(config_, frame, column); }
+double synthetic_truth(const SyntheticConfig& c, std::uint64_t frame, int column) { return truth_of(c, frame, column); }
 
-double SyntheticScanner::reflection_row(std::uint64_t frame, int column) const {
-  return reflection_of(config_, frame, column, truth_of(config_, frame, column));
+double synthetic_reflection_row(const SyntheticConfig& c, std::uint64_t frame, int column) {
+  return reflection_of(c, frame, column, truth_of(c, frame, column));
 }
 
-double SyntheticScanner::second_row(std::uint64_t frame, int column) const {
-  return second_of(config_, frame, column, truth_of(config_, frame, column));
+double synthetic_second_row(const SyntheticConfig& c, std::uint64_t frame, int column) {
+  return second_of(c, frame, column, truth_of(c, frame, column));
 }
-
-std::uint32_t SyntheticScanner::max_value() const {
-  if (config_.format == PixelFormat::Mono8) return 255u;
-  return config_.bits == 0 ? 65535u : (1u << config_.bits) - 1u;
-}
-
-void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const { render_synthetic_frame(config_, frame, dst); }
 
 void render_synthetic_frame(const SyntheticConfig& c, std::uint64_t frame, std::byte* dst) {
   const int W = c.width;

@@ -57,9 +57,14 @@ struct SyntheticConfig {
   void validate() const;
 };
 
-// Renders frame `frame` of the scene `c` (validated) into dst (width *
-// frame_height pixels of its format). Pure: a function of (c, frame).
+// The scene `c` (validated) as functions, for whoever renders it without a
+// SyntheticScanner (the GenTL producer): frame `frame` into dst (width *
+// frame_height pixels of its format), and the truths the class's members
+// below describe. Pure: functions of (c, frame, column).
 void render_synthetic_frame(const SyntheticConfig& c, std::uint64_t frame, std::byte* dst);
+double synthetic_truth(const SyntheticConfig& c, std::uint64_t frame, int column);
+double synthetic_reflection_row(const SyntheticConfig& c, std::uint64_t frame, int column);
+double synthetic_second_row(const SyntheticConfig& c, std::uint64_t frame, int column);
 
 class SyntheticScanner final : public FrameSource {
  public:

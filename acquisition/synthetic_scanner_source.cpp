@@ -1,5 +1,6 @@
-// SyntheticScanner as a FrameSource (frames rendered in parallel with TBB).
-// A file of its own: the GenTL producer renders the same scene through
+// The SyntheticScanner class: a FrameSource over the scene functions of
+// synthetic_scanner.cpp (frames rendered in parallel with TBB). A file of its
+// own: the GenTL producer renders the same scene through
 // render_synthetic_frame and its own threads (gentl/producer/render_team.h),
 // and links none of this, nor TBB.
 #include <sstream>
@@ -35,6 +36,17 @@ std::string SyntheticScanner::describe() const {
 SignificantBits SyntheticScanner::significant_bits() const {
   return {config_.bits != 0 ? config_.bits : (config_.format == PixelFormat::Mono8 ? 8 : 16), BitsOrigin::Synthetic};
 }
+
+double SyntheticScanner::truth(std::uint64_t frame, int column) const { return synthetic_truth(config_, frame, column); }
+double SyntheticScanner::reflection_row(std::uint64_t frame, int column) const { return synthetic_reflection_row(config_, frame, column); }
+double SyntheticScanner::second_row(std::uint64_t frame, int column) const { return synthetic_second_row(config_, frame, column); }
+
+std::uint32_t SyntheticScanner::max_value() const {
+  if (config_.format == PixelFormat::Mono8) return 255u;
+  return config_.bits == 0 ? 65535u : (1u << config_.bits) - 1u;
+}
+
+void SyntheticScanner::render(std::uint64_t frame, std::byte* dst) const { render_synthetic_frame(config_, frame, dst); }
 
 bool SyntheticScanner::fill(Batch& batch) {
   check_fill_target(batch, frame_layout(), "synthetic scanner");

@@ -568,7 +568,13 @@ def exit_while_acquiring(c):
     s.start()
     s.next_buffer()
     c.true("acquiring", s.sinfo(STREAM_INFO_IS_GRABBING))
-    PROBES["_leave_open"] = True  # the runner exits now, without GCCloseLib: the exit code must be 0
+    # The runner exits now, without GCCloseLib: the exit code must be 0. The
+    # session (and the memory of its announced buffers, which the producer
+    # keeps filling until it stops) stays alive until then: a consumer that
+    # frees announced memory while acquiring breaks the standard, and the
+    # producer's writes into it were this probe's own crash
+    # (AddressSanitizer: heap-use-after-free, the buffers freed by Python).
+    PROBES["_leave_open"] = s
 
 
 # ---------------------------------------------------------------------------
