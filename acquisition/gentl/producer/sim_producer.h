@@ -47,6 +47,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -89,6 +90,8 @@ struct Interface;
 
 // An event of a data stream; every field is guarded by its stream's lock.
 struct Event : Object {
+  static constexpr Kind kKind = Kind::Event;
+  static constexpr const char* kNot = "not an event";
   Event(EVENT_TYPE t, Stream* s) : Object(Kind::Event), type(t), stream(s) {}
   EVENT_TYPE type;
   Stream* stream;
@@ -99,6 +102,7 @@ struct Event : Object {
 };
 
 struct Module : Object {
+  static constexpr const char* kNot = "not a port";  // any module's handle is its port
   using Object::Object;
   std::unique_ptr<NodeMap> map;
   std::string id;
@@ -143,6 +147,8 @@ struct Settings {
 };
 
 struct Stream : Module {
+  static constexpr Kind kKind = Kind::Stream;
+  static constexpr const char* kNot = "not a data stream";
   Stream() : Module(Kind::Stream) {}
   ~Stream() override;
   Device* device = nullptr;
@@ -174,6 +180,8 @@ struct Remote : Module {
 };
 
 struct Device : Module {
+  static constexpr Kind kKind = Kind::Device;
+  static constexpr const char* kNot = "not a device";
   Device() : Module(Kind::Device) {}
   Interface* parent = nullptr;
   int index = 0;
@@ -194,6 +202,8 @@ struct Device : Module {
 };
 
 struct Interface : Module {
+  static constexpr Kind kKind = Kind::Interface;
+  static constexpr const char* kNot = "not an interface";
   Interface() : Module(Kind::Interface) {}
   bool open = false;
   std::vector<std::unique_ptr<Device>> devices;
@@ -201,6 +211,8 @@ struct Interface : Module {
 };
 
 struct System : Module {
+  static constexpr Kind kKind = Kind::System;
+  static constexpr const char* kNot = "not the system module";
   System() : Module(Kind::System) {}
   std::unique_ptr<Interface> iface;
   std::string module_name() const override { return "TLSystem"; }
@@ -227,6 +239,23 @@ T* as(void* h, Kind k) {
 }
 Module* as_port(void* h);
 void forget(const Object* o);
+
+// The live handle of a T (its kKind; a Module: any module, as a port), or null.
+template <class T>
+T* handle_of(void* h) {
+  if constexpr (std::is_same_v<T, Module>)
+    return as_port(h);
+  else
+    return as<T>(h, T::kKind);
+}
+
+// An output argument: null fails with GC_ERR_INVALID_PARAMETER ("null <what>").
+template <class P, class V>
+GC_ERROR put_out(P* out, V value, const char* what) {
+  if (!out) return fail(GC_ERR_INVALID_PARAMETER, std::string("null ") + what);
+  *out = value;
+  return ok();
+}
 
 // Info answers (GenTL 1.5, 6.3): a null buffer asks for the size; a buffer
 // too small fails with GC_ERR_BUFFER_TOO_SMALL and the size needed in *piSize.
@@ -263,3 +292,10 @@ void fire_error(Stream* s, GC_ERROR code, const std::string& text);  // events.c
   std::lock_guard sim_guard(::stripeline::gentl_sim::lib().mu);      \
   if (!::stripeline::gentl_sim::lib().initialized)                   \
   return ::stripeline::gentl_sim::fail(GC_ERR_NOT_INITIALIZED, "GCInitLib was not called")
+
+// SIM_LOCKED, then `var`: the handle h as a live T, or GC_ERR_INVALID_HANDLE
+// ("not a device").
+#define SIM_HANDLE(T, var, h)                                    \
+  SIM_LOCKED;                                                    \
+  T* var = ::stripeline::gentl_sim::handle_of<T>(h);             \
+  if (!var) return ::stripeline::gentl_sim::fail(GC_ERR_INVALID_HANDLE, T::kNot)
