@@ -40,6 +40,7 @@
 #include "streaming/wire_format.h"
 #include "child_process.h"
 #include "test_helpers.h"
+#include "wire_receive.h"
 
 using namespace stripeline;
 using namespace std::chrono_literals;
@@ -81,13 +82,9 @@ bool receive_until(zmq::socket_t& sock, std::vector<wire::Decoded>& msgs, const 
                    std::chrono::milliseconds timeout) {
   const auto deadline = steady::now() + timeout;
   while (steady::now() < deadline) {
-    zmq::pollitem_t item{sock.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, 50ms) <= 0) continue;
-    std::vector<zmq::message_t> m;
-    if (!zmq::recv_multipart(sock, std::back_inserter(m), zmq::recv_flags::dontwait)) continue;
-    std::vector<std::string> parts;
-    for (auto& x : m) parts.push_back(x.to_string());
-    msgs.push_back(wire::decode(parts));
+    auto m = test::receive_decoded(sock, 50ms);
+    if (!m) continue;
+    msgs.push_back(std::move(*m));
     if (stop(msgs)) return true;
   }
   return false;
