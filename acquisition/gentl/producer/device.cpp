@@ -62,6 +62,8 @@ GC_ERROR open_device(Device* d, DEVICE_ACCESS_FLAGS flags) {
   return ok();
 }
 
+std::vector<std::string> child_ids(const Device&) { return {"Stream0"}; }
+
 void close_device(Device* d) {
   close_stream(d);
   d->acquiring.store(false);
@@ -83,15 +85,10 @@ GC_ERROR DevGetPort(DEV_HANDLE hDevice, PORT_HANDLE* phRemoteDevice) {
   return put_out(phRemoteDevice, d->remote.get(), "handle");
 }
 
-GC_ERROR DevGetNumDataStreams(DEV_HANDLE hDevice, uint32_t* piNumDataStreams) {
-  SIM_HANDLE(Device, d, hDevice);
-  return put_out(piNumDataStreams, 1u, "count");
-}
+GC_ERROR DevGetNumDataStreams(DEV_HANDLE hDevice, uint32_t* piNumDataStreams) { return num_children<Device>(hDevice, piNumDataStreams); }
 
 GC_ERROR DevGetDataStreamID(DEV_HANDLE hDevice, uint32_t iIndex, char* sDataStreamID, size_t* piSize) {
-  SIM_HANDLE(Device, d, hDevice);
-  if (iIndex != 0) return fail(GC_ERR_INVALID_INDEX, "stream index " + std::to_string(iIndex));
-  return put_string("Stream0", nullptr, sDataStreamID, piSize);
+  return child_id<Device>(hDevice, iIndex, sDataStreamID, piSize);
 }
 
 GC_ERROR DevGetInfo(DEV_HANDLE hDevice, DEVICE_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer, size_t* piSize) {

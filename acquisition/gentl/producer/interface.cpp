@@ -15,6 +15,12 @@ GC_ERROR no_device(const char* id) { return fail(GC_ERR_INVALID_ID, "no device '
 
 }  // namespace
 
+std::vector<std::string> child_ids(const Interface& i) {
+  std::vector<std::string> ids;
+  for (const auto& d : i.devices) ids.push_back(d->id);
+  return ids;
+}
+
 void close_interface(Interface* i) {
   for (auto& d : i->devices)
     if (d->open) close_device(d.get());
@@ -53,15 +59,10 @@ GC_ERROR IFGetInfo(IF_HANDLE hIface, INTERFACE_INFO_CMD iInfoCmd, INFO_DATATYPE*
   return interface_info(i, iInfoCmd, piType, pBuffer, piSize);
 }
 
-GC_ERROR IFGetNumDevices(IF_HANDLE hIface, uint32_t* piNumDevices) {
-  SIM_HANDLE(Interface, i, hIface);
-  return put_out(piNumDevices, static_cast<uint32_t>(i->devices.size()), "count");
-}
+GC_ERROR IFGetNumDevices(IF_HANDLE hIface, uint32_t* piNumDevices) { return num_children<Interface>(hIface, piNumDevices); }
 
 GC_ERROR IFGetDeviceID(IF_HANDLE hIface, uint32_t iIndex, char* sIDeviceID, size_t* piSize) {
-  SIM_HANDLE(Interface, i, hIface);
-  if (iIndex >= i->devices.size()) return fail(GC_ERR_INVALID_INDEX, "device index " + std::to_string(iIndex));
-  return put_string(i->devices[iIndex]->id, nullptr, sIDeviceID, piSize);
+  return child_id<Interface>(hIface, iIndex, sIDeviceID, piSize);
 }
 
 GC_ERROR IFUpdateDeviceList(IF_HANDLE hIface, bool8_t* pbChanged, uint64_t) {

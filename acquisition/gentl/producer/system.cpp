@@ -75,6 +75,8 @@ std::unique_ptr<System> make_system() {
   return sys;
 }
 
+std::vector<std::string> child_ids(const System& s) { return {s.iface->id}; }
+
 void close_system() {
   auto& l = lib();
   if (!l.system) return;
@@ -146,16 +148,9 @@ GC_ERROR TLGetInfo(TL_HANDLE hTL, TL_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, v
   return tl_info(iInfoCmd, piType, pBuffer, piSize);
 }
 
-GC_ERROR TLGetNumInterfaces(TL_HANDLE hTL, uint32_t* piNumIfaces) {
-  SIM_HANDLE(System, s, hTL);
-  return put_out(piNumIfaces, 1u, "count");
-}
+GC_ERROR TLGetNumInterfaces(TL_HANDLE hTL, uint32_t* piNumIfaces) { return num_children<System>(hTL, piNumIfaces); }
 
-GC_ERROR TLGetInterfaceID(TL_HANDLE hTL, uint32_t iIndex, char* sID, size_t* piSize) {
-  SIM_HANDLE(System, s, hTL);
-  if (iIndex != 0) return fail(GC_ERR_INVALID_INDEX, "interface index " + std::to_string(iIndex));
-  return put_string(s->iface->id, nullptr, sID, piSize);
-}
+GC_ERROR TLGetInterfaceID(TL_HANDLE hTL, uint32_t iIndex, char* sID, size_t* piSize) { return child_id<System>(hTL, iIndex, sID, piSize); }
 
 GC_ERROR TLGetInterfaceInfo(TL_HANDLE hTL, const char* sIfaceID, INTERFACE_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer,
                             size_t* piSize) {
