@@ -516,6 +516,17 @@ class FileSourceTest : public ::testing::Test {
     return d.pixels;
   }
 
+  // A small synthetic recording in format f: its configuration and pixels.
+  struct Recorded {
+    SyntheticConfig c;
+    std::vector<std::byte> pixels;
+  };
+  static Recorded recorded(PixelFormat f) {
+    Recorded r{small_config(f), {}};
+    r.pixels = recording(r.c);
+    return r;
+  }
+
   // A replay of the file p in frames of frame_height rows.
   static FileSourceConfig replay_of(const fs::path& p, int frame_height) {
     FileSourceConfig fc;
@@ -591,8 +602,7 @@ void expect_replay(const std::vector<std::byte>& rec, const SyntheticConfig& c, 
 
 TEST_F(FileSourceTest, RoundTripThroughImageFiles) {
   for (PixelFormat f : {PixelFormat::Mono8, PixelFormat::Mono16}) {
-    const SyntheticConfig c = small_config(f);
-    const auto rec = recording(c);
+    const auto [c, rec] = recorded(f);
     for (const char* ext : {".png", ".tiff", ".pgm"}) {
       expect_replay(rec, c, image_replay(std::string("rec_") + to_string(f) + ext, c, rec), 4);
     }
@@ -601,8 +611,7 @@ TEST_F(FileSourceTest, RoundTripThroughImageFiles) {
 
 TEST_F(FileSourceTest, RoundTripThroughRawFiles) {
   for (PixelFormat f : {PixelFormat::Mono8, PixelFormat::Mono16}) {
-    const SyntheticConfig c = small_config(f);
-    const auto rec = recording(c);
+    const auto [c, rec] = recorded(f);
     const fs::path p = dir_ / (std::string("rec_") + to_string(f) + ".raw");
     write_raw(p, rec, f);
     for (std::int64_t height : {std::int64_t{0}, static_cast<std::int64_t>(c.frames) * c.frame_height}) {
@@ -614,8 +623,7 @@ TEST_F(FileSourceTest, RoundTripThroughRawFiles) {
 }
 
 TEST_F(FileSourceTest, LoopsTwiceWithConsecutiveFrameIds) {
-  const SyntheticConfig c = small_config(PixelFormat::Mono8);
-  const auto rec = recording(c);
+  const auto [c, rec] = recorded(PixelFormat::Mono8);
   FileSourceConfig fc = image_replay("rec.pgm", c, rec);
   fc.loops = 2;
   expect_replay(rec, c, fc, 4);  // 20 frames: a batch spans the end of the first pass
@@ -623,8 +631,7 @@ TEST_F(FileSourceTest, LoopsTwiceWithConsecutiveFrameIds) {
 }
 
 TEST_F(FileSourceTest, LoopsForeverWhenLoopsIsZero) {
-  const SyntheticConfig c = small_config(PixelFormat::Mono8);
-  const auto rec = recording(c);
+  const auto [c, rec] = recorded(PixelFormat::Mono8);
   FileSourceConfig fc = image_replay("rec.png", c, rec);
   fc.loops = 0;
   FileSource src(fc);
@@ -662,8 +669,7 @@ TEST_F(FileSourceTest, HeightNotAMultipleOfTheFrameHeightNamesTheFile) {
 }
 
 TEST_F(FileSourceTest, BadFrameHeightAndMissingFileAreInputErrors) {
-  const SyntheticConfig c = small_config(PixelFormat::Mono8);
-  const auto rec = recording(c);
+  const auto [c, rec] = recorded(PixelFormat::Mono8);
   const fs::path p = dir_ / "rec.pgm";
   io::write_image(p, rec.data(), c.width, 120, c.format);
   for (int fh : {0, -5, kMaxFrameHeight + 1}) EXPECT_THROW(FileSource{replay_of(p, fh)}, InputError) << fh;
