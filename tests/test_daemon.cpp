@@ -212,6 +212,13 @@ std::optional<StartedDaemon> wait_started(Child& d) {
   return StartedDaemon{*endpoint, std::stoi(*port)};
 }
 
+// The daemon exits within 25 s, with 0.
+void expect_clean_exit(Child& d) {
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << "the daemon did not exit\n" << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+}
+
 }  // namespace
 
 TEST(Daemon, StartPublishMetricsSigtermFinishesFilesAndSeriesEnd) {
@@ -273,9 +280,7 @@ TEST(Daemon, StartPublishMetricsSigtermFinishesFilesAndSeriesEnd) {
       if (m[i].topic == wire::Topic::SeriesEnd && m[i].header.value("reason", "") == "stopped") return true;
     return false;
   }, 20s);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << "the daemon did not exit after SIGTERM\n" << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  ASSERT_NO_FATAL_FAILURE(expect_clean_exit(d));
   EXPECT_TRUE(ended) << "no series-end with reason 'stopped'\n" << d.output();
 
   // Files: every scan complete (PLY, height map, JSON), nothing temporary left.
@@ -346,9 +351,7 @@ TEST(Daemon, SighupWithABadConfigKeepsTheOldOneAndAGoodOneIsApplied) {
   ASSERT_TRUE(d.wait_for("scan [0-9]+: 40 rows, ended \\(rows\\)", 15s, mark)) << d.output();
   EXPECT_TRUE(d.wait_for("ended \\(reload\\)", 1s, mark)) << d.output();
   d.signal(SIGINT);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  expect_clean_exit(d);
 }
 
 // processing.backend also says where height-map filters run: a daemon told
@@ -374,9 +377,7 @@ TEST(Daemon, CpuBackendRunsTheHeightMapFiltersOfScansAndStreamOnTheCpu) {
   EXPECT_EQ(msgs.front().header["heightmap_filters"]["backend"], "cpu") << msgs.front().header.dump();
   ASSERT_TRUE(d.wait_for("scan [0-9]+: 60 rows, ended \\(rows\\)", 30s)) << d.output();
   d.signal(SIGTERM);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  ASSERT_NO_FATAL_FAILURE(expect_clean_exit(d));
   int summaries = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir / "scans")) {
     if (e.path().extension() != ".json") continue;
@@ -564,9 +565,7 @@ TEST(Daemon, HttpProbesAreAnsweredWith200IdleAnd50SlowClientsOpen) {
   EXPECT_NEAR(metrics["process_start_time_seconds"], static_cast<double>(std::time(nullptr)), 600);
   EXPECT_TRUE(metrics.count("process_cpu_seconds_total"));
   d.signal(SIGTERM);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  expect_clean_exit(d);
 }
 
 // The server on its own: beyond max_connections the longest-idle connection
@@ -702,9 +701,7 @@ TEST(Daemon, SighupWithAnEmptyOrBlankConfigIsRefusedAndTheSeriesGoesOn) {
   EXPECT_EQ(d.output().find("ended (reload)"), std::string::npos) << d.output();
   EXPECT_EQ(http_get(port, "/readyz").first, 200);
   d.signal(SIGTERM);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  expect_clean_exit(d);
 }
 
 // A reload that passes its checks but cannot start (its publisher endpoint is
@@ -736,9 +733,7 @@ TEST(Daemon, SighupWhoseConfigCannotStartRollsBack) {
   EXPECT_EQ(m.at("stripeline_config_reloads_total{result=\"rolled_back\"}"), 1);
   EXPECT_EQ(http_get(port, "/livez").first, 200);
   d.signal(SIGTERM);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  expect_clean_exit(d);
 }
 
 namespace {
