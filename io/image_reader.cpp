@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "io/png_errors.h"
 #include "io/png_fast.h"
 #include "io/reader_common.h"
 
@@ -236,9 +237,8 @@ std::unique_ptr<ImageReader> open_pgm(const fs::path& path) {
 // PNG. Everything libpng may longjmp out of is called from the png_c_*
 // functions below, which hold no object with a destructor: a longjmp only
 // unwinds plain C frames. Their callers turn a failure into an exception.
-struct PngState {
+struct PngState : PngErrorState {
   std::FILE* file = nullptr;
-  char message[256] = {};
   bool eof = false;
   bool io_error = false;
 };
@@ -247,14 +247,6 @@ struct PngHeader {
   png_uint_32 width = 0, height = 0;
   int bit_depth = 0, color_type = 0, interlace = 0;
 };
-
-void png_error_cb(png_structp png, png_const_charp message) {
-  auto* state = static_cast<PngState*>(png_get_error_ptr(png));
-  if (state != nullptr && state->message[0] == '\0') std::snprintf(state->message, sizeof state->message, "%s", message);
-  png_longjmp(png, 1);
-}
-
-void png_warning_cb(png_structp, png_const_charp) {}
 
 void png_read_cb(png_structp png, png_bytep data, size_t length) {
   auto* state = static_cast<PngState*>(png_get_io_ptr(png));
@@ -380,7 +372,7 @@ class PngReader final : public ReaderBase {
     check_chunks_before_idat();
     state_ = PngState{};
     state_.file = file_.get();
-    png_ = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state_, png_error_cb, png_warning_cb);
+    png_ = png_create_read_struct(PNG_LIBPNG_VER_STRING, static_cast<PngErrorState*>(&state_), png_error_cb, png_warning_cb);
     if (png_ == nullptr) throw RuntimeFailure(path_.string() + ": cannot create a libpng reader");
     info_ptr_ = png_create_info_struct(png_);
     if (info_ptr_ == nullptr) throw RuntimeFailure(path_.string() + ": cannot create a libpng info struct");

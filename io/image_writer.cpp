@@ -20,6 +20,7 @@
 
 #include "core/errors.h"
 #include "io/atomic_file.h"
+#include "io/png_errors.h"
 #include "io/tiff_support.h"
 
 namespace stripeline::io {
@@ -51,20 +52,11 @@ OutFormat out_format(const fs::path& path) {
 // ---------------------------------------------------------------------------
 // PNG. As in the reader: libpng may longjmp only out of png_c_write, which
 // holds no object with a destructor.
-struct PngWriteState {
+struct PngWriteState : PngErrorState {
   std::FILE* file = nullptr;
-  char message[256] = {};
   bool io_error = false;
   int io_errno = 0;
 };
-
-void png_error_cb(png_structp png, png_const_charp message) {
-  auto* state = static_cast<PngWriteState*>(png_get_error_ptr(png));
-  if (state != nullptr && state->message[0] == '\0') std::snprintf(state->message, sizeof state->message, "%s", message);
-  png_longjmp(png, 1);
-}
-
-void png_warning_cb(png_structp, png_const_charp) {}
 
 void png_write_cb(png_structp png, png_bytep data, size_t length) {
   auto* state = static_cast<PngWriteState*>(png_get_io_ptr(png));
@@ -112,7 +104,7 @@ void write_png(AtomicFile& file, const fs::path& path, const void* pixels, int w
   }
   PngWriteState state;
   state.file = file.handle();
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state, png_error_cb, png_warning_cb);
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, static_cast<PngErrorState*>(&state), png_error_cb, png_warning_cb);
   if (png == nullptr) throw RuntimeFailure(path.string() + ": cannot create a libpng writer");
   png_infop info = png_create_info_struct(png);
   if (info == nullptr) {

@@ -516,6 +516,33 @@ class FileSourceTest : public ::testing::Test {
     return d.pixels;
   }
 
+  // A small synthetic recording in format f: its configuration and pixels.
+  struct Recorded {
+    SyntheticConfig c;
+    std::vector<std::byte> pixels;
+  };
+  static Recorded recorded(PixelFormat f) {
+    Recorded r{small_config(f), {}};
+    r.pixels = recording(r.c);
+    return r;
+  }
+
+  // A replay of the file p in frames of frame_height rows.
+  static FileSourceConfig replay_of(const fs::path& p, int frame_height) {
+    FileSourceConfig fc;
+    fc.path = p;
+    fc.frame_height = frame_height;
+    return fc;
+  }
+
+  // The recording of c written as the image file `name` (its format from the
+  // extension), and a replay of it.
+  FileSourceConfig image_replay(const std::string& name, const SyntheticConfig& c, const std::vector<std::byte>& rec) const {
+    const fs::path p = dir_ / name;
+    io::write_image(p, rec.data(), c.width, static_cast<std::int64_t>(c.frames) * c.frame_height, c.format);
+    return replay_of(p, c.frame_height);
+  }
+
   static SyntheticConfig small_config(PixelFormat f) {
     SyntheticConfig c;
     c.width = 45;
@@ -575,29 +602,20 @@ void expect_replay(const std::vector<std::byte>& rec, const SyntheticConfig& c, 
 
 TEST_F(FileSourceTest, RoundTripThroughImageFiles) {
   for (PixelFormat f : {PixelFormat::Mono8, PixelFormat::Mono16}) {
-    const SyntheticConfig c = small_config(f);
-    const auto rec = recording(c);
+    const auto [c, rec] = recorded(f);
     for (const char* ext : {".png", ".tiff", ".pgm"}) {
-      const fs::path p = dir_ / (std::string("rec_") + to_string(f) + ext);
-      io::write_image(p, rec.data(), c.width, static_cast<std::int64_t>(c.frames) * c.frame_height, f);
-      FileSourceConfig fc;
-      fc.path = p;
-      fc.frame_height = c.frame_height;
-      expect_replay(rec, c, fc, 4);
+      expect_replay(rec, c, image_replay(std::string("rec_") + to_string(f) + ext, c, rec), 4);
     }
   }
 }
 
 TEST_F(FileSourceTest, RoundTripThroughRawFiles) {
   for (PixelFormat f : {PixelFormat::Mono8, PixelFormat::Mono16}) {
-    const SyntheticConfig c = small_config(f);
-    const auto rec = recording(c);
+    const auto [c, rec] = recorded(f);
     const fs::path p = dir_ / (std::string("rec_") + to_string(f) + ".raw");
     write_raw(p, rec, f);
     for (std::int64_t height : {std::int64_t{0}, static_cast<std::int64_t>(c.frames) * c.frame_height}) {
-      FileSourceConfig fc;
-      fc.path = p;
-      fc.frame_height = c.frame_height;
+      FileSourceConfig fc = replay_of(p, c.frame_height);
       fc.raw = io::RawGeometry{c.width, height, f};
       expect_replay(rec, c, fc, 3);
     }
@@ -605,26 +623,16 @@ TEST_F(FileSourceTest, RoundTripThroughRawFiles) {
 }
 
 TEST_F(FileSourceTest, LoopsTwiceWithConsecutiveFrameIds) {
-  const SyntheticConfig c = small_config(PixelFormat::Mono8);
-  const auto rec = recording(c);
-  const fs::path p = dir_ / "rec.pgm";
-  io::write_image(p, rec.data(), c.width, static_cast<std::int64_t>(c.frames) * c.frame_height, c.format);
-  FileSourceConfig fc;
-  fc.path = p;
-  fc.frame_height = c.frame_height;
+  const auto [c, rec] = recorded(PixelFormat::Mono8);
+  FileSourceConfig fc = image_replay("rec.pgm", c, rec);
   fc.loops = 2;
   expect_replay(rec, c, fc, 4);  // 20 frames: a batch spans the end of the first pass
   expect_replay(rec, c, fc, 7);
 }
 
 TEST_F(FileSourceTest, LoopsForeverWhenLoopsIsZero) {
-  const SyntheticConfig c = small_config(PixelFormat::Mono8);
-  const auto rec = recording(c);
-  const fs::path p = dir_ / "rec.png";
-  io::write_image(p, rec.data(), c.width, static_cast<std::int64_t>(c.frames) * c.frame_height, c.format);
-  FileSourceConfig fc;
-  fc.path = p;
-  fc.frame_height = c.frame_height;
+  const auto [c, rec] = recorded(PixelFormat::Mono8);
+  FileSourceConfig fc = image_replay("rec.png", c, rec);
   fc.loops = 0;
   FileSource src(fc);
   EXPECT_FALSE(src.total_frames().has_value());
@@ -648,11 +656,8 @@ TEST_F(FileSourceTest, HeightNotAMultipleOfTheFrameHeightNamesTheFile) {
   rec.resize(rec.size() + static_cast<std::size_t>(c.width), std::byte{20});  // one extra row: 121 rows
   const fs::path p = dir_ / "odd_height.tiff";
   io::write_image(p, rec.data(), c.width, 121, c.format);
-  FileSourceConfig fc;
-  fc.path = p;
-  fc.frame_height = c.frame_height;
   try {
-    FileSource src(fc);
+    FileSource src(replay_of(p, c.frame_height));
     ADD_FAILURE() << "no InputError for a height of 121 rows with frames of 12";
   } catch (const InputError& e) {
     const std::string what = e.what();
@@ -664,23 +669,13 @@ TEST_F(FileSourceTest, HeightNotAMultipleOfTheFrameHeightNamesTheFile) {
 }
 
 TEST_F(FileSourceTest, BadFrameHeightAndMissingFileAreInputErrors) {
-  const SyntheticConfig c = small_config(PixelFormat::Mono8);
-  const auto rec = recording(c);
+  const auto [c, rec] = recorded(PixelFormat::Mono8);
   const fs::path p = dir_ / "rec.pgm";
   io::write_image(p, rec.data(), c.width, 120, c.format);
-  for (int fh : {0, -5, kMaxFrameHeight + 1}) {
-    FileSourceConfig fc;
-    fc.path = p;
-    fc.frame_height = fh;
-    EXPECT_THROW(FileSource{fc}, InputError) << fh;
-  }
-  FileSourceConfig fc;
-  fc.path = dir_ / "does_not_exist.png";
-  fc.frame_height = 12;
-  EXPECT_THROW(FileSource{fc}, InputError);
+  for (int fh : {0, -5, kMaxFrameHeight + 1}) EXPECT_THROW(FileSource{replay_of(p, fh)}, InputError) << fh;
+  EXPECT_THROW(FileSource{replay_of(dir_ / "does_not_exist.png", 12)}, InputError);
   // A batch of another layout is a programming error.
-  fc.path = p;
-  FileSource src(fc);
+  FileSource src(replay_of(p, 12));
   BatchLayout l = src.frame_layout();
   l.frame_height = 6;
   Batch b = make_batch(l, 2);
@@ -693,9 +688,7 @@ TEST_F(FileSourceTest, PacingAtARateTakesAtLeastTheFramesDuration) {
   const auto rec = recording(c);
   const fs::path p = dir_ / "rec.raw";
   write_raw(p, rec, c.format);
-  FileSourceConfig fc;
-  fc.path = p;
-  fc.frame_height = c.frame_height;
+  FileSourceConfig fc = replay_of(p, c.frame_height);
   fc.raw = io::RawGeometry{c.width, 0, c.format};
   fc.rate = 2000.0;
   FileSource src(fc);

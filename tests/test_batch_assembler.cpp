@@ -151,6 +151,15 @@ void expect_frame_row(const Batch& b, int i, const TestFrame& f, std::uint64_t u
   EXPECT_EQ(row_pixels(b, i), f.pixels);
 }
 
+// The only loss was a gap of `lost` frames, `not_inserted` of them not filled
+// in as missing rows; `complete` frames arrived whole.
+void expect_gap_only(const AcquisitionCounters& c, std::uint64_t lost, std::uint64_t not_inserted, std::uint64_t complete) {
+  EXPECT_EQ(c.lost_gap, lost);
+  EXPECT_EQ(c.gap_not_inserted, not_inserted);
+  EXPECT_EQ(c.frames_complete, complete);
+  EXPECT_EQ(c.lost_total(), lost);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -211,11 +220,7 @@ TEST(BatchAssembler, GapOfFiveInsertsFiveEvenlySpacedMissingRows) {
   EXPECT_LT(b.meta[5].timestamp_ns, f2.info.timestamp_ns);
   expect_frame_row(b, 6, f2, 106);
 
-  const AcquisitionCounters& c = a.counters();
-  EXPECT_EQ(c.lost_gap, 5u);
-  EXPECT_EQ(c.gap_not_inserted, 0u);
-  EXPECT_EQ(c.frames_complete, 2u);
-  EXPECT_EQ(c.lost_total(), 5u);
+  expect_gap_only(a.counters(), 5, 0, 2);
 }
 
 TEST(BatchAssembler, GapStraddlingTheBatchEndContinuesInTheNextBatchCountedOnce) {
@@ -402,11 +407,7 @@ TEST(BatchAssembler, GapBeyondTheFillLimitIsCountedButOnlyPartlyInserted) {
   EXPECT_EQ(feed.rows[11].meta.frame_id, 6001u);
   EXPECT_EQ(feed.rows[11].pixels, f2.pixels);
 
-  const AcquisitionCounters& c = a.counters();
-  EXPECT_EQ(c.lost_gap, 1000u);
-  EXPECT_EQ(c.gap_not_inserted, 990u);
-  EXPECT_EQ(c.frames_complete, 2u);
-  EXPECT_EQ(c.lost_total(), 1000u);
+  expect_gap_only(a.counters(), 1000, 990, 2);
 }
 
 TEST(BatchAssembler, GapFillLimitZeroInsertsNoRows) {

@@ -6,6 +6,7 @@
 #include <tiffio.h>
 
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "acquisition/file_source.h"
@@ -31,21 +32,18 @@ std::uint32_t channel_value(int c, int x, int y, std::uint32_t full) {
   }
 }
 
-std::vector<std::uint8_t> rgb8(int channels) {
-  std::vector<std::uint8_t> v(static_cast<std::size_t>(kW) * kH * channels);
+// A kW x kH image of `channels` interleaved channels of T, full scale T's maximum.
+template <class T>
+std::vector<T> interleaved(int channels) {
+  const int full = std::numeric_limits<T>::max();
+  std::vector<T> v(static_cast<std::size_t>(kW) * kH * channels);
   for (int y = 0; y < kH; ++y)
     for (int x = 0; x < kW; ++x)
-      for (int c = 0; c < channels; ++c) v[(static_cast<std::size_t>(y) * kW + x) * channels + c] = static_cast<std::uint8_t>(channel_value(c, x, y, 255));
+      for (int c = 0; c < channels; ++c) v[(static_cast<std::size_t>(y) * kW + x) * channels + c] = static_cast<T>(channel_value(c, x, y, full));
   return v;
 }
-
-std::vector<std::uint16_t> rgb16(int channels) {
-  std::vector<std::uint16_t> v(static_cast<std::size_t>(kW) * kH * channels);
-  for (int y = 0; y < kH; ++y)
-    for (int x = 0; x < kW; ++x)
-      for (int c = 0; c < channels; ++c) v[(static_cast<std::size_t>(y) * kW + x) * channels + c] = static_cast<std::uint16_t>(channel_value(c, x, y, 65535));
-  return v;
-}
+std::vector<std::uint8_t> rgb8(int channels) { return interleaved<std::uint8_t>(channels); }
+std::vector<std::uint16_t> rgb16(int channels) { return interleaved<std::uint16_t>(channels); }
 
 void write_png(const std::filesystem::path& path, int channels, bool bits16) {
   png_image image{};

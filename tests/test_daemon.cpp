@@ -40,6 +40,7 @@
 #include "streaming/wire_format.h"
 #include "child_process.h"
 #include "test_helpers.h"
+#include "wire_receive.h"
 
 using namespace stripeline;
 using namespace std::chrono_literals;
@@ -90,13 +91,9 @@ bool receive_until(zmq::socket_t& sock, std::vector<wire::Decoded>& msgs, const 
                    std::chrono::milliseconds timeout) {
   const auto deadline = steady::now() + timeout;
   while (steady::now() < deadline) {
-    zmq::pollitem_t item{sock.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, 50ms) <= 0) continue;
-    std::vector<zmq::message_t> m;
-    if (!zmq::recv_multipart(sock, std::back_inserter(m), zmq::recv_flags::dontwait)) continue;
-    std::vector<std::string> parts;
-    for (auto& x : m) parts.push_back(x.to_string());
-    msgs.push_back(wire::decode(parts));
+    auto m = test::receive_decoded(sock, 50ms);
+    if (!m) continue;
+    msgs.push_back(std::move(*m));
     if (stop(msgs)) return true;
   }
   return false;
@@ -224,6 +221,13 @@ std::optional<StartedDaemon> wait_started(Child& d) {
   return StartedDaemon{*endpoint, std::stoi(*port)};
 }
 
+// The daemon exits within 25 s, with 0.
+void expect_clean_exit(Child& d) {
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << "the daemon did not exit\n" << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+}
+
 }  // namespace
 
 TEST(Daemon, StartPublishMetricsSigtermFinishesFilesAndSeriesEnd) {
@@ -285,9 +289,7 @@ TEST(Daemon, StartPublishMetricsSigtermFinishesFilesAndSeriesEnd) {
       if (m[i].topic == wire::Topic::SeriesEnd && m[i].header.value("reason", "") == "stopped") return true;
     return false;
   }, 20s);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << "the daemon did not exit after SIGTERM\n" << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  ASSERT_NO_FATAL_FAILURE(expect_clean_exit(d));
   EXPECT_TRUE(ended) << "no series-end with reason 'stopped'\n" << d.output();
 
   // Files: every scan complete (PLY, height map, JSON), nothing temporary left.
@@ -358,9 +360,7 @@ TEST(Daemon, SighupWithABadConfigKeepsTheOldOneAndAGoodOneIsApplied) {
   ASSERT_TRUE(d.wait_for("scan [0-9]+: 40 rows, ended \\(rows\\)", 15s, mark)) << d.output();
   EXPECT_TRUE(d.wait_for("ended \\(reload\\)", 1s, mark)) << d.output();
   d.signal(SIGINT);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  expect_clean_exit(d);
 }
 
 // processing.backend also says where height-map filters run: a daemon told
@@ -386,9 +386,7 @@ TEST(Daemon, CpuBackendRunsTheHeightMapFiltersOfScansAndStreamOnTheCpu) {
   EXPECT_EQ(msgs.front().header["heightmap_filters"]["backend"], "cpu") << msgs.front().header.dump();
   ASSERT_TRUE(d.wait_for("scan [0-9]+: 60 rows, ended \\(rows\\)", 30s)) << d.output();
   d.signal(SIGTERM);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  ASSERT_NO_FATAL_FAILURE(expect_clean_exit(d));
   int summaries = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir / "scans")) {
     if (e.path().extension() != ".json") continue;
@@ -576,9 +574,7 @@ TEST(Daemon, HttpProbesAreAnsweredWith200IdleAnd50SlowClientsOpen) {
   EXPECT_NEAR(metrics["process_start_time_seconds"], static_cast<double>(std::time(nullptr)), 600);
   EXPECT_TRUE(metrics.count("process_cpu_seconds_total"));
   d.signal(SIGTERM);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  expect_clean_exit(d);
 }
 
 // The server on its own: beyond max_connections the longest-idle connection
@@ -714,9 +710,7 @@ TEST(Daemon, SighupWithAnEmptyOrBlankConfigIsRefusedAndTheSeriesGoesOn) {
   EXPECT_EQ(d.output().find("ended (reload)"), std::string::npos) << d.output();
   EXPECT_EQ(http_get(port, "/readyz").first, 200);
   d.signal(SIGTERM);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  expect_clean_exit(d);
 }
 
 // A reload that passes its checks but cannot start (its publisher endpoint is
@@ -748,9 +742,7 @@ TEST(Daemon, SighupWhoseConfigCannotStartRollsBack) {
   EXPECT_EQ(m.at("stripeline_config_reloads_total{result=\"rolled_back\"}"), 1);
   EXPECT_EQ(http_get(port, "/livez").first, 200);
   d.signal(SIGTERM);
-  const auto code = d.wait_exit(25s);
-  ASSERT_TRUE(code) << d.output();
-  EXPECT_EQ(*code, 0) << d.output();
+  expect_clean_exit(d);
 }
 
 namespace {

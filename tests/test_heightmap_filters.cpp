@@ -117,17 +117,28 @@ std::vector<int> lengths() {
   return l;
 }
 
-// ---- CPU against the references ------------------------------------------------------
-TEST(HeightMapFilters, MorphologyMatchesReferenceEveryLength) {
-  unsigned seed = 1;
+// Every morphology case: a random map of each size (seeds from `seed` on),
+// every length, both axes, erosion and dilation; stops at the first fatal
+// failure of `check`.
+template <class Check>
+void for_each_morphology(unsigned seed, Check check) {
   for (const auto& d : kSizes) {
     const Map in = random_map(d.w, d.h, seed++);
     for (int L : lengths())
       for (bool vertical : {false, true})
-        for (bool erode : {false, true})
-          ASSERT_EQ(run16(Backend::Cpu, in, d.w, d.h, {morph(erode, vertical, L)}), ref_morph(in, d.w, d.h, L, vertical, erode))
-              << d.w << "x" << d.h << " L=" << L << (vertical ? " vertical" : " horizontal") << (erode ? " erode" : " dilate");
+        for (bool erode : {false, true}) {
+          check(in, d, L, vertical, erode);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
   }
+}
+
+// ---- CPU against the references ------------------------------------------------------
+TEST(HeightMapFilters, MorphologyMatchesReferenceEveryLength) {
+  for_each_morphology(1, [](const Map& in, const Dims& d, int L, bool vertical, bool erode) {
+    ASSERT_EQ(run16(Backend::Cpu, in, d.w, d.h, {morph(erode, vertical, L)}), ref_morph(in, d.w, d.h, L, vertical, erode))
+        << d.w << "x" << d.h << " L=" << L << (vertical ? " vertical" : " horizontal") << (erode ? " erode" : " dilate");
+  });
 }
 
 TEST(HeightMapFilters, ErosionIgnoresHolesAndAllZeroWindowsGiveZero) {
@@ -230,17 +241,11 @@ TEST(HeightMapFilters, ParseKeepsOrderAndRejectsBadSteps) {
 class HeightMapFiltersCuda : public test::CudaTest {};
 
 TEST_F(HeightMapFiltersCuda, MorphologyMatchesCpuExactly) {
-  unsigned seed = 500;
-  for (const auto& d : kSizes) {
-    const Map in = random_map(d.w, d.h, seed++);
-    for (int L : lengths())
-      for (bool vertical : {false, true})
-        for (bool erode : {false, true}) {
-          const std::vector<FilterStep> steps = {morph(erode, vertical, L)};
-          ASSERT_EQ(run16(Backend::Cuda, in, d.w, d.h, steps), run16(Backend::Cpu, in, d.w, d.h, steps))
-              << d.w << "x" << d.h << " " << describe(steps[0]);
-        }
-  }
+  for_each_morphology(500, [](const Map& in, const Dims& d, int L, bool vertical, bool erode) {
+    const std::vector<FilterStep> steps = {morph(erode, vertical, L)};
+    ASSERT_EQ(run16(Backend::Cuda, in, d.w, d.h, steps), run16(Backend::Cpu, in, d.w, d.h, steps))
+        << d.w << "x" << d.h << " " << describe(steps[0]);
+  });
 }
 
 TEST_F(HeightMapFiltersCuda, MedianAndTo8MatchCpuExactly) {

@@ -128,6 +128,26 @@ std::unique_ptr<ImageReader> open_any(const fs::path& path, const Image& img) {
   return open_image(path);
 }
 
+// The raw file `path` as rows of `width` pixels of format f, `height` rows
+// (0: as many as the file holds).
+std::unique_ptr<ImageReader> open_raw(const fs::path& path, int width, std::int64_t height, PixelFormat f) {
+  return open_image(path, ImageFileFormat::Raw, RawGeometry{width, height, f});
+}
+
+// `bytes` written as the file `path`, then opened (its format from the content).
+std::unique_ptr<ImageReader> open_bytes(const fs::path& path, const std::string& bytes) {
+  write_bytes(path, bytes);
+  return open_image(path);
+}
+
+// The first `n` pixels of the image's first row.
+template <class Pixel>
+std::vector<Pixel> first_row(ImageReader& reader, std::size_t n) {
+  std::vector<Pixel> px(n);
+  reader.read_rows(reinterpret_cast<std::byte*>(px.data()), 1);
+  return px;
+}
+
 // Streams every row in chunks of `chunk` rows into a poisoned buffer.
 std::vector<std::uint8_t> read_all(ImageReader& reader, std::int64_t chunk) {
   const ImageInfo& info = reader.info();
@@ -193,6 +213,24 @@ void expect_input_error(F&& f, const fs::path& file, const std::string& fragment
     SCOPED_TRACE(#statement);                         \
     expect_input_error([&] { statement; }, file, fragment); \
   } while (0)
+
+// A file a reader must refuse: its name, its bytes, a fragment of the error.
+struct BadFile {
+  const char* name;
+  std::string bytes;
+  const char* fragment;
+};
+
+// Each file written under dir, then `open(path)`: an InputError naming the
+// file, with the fragment.
+template <class Open>
+void expect_bad_files(const IoTempDir& dir, const std::vector<BadFile>& files, Open open) {
+  for (const BadFile& f : files) {
+    const fs::path path = dir / f.name;
+    write_bytes(path, f.bytes);
+    EXPECT_INPUT_ERROR(open(path), path, f.fragment);
+  }
+}
 
 bool has_temp_files(const IoTempDir& dir) {
   for (const auto& name : dir.entries()) {
@@ -338,15 +376,23 @@ INSTANTIATE_TEST_SUITE_P(IoAll, IoRoundTrip,
                                                               Size{1936, 9}, Size{33, 1})),
                          round_trip_name);
 
-class IoTall : public ::testing::TestWithParam<std::string> {};
+// img written as `path` and opened again.
+std::unique_ptr<ImageReader> write_and_open(const fs::path& path, const Image& img) {
+  write_any(path, img);
+  return open_any(path, img);
+}
+
+// Streaming, in each format (the parameter: its extension).
+class IoStreamed : public ::testing::TestWithParam<std::string> {
+ protected:
+  IoTempDir dir;
+};
 
 // 64 x 100000: streamed in chunks of 4096 rows (+ a ragged end).
-TEST_P(IoTall, TallImageStreamsInChunks) {
-  IoTempDir dir;
+TEST_P(IoStreamed, TallImageStreamsInChunks) {
   const fs::path path = dir / ("tall" + GetParam());
   const Image img = make_image(64, 100000, PixelFormat::Mono8, 7);
-  write_any(path, img);
-  auto reader = open_any(path, img);
+  auto reader = write_and_open(path, img);
   ASSERT_EQ(reader->info().height, 100000);
   expect_same_pixels(img, read_all(*reader, 4096));
   // Past the end: InputError naming the row where the file ends.
@@ -354,17 +400,10 @@ TEST_P(IoTall, TallImageStreamsInChunks) {
   EXPECT_INPUT_ERROR(reader->read_rows(row.data(), 1), path, "file ends at row 100000, expected 100001 rows");
 }
 
-INSTANTIATE_TEST_SUITE_P(IoAll, IoTall, ::testing::Values(".png", ".tif", ".pgm", ".raw"),
-                         [](const auto& info) { return info.param.substr(1); });
-
-class IoRewind : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(IoRewind, RewindReadsTheSameRowsAgain) {
-  IoTempDir dir;
+TEST_P(IoStreamed, RewindReadsTheSameRowsAgain) {
   const fs::path path = dir / ("rw" + GetParam());
   const Image img = make_image(31, 200, PixelFormat::Mono16, 3);
-  write_any(path, img);
-  auto reader = open_any(path, img);
+  auto reader = write_and_open(path, img);
   std::vector<std::byte> some(img.row_bytes() * 50);
   reader->read_rows(some.data(), 50);
   EXPECT_EQ(reader->rows_left(), 150);
@@ -382,7 +421,7 @@ TEST_P(IoRewind, RewindReadsTheSameRowsAgain) {
   expect_same_pixels(img, read_all(*reader, 200));
 }
 
-INSTANTIATE_TEST_SUITE_P(IoAll, IoRewind, ::testing::Values(".png", ".tif", ".pgm", ".raw"),
+INSTANTIATE_TEST_SUITE_P(IoAll, IoStreamed, ::testing::Values(".png", ".tif", ".pgm", ".raw"),
                          [](const auto& info) { return info.param.substr(1); });
 
 TEST(IoReader, ZeroRowsIsANoOpAndReadPastEndNamesTheRows) {
@@ -408,27 +447,20 @@ TEST(IoRaw, SixteenBitIsLittleEndianOnDisk) {
   IoTempDir dir;
   const fs::path path = dir / "le.raw";
   write_bytes(path, std::string("\x34\x12\xff\x00\x00\xff", 6));
-  auto reader = open_image(path, ImageFileFormat::Raw, RawGeometry{3, 0, PixelFormat::Mono16});
-  std::uint16_t px[3] = {};
-  reader->read_rows(reinterpret_cast<std::byte*>(px), 1);
-  EXPECT_EQ(px[0], 0x1234);
-  EXPECT_EQ(px[1], 0x00ff);
-  EXPECT_EQ(px[2], 0xff00);
+  auto reader = open_raw(path, 3, 0, PixelFormat::Mono16);
+  EXPECT_EQ(first_row<std::uint16_t>(*reader, 3), (std::vector<std::uint16_t>{0x1234, 0x00ff, 0xff00}));
 }
 
 TEST(IoPgm, SixteenBitIsBigEndianOnDiskBothWays) {
   IoTempDir dir;
   const fs::path path = dir / "be.pgm";
-  write_bytes(path, std::string("P5\n2 1\n65535\n\x12\x34\xff\x00", 17));
-  auto reader = open_image(path);
+  auto reader = open_bytes(path, std::string("P5\n2 1\n65535\n\x12\x34\xff\x00", 17));
   EXPECT_EQ(reader->info().format, PixelFormat::Mono16);
-  std::uint16_t px[2] = {};
-  reader->read_rows(reinterpret_cast<std::byte*>(px), 1);
-  EXPECT_EQ(px[0], 0x1234);
-  EXPECT_EQ(px[1], 0xff00);
+  const auto px = first_row<std::uint16_t>(*reader, 2);
+  EXPECT_EQ(px, (std::vector<std::uint16_t>{0x1234, 0xff00}));
 
   const fs::path out = dir / "out.pgm";
-  write_image(out, px, 2, 1, PixelFormat::Mono16);
+  write_image(out, px.data(), 2, 1, PixelFormat::Mono16);
   EXPECT_EQ(read_bytes(out), std::string("P5\n2 1\n65535\n\x12\x34\xff\x00", 17));
 }
 
@@ -526,9 +558,8 @@ TEST(IoTiff, LzwWithPredictorAndOneBigStripAreRead) {
 TEST(IoPgm, CommentsInTheHeaderAreSkipped) {
   IoTempDir dir;
   const fs::path path = dir / "c.pgm";
-  write_bytes(path, std::string("P5 # magic\n# a comment line\n3# width\n 2\n#maxval next\n200\n") +
-                        std::string("\x01\x02#\x04\x05\x06", 6));
-  auto reader = open_image(path);
+  auto reader = open_bytes(path, std::string("P5 # magic\n# a comment line\n3# width\n 2\n#maxval next\n200\n") +
+                                      std::string("\x01\x02#\x04\x05\x06", 6));
   EXPECT_EQ(reader->info().width, 3);
   EXPECT_EQ(reader->info().height, 2);
   EXPECT_EQ(reader->info().format, PixelFormat::Mono8);
@@ -540,12 +571,9 @@ TEST(IoPgm, CommentsInTheHeaderAreSkipped) {
 TEST(IoPgm, MaxvalAbove255IsMono16) {
   IoTempDir dir;
   const fs::path path = dir / "m.pgm";
-  write_bytes(path, std::string("P5\n1 1\n1000\n\x03\xe8", 14));
-  auto reader = open_image(path);
+  auto reader = open_bytes(path, std::string("P5\n1 1\n1000\n\x03\xe8", 14));
   EXPECT_EQ(reader->info().format, PixelFormat::Mono16);
-  std::uint16_t v = 0;
-  reader->read_rows(reinterpret_cast<std::byte*>(&v), 1);
-  EXPECT_EQ(v, 1000);
+  EXPECT_EQ(first_row<std::uint16_t>(*reader, 1), std::vector<std::uint16_t>{1000});
 }
 
 TEST(IoRaw, GivenHeightMustMatchTheFileSize) {
@@ -553,35 +581,34 @@ TEST(IoRaw, GivenHeightMustMatchTheFileSize) {
   const fs::path path = dir / "r.raw";
   const Image img = make_image(10, 6, PixelFormat::Mono16);
   write_raw(path, img);
-  auto ok = open_image(path, ImageFileFormat::Raw, RawGeometry{10, 6, PixelFormat::Mono16});
+  auto ok = open_raw(path, 10, 6, PixelFormat::Mono16);
   expect_same_pixels(img, read_all(*ok, 4));
-  EXPECT_INPUT_ERROR(open_image(path, ImageFileFormat::Raw, RawGeometry{10, 7, PixelFormat::Mono16}), path,
-                     "expected 140 bytes");
-  EXPECT_INPUT_ERROR(open_image(path, ImageFileFormat::Raw, RawGeometry{10, 5, PixelFormat::Mono16}), path,
-                     "expected 100 bytes");
+  EXPECT_INPUT_ERROR(open_raw(path, 10, 7, PixelFormat::Mono16), path, "expected 140 bytes");
+  EXPECT_INPUT_ERROR(open_raw(path, 10, 5, PixelFormat::Mono16), path, "expected 100 bytes");
+}
+
+// dir/r.raw holding `n` bytes.
+fs::path raw_of(const IoTempDir& dir, std::size_t n) {
+  const fs::path path = dir / "r.raw";
+  write_bytes(path, std::string(n, 'x'));
+  return path;
 }
 
 TEST(IoRaw, SizeNotAMultipleOfTheRowIsAnInputError) {
   IoTempDir dir;
-  const fs::path path = dir / "r.raw";
-  write_bytes(path, std::string(101, 'x'));
-  EXPECT_INPUT_ERROR(open_image(path, ImageFileFormat::Raw, RawGeometry{10, 0, PixelFormat::Mono8}), path,
-                     "not a multiple of the row size 10 bytes");
-  EXPECT_INPUT_ERROR(open_image(path, ImageFileFormat::Raw, RawGeometry{101, 0, PixelFormat::Mono16}), path,
-                     "not a multiple");
+  const fs::path path = raw_of(dir, 101);
+  EXPECT_INPUT_ERROR(open_raw(path, 10, 0, PixelFormat::Mono8), path, "not a multiple of the row size 10 bytes");
+  EXPECT_INPUT_ERROR(open_raw(path, 101, 0, PixelFormat::Mono16), path, "not a multiple");
 }
 
 TEST(IoRaw, MissingOrAbsurdGeometryIsAnInputError) {
   IoTempDir dir;
-  const fs::path path = dir / "r.raw";
-  write_bytes(path, std::string(100, 'x'));
+  const fs::path path = raw_of(dir, 100);
   EXPECT_INPUT_ERROR(open_image(path), path, "width");
-  EXPECT_INPUT_ERROR(open_image(path, ImageFileFormat::Raw, RawGeometry{0, 0, PixelFormat::Mono8}), path, "width 0");
-  EXPECT_INPUT_ERROR(open_image(path, ImageFileFormat::Raw, RawGeometry{kMaxWidth + 1, 0, PixelFormat::Mono8}), path,
-                     "out of range");
-  EXPECT_INPUT_ERROR(open_image(path, ImageFileFormat::Raw, RawGeometry{10, -1, PixelFormat::Mono8}), path, "height");
-  EXPECT_INPUT_ERROR(open_image(path, ImageFileFormat::Raw, RawGeometry{10, 0, static_cast<PixelFormat>(12)}), path,
-                     "depth");
+  EXPECT_INPUT_ERROR(open_raw(path, 0, 0, PixelFormat::Mono8), path, "width 0");
+  EXPECT_INPUT_ERROR(open_raw(path, kMaxWidth + 1, 0, PixelFormat::Mono8), path, "out of range");
+  EXPECT_INPUT_ERROR(open_raw(path, 10, -1, PixelFormat::Mono8), path, "height");
+  EXPECT_INPUT_ERROR(open_raw(path, 10, 0, static_cast<PixelFormat>(12)), path, "depth");
 }
 
 // ---------------------------------------------------------------------------
@@ -839,25 +866,18 @@ TEST(IoBadInput, UnsupportedTiffKinds) {
 
 TEST(IoBadInput, UnsupportedPgmKinds) {
   IoTempDir dir;
-  struct Case {
-    const char* name;
-    std::string header;
-    const char* fragment;
-  } cases[] = {
-      {"maxval0.pgm", "P5\n4 4\n0\n", "maxval 0"},
-      {"maxval70000.pgm", "P5\n4 4\n70000\n", "maxval 70000"},
-      {"ascii.pgm", "P2\n4 4\n255\n", "P2"},
-      {"ppm.pgm", "P6\n4 4\n255\n", "P6"},
-      {"absurd.pgm", "P5\n100000000 1\n255\n", "width 100000000 is out of range"},
-      {"huge.pgm", "P5\n99999999999999999999999 1\n255\n", "out of range"},
-      {"zero_w.pgm", "P5\n0 4\n255\n", "width 0"},
-      {"zero_h.pgm", "P5\n4 0\n255\n", "height 0"},
+  const std::string pixels(64, 'a');
+  const std::vector<BadFile> files = {
+      {"maxval0.pgm", "P5\n4 4\n0\n" + pixels, "maxval 0"},
+      {"maxval70000.pgm", "P5\n4 4\n70000\n" + pixels, "maxval 70000"},
+      {"ascii.pgm", "P2\n4 4\n255\n" + pixels, "P2"},
+      {"ppm.pgm", "P6\n4 4\n255\n" + pixels, "P6"},
+      {"absurd.pgm", "P5\n100000000 1\n255\n" + pixels, "width 100000000 is out of range"},
+      {"huge.pgm", "P5\n99999999999999999999999 1\n255\n" + pixels, "out of range"},
+      {"zero_w.pgm", "P5\n0 4\n255\n" + pixels, "width 0"},
+      {"zero_h.pgm", "P5\n4 0\n255\n" + pixels, "height 0"},
   };
-  for (const Case& c : cases) {
-    const fs::path path = dir / c.name;
-    write_bytes(path, c.header + std::string(64, 'a'));
-    EXPECT_INPUT_ERROR(open_image(path), path, c.fragment);
-  }
+  expect_bad_files(dir, files, [](const fs::path& path) { return open_image(path); });
 }
 
 // ---------------------------------------------------------------------------
@@ -1290,15 +1310,9 @@ TEST(PlyRead, BadFilesAreInputErrors) {
   IoTempDir dir;
   const fs::path missing = dir / "missing.ply";
   EXPECT_INPUT_ERROR(read_ply(missing), missing, "not found");
-  const fs::path empty = dir / "empty.ply";
-  write_bytes(empty, "");
-  EXPECT_INPUT_ERROR(read_ply(empty), empty, "empty");
 
-  struct Case {
-    const char* name;
-    std::string content;
-    const char* fragment;
-  } cases[] = {
+  const std::vector<BadFile> files = {
+      {"empty.ply", "", "empty"},
       {"notply.ply", "solid cube\n", "not a PLY"},
       {"noend.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n", "end_header"},
       {"format.ply", "ply\nformat binary_middle_endian 1.0\nend_header\n", "binary_middle_endian"},
@@ -1321,11 +1335,7 @@ TEST(PlyRead, BadFilesAreInputErrors) {
        "1 two 3\n",
        "item 0"},
   };
-  for (const Case& c : cases) {
-    const fs::path path = dir / c.name;
-    write_bytes(path, c.content);
-    EXPECT_INPUT_ERROR(read_ply(path), path, c.fragment);
-  }
+  expect_bad_files(dir, files, [](const fs::path& path) { return read_ply(path); });
 
   // A truncated binary file.
   const fs::path cut = dir / "cut.ply";

@@ -59,6 +59,14 @@ SyntheticConfig small_scan(std::uint64_t frames) {
   return c;
 }
 
+// The CPU chain in batches of `batch_frames`.
+PipelineOptions cpu_options(int batch_frames = PipelineOptions{}.batch_frames) {
+  PipelineOptions o;
+  o.backend = Backend::Cpu;
+  o.batch_frames = batch_frames;
+  return o;
+}
+
 // A source that throws after `good` batches.
 class FailingSource final : public FrameSource {
  public:
@@ -91,9 +99,7 @@ TEST(Pipeline, EveryFrameInOrderWithPartialLastBatchForAnyPoolSize) {
   for (int buffers : {1, 2, 4}) {
     for (int batch_frames : {1, 7, 53, 100}) {
       SyntheticScanner scan(small_scan(53));
-      PipelineOptions o;
-      o.backend = Backend::Cpu;
-      o.batch_frames = batch_frames;
+      PipelineOptions o = cpu_options(batch_frames);
       o.buffers = buffers;
       RecordingSink sink;
       const auto stats = Pipeline(o).run(scan, {&sink});
@@ -118,9 +124,7 @@ TEST(BackgroundSink, KeepsOrderAndReturnsEverySlot) {
     auto owned = std::make_unique<RecordingSink>();
     RecordingSink& recording = *owned;
     BackgroundSink background(std::move(owned), "test writer");
-    PipelineOptions o;
-    o.backend = Backend::Cpu;
-    o.batch_frames = 16;
+    PipelineOptions o = cpu_options(16);
     o.buffers = buffers;
     Pipeline(o).run(source, {&background});  // waits for every slot: a lease never released would hang here
     EXPECT_TRUE(recording.finished);
@@ -148,9 +152,7 @@ TEST(BackgroundSink, AFailureOnTheWorkerFailsTheRun) {
   BackgroundSink background(std::move(owned), "test writer");
   RecordingSink plain;
   SyntheticScanner source(small_scan(400));
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
-  o.batch_frames = 8;
+  PipelineOptions o = cpu_options(8);
   o.buffers = 3;
   try {
     Pipeline(o).run(source, {&background, &plain});
@@ -217,9 +219,7 @@ TEST(Pipeline, FramesInFlightNeverExceedThePool) {
   std::atomic<int> in_flight{0};
   CountingSource src(in_flight);
   DrainSink sink(in_flight);
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
-  o.batch_frames = 3;
+  PipelineOptions o = cpu_options(3);
   o.buffers = 3;
   Pipeline(o).run(src, {&sink});
   EXPECT_GE(src.max_seen, 1);
@@ -231,9 +231,7 @@ TEST(Pipeline, SourceFailureAbortsSinksAndLeavesNoFile) {
   test::TempDir dir;
   SyntheticScanner scan(small_scan(100));
   FailingSource src(scan, 3);
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
-  o.batch_frames = 10;
+  PipelineOptions o = cpu_options(10);
   RecordingSink rec;
   PlySink ply(dir / "scan.ply", io::PlyEncoding::BinaryLittleEndian);
   HeightMapSink hm(dir / "hm.png", dir / "pv.png", 6);
@@ -249,9 +247,7 @@ TEST(Pipeline, SourceFailureAbortsSinksAndLeavesNoFile) {
 TEST(PlySink, WritesEachPointsQuality) {
   test::TempDir dir;
   SyntheticScanner scan(small_scan(12));
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
-  o.batch_frames = 5;
+  PipelineOptions o = cpu_options(5);
   PlySink ply(dir / "scan.ply", io::PlyEncoding::BinaryLittleEndian);
   Pipeline(o).run(scan, {&ply});
   const auto v = io::read_ply(dir / "scan.ply");
@@ -264,8 +260,7 @@ TEST(PlySink, WritesEachPointsQuality) {
 
 TEST(Pipeline, RejectsBadOptions) {
   SyntheticScanner scan(small_scan(10));
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
+  PipelineOptions o = cpu_options();
   o.buffers = 0;
   RecordingSink sink;
   EXPECT_THROW(Pipeline(o).run(scan, {&sink}), ConfigError);
@@ -293,9 +288,7 @@ TEST(BufferPool, AcquireReleaseAndCount) {
 TEST(HeightMapSink, RoundTripThroughPngDecodesToThePositions) {
   test::TempDir dir;
   SyntheticScanner scan(small_scan(20));
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
-  o.batch_frames = 8;
+  PipelineOptions o = cpu_options(8);
   RecordingSink rec;
   HeightMapSink hm(dir / "hm.png", dir / "pv.png", 6);
   Pipeline(o).run(scan, {&rec, &hm});
@@ -384,9 +377,7 @@ TEST(Accuracy, DefaultChainOnSyntheticScannerAgainstTruth) {
   SyntheticConfig sc;  // defaults: 2048x52, 8-bit, noise, speckle, occlusions, reflections
   sc.frames = 60;
   SyntheticScanner scan(sc);
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
-  o.batch_frames = 30;
+  PipelineOptions o = cpu_options(30);
   RecordingSink rec;
   Pipeline(o).run(scan, {&rec});
   const AccuracyScore a = score_against_truth(scan, rec, 0, sc.width);
@@ -414,8 +405,7 @@ TEST(Accuracy, DefaultChainOnDimRecording) {
   sc.peak = 50.0;
   sc.peak_variation = 0.35;  // weakest columns: 30 + 50 * 0.65 = ~62
   SyntheticScanner scan(sc);
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
+  PipelineOptions o = cpu_options();
   RecordingSink rec;
   Pipeline(o).run(scan, {&rec});
   const AccuracyScore a = score_against_truth(scan, rec, 2, sc.width - 2);
@@ -432,8 +422,7 @@ TEST(Accuracy, DefaultChainOnDimRecording) {
 TEST(HeightMapSink, FiltersApplyBeforeWritingAndFinalTo8MakesThePreview) {
   test::TempDir dir;
   SyntheticConfig sc = small_scan(24);
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
+  PipelineOptions o = cpu_options();
   RecordingSink rec;
   HeightMapSink plain(dir / "plain.png", "", 6);
   HeightMapSink filtered(dir / "f.png", dir / "f8.png", 6);
@@ -504,9 +493,7 @@ class AttachingSource final : public FrameSource {
 
 TEST(Pipeline, AttachesThePoolToASourceThatWritesWholeBatchesAndDetachesIt) {
   SyntheticScanner scan(small_scan(53));
-  PipelineOptions o;
-  o.backend = Backend::Cpu;
-  o.batch_frames = 10;
+  PipelineOptions o = cpu_options(10);
   o.buffers = 3;
   const std::size_t layout_bytes = scan.frame_layout().frame_pixels() * 10;
   AttachingSource source(scan, layout_bytes + 320);  // pixels + a chunk of 32 bytes per frame

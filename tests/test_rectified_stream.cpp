@@ -22,6 +22,7 @@
 #include "streaming/wire_format.h"
 #include "child_process.h"
 #include "test_helpers.h"
+#include "wire_receive.h"
 
 using namespace stripeline;
 using namespace std::chrono_literals;
@@ -248,15 +249,12 @@ TEST(CalibratedStream, DaemonMessagesCarryTheScansPlyPoints) {
   const auto deadline = steady::now() + 60s;
   bool whole = false;
   while (!whole && steady::now() < deadline) {
-    zmq::pollitem_t item{sub.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, 50ms) <= 0) continue;
-    std::vector<zmq::message_t> parts;
-    if (!zmq::recv_multipart(sub, std::back_inserter(parts), zmq::recv_flags::dontwait)) continue;
-    wire::Decoded m = wire::decode(parts);
-    if (m.topic == wire::Topic::SeriesStart) series.clear();
-    if (series.empty() && m.topic != wire::Topic::SeriesStart) continue;
-    whole = m.topic == wire::Topic::SeriesEnd;
-    series.push_back(std::move(m));
+    auto m = test::receive_decoded(sub, 50ms);
+    if (!m) continue;
+    if (m->topic == wire::Topic::SeriesStart) series.clear();
+    if (series.empty() && m->topic != wire::Topic::SeriesStart) continue;
+    whole = m->topic == wire::Topic::SeriesEnd;
+    series.push_back(std::move(*m));
   }
   ASSERT_TRUE(whole) << d.output();
   EXPECT_TRUE(series.front().header.value("points", false));

@@ -27,6 +27,7 @@
 #include "stages/heightmap_filters.h"
 #include "streaming/wire_format.h"
 #include "test_helpers.h"
+#include "wire_receive.h"
 
 using namespace stripeline;
 using namespace std::chrono_literals;
@@ -89,13 +90,9 @@ class Subscriber {
     thread_ = std::thread([this, limit] {
       const auto deadline = steady::now() + limit;
       while (steady::now() < deadline && !done) {
-        zmq::pollitem_t item{sock_.handle(), 0, ZMQ_POLLIN, 0};
-        if (zmq::poll(&item, 1, 50ms) <= 0) continue;
-        std::vector<zmq::message_t> msg;
-        if (!zmq::recv_multipart(sock_, std::back_inserter(msg), zmq::recv_flags::dontwait)) continue;
-        std::vector<std::string> parts;
-        for (auto& m : msg) parts.push_back(m.to_string());
-        messages.push_back(wire::decode(parts));
+        auto m = test::receive_decoded(sock_, 50ms);
+        if (!m) continue;
+        messages.push_back(std::move(*m));
         if (messages.back().topic == wire::Topic::SeriesEnd) done = true;
         if (delay_ > 0us) std::this_thread::sleep_for(delay_);
       }
@@ -620,13 +617,9 @@ struct StalledSubscriber {
     std::vector<wire::Topic> topics;
     const auto deadline = steady::now() + limit;
     while (steady::now() < deadline) {
-      zmq::pollitem_t item{sock.handle(), 0, ZMQ_POLLIN, 0};
-      if (zmq::poll(&item, 1, 20ms) <= 0) continue;
-      std::vector<zmq::message_t> msg;
-      if (!zmq::recv_multipart(sock, std::back_inserter(msg), zmq::recv_flags::dontwait)) continue;
-      std::vector<std::string> parts;
-      for (auto& m : msg) parts.push_back(m.to_string());
-      topics.push_back(wire::decode(parts).topic);
+      const auto m = test::receive_decoded(sock, 20ms);
+      if (!m) continue;
+      topics.push_back(m->topic);
       if (topics.back() == wire::Topic::SeriesEnd) break;
     }
     return topics;
@@ -635,11 +628,16 @@ struct StalledSubscriber {
   zmq::socket_t sock;
 };
 
-// Feeds wide rows (one message each) until the stalled subscriber's path is
-// full for good: 50 messages in a row dropped at the high-water mark (a
-// single drop can be transient, before ZeroMQ's I/O thread has moved the
-// queue into the kernel's buffers); false if that never happens.
-bool fill_until_hwm(Publisher& pub, ProfileBatch& p) {
+constexpr int kWide = 4096;  // columns of a wide scan's rows
+
+// Feeds wide rows (one message each, no points) until the stalled
+// subscriber's path is full for good: 50 messages in a row dropped at the
+// high-water mark (a single drop can be transient, before ZeroMQ's I/O thread
+// has moved the queue into the kernel's buffers); false if that never happens.
+bool fill_until_hwm(Publisher& pub) {
+  ProfileBatch p(kWide, 64, 1, &allocate_host);
+  p.frames = 64;
+  std::fill_n(p.count, static_cast<std::size_t>(kWide) * 64, std::uint8_t{0});
   const auto deadline = steady::now() + 30s;
   int in_a_row = 0;
   while (steady::now() < deadline && in_a_row < 50) {
@@ -650,9 +648,9 @@ bool fill_until_hwm(Publisher& pub, ProfileBatch& p) {
   return in_a_row >= 50 && pub.counters().messages_dropped[static_cast<int>(DropReason::Hwm)] > 0;
 }
 
-ScanInfo wide_scan(int width) {
+ScanInfo wide_scan() {
   ScanInfo info;
-  info.layout = BatchLayout{width, 8, 64, PixelFormat::Mono8};
+  info.layout = BatchLayout{kWide, 8, 64, PixelFormat::Mono8};
   return info;
 }
 }  // namespace
@@ -665,18 +663,14 @@ TEST(Streaming, ControlMessagesWaitForRoomThenAreCountedAndLogged) {
   Publisher pub(cfg);
   StalledSubscriber sub(pub.endpoint());
   ASSERT_TRUE(pub.wait_for_subscribers(1, 10s));
-  const int width = 4096;
-  ProfileBatch p(width, 64, 1, &allocate_host);
-  p.frames = 64;
-  std::fill_n(p.count, static_cast<std::size_t>(width) * 64, std::uint8_t{0});
-  pub.begin(wide_scan(width));
+  pub.begin(wide_scan());
   EXPECT_EQ(pub.counters().control_dropped[0], 0u) << "series-start had room";
-  ASSERT_TRUE(fill_until_hwm(pub, p)) << "the stalled subscriber never reached its high-water mark";
+  ASSERT_TRUE(fill_until_hwm(pub)) << "the stalled subscriber never reached its high-water mark";
   pub.finish();  // series-end: waits 200 ms for room, then counted
   auto c = pub.counters();
   EXPECT_EQ(c.control_dropped[1], 1u) << "series-end not counted as a control drop";
   EXPECT_EQ(c.control_dropped[0], 0u);
-  pub.begin(wide_scan(width));  // series-start with the pipe still full
+  pub.begin(wide_scan());  // series-start with the pipe still full
   EXPECT_EQ(pub.counters().control_dropped[0], 1u) << "series-start not counted as a control drop";
   pub.abort();
   c = pub.counters();
@@ -692,12 +686,8 @@ TEST(Streaming, ControlMessagesReachASlowSubscriberThatCatchesUpWithinTheTimeout
   Publisher pub(cfg);
   StalledSubscriber sub(pub.endpoint());
   ASSERT_TRUE(pub.wait_for_subscribers(1, 10s));
-  const int width = 4096;
-  ProfileBatch p(width, 64, 1, &allocate_host);
-  p.frames = 64;
-  std::fill_n(p.count, static_cast<std::size_t>(width) * 64, std::uint8_t{0});
-  pub.begin(wide_scan(width));
-  ASSERT_TRUE(fill_until_hwm(pub, p)) << "the stalled subscriber never reached its high-water mark";
+  pub.begin(wide_scan());
+  ASSERT_TRUE(fill_until_hwm(pub)) << "the stalled subscriber never reached its high-water mark";
   std::vector<wire::Topic> seen;
   std::thread reader([&] {
     std::this_thread::sleep_for(300ms);  // stays stalled while series-end starts waiting

@@ -124,6 +124,15 @@ class Session:
         self.p.check("DSStartAcquisition", self.ds, ACQ_START_FLAGS_DEFAULT, count)
         self.remote.execute("AcquisitionStart")
 
+    def acquire(self, buffers, count=GENTL_INFINITE, own=True):
+        """Announces and queues `buffers` buffers, registers the new-buffer
+        event and starts acquiring `count` frames; returns the handles."""
+        handles = self.announce(buffers, own=own)
+        self.queue(handles)
+        self.register()
+        self.start(count)
+        return handles
+
     def stop(self):
         self.remote.execute("AcquisitionStop")
         self.p.check("DSStopAcquisition", self.ds, ACQ_STOP_FLAGS_DEFAULT)
@@ -215,10 +224,7 @@ def enumeration_and_info(c):
 
 def acquire(c, s, count, own, label):
     s.grabber.set("SimWaitForBuffers", 1)  # back-pressure: no underrun however slow this consumer is
-    handles = s.announce(4, own=own)
-    s.queue(handles)
-    s.register()
-    s.start()
+    handles = s.acquire(4, own=own)
     ids, sizes, payload = [], set(), s.payload()
     for _ in range(count):
         rc, h, user = s.next_buffer()
@@ -273,10 +279,7 @@ def multi_frame_buffers(c):
     s.grabber.set("FramesPerBuffer", 100)
     frame = 512 * 16
     c.eq("payload of 100 frames", 100 * frame, s.payload())
-    handles = s.announce(3)
-    s.queue(handles)
-    s.register()
-    s.start()
+    s.acquire(3)
     ids = []
     for _ in range(10):
         rc, h, _u = s.next_buffer()
@@ -297,10 +300,7 @@ def multi_frame_buffers(c):
 # ---------------------------------------------------------------------------
 # DSFlushQueue, every mode, with the new-buffer event registered.
 def delivered_not_fetched(s, buffers=6, acquire=4):
-    handles = s.announce(buffers)
-    s.queue(handles)
-    s.register()
-    s.start(acquire)
+    handles = s.acquire(buffers, acquire)
     ok = s.wait_delivered(acquire)
     deadline = time.monotonic() + 10
     while s.sinfo(STREAM_INFO_IS_GRABBING) and time.monotonic() < deadline and s.sinfo(STREAM_INFO_NUM_AWAIT_DELIVERY) < acquire:
@@ -456,10 +456,7 @@ def partial_buffer_holds_the_frames_that_fit(c):
 @probe
 def tiny_producer_buffer_queued_while_acquiring(c):
     s = Session(cti())
-    handles = s.announce(2)
-    s.queue(handles)
-    s.register()
-    s.start()
+    s.acquire(2)
     h = C.c_void_p()
     s.p.check("DSAllocAndAnnounceBuffer", s.ds, 64, None, C.byref(h))
     s.p.check("DSQueueBuffer", s.ds, h)
@@ -484,10 +481,7 @@ def tiny_producer_buffer_queued_while_acquiring(c):
 @probe
 def acquisition_stop_is_prompt(c):
     s = Session(cti())
-    handles = s.announce(16)
-    s.queue(handles)
-    s.register()
-    s.start()
+    s.acquire(16)
     for _ in range(20):
         rc, b, _u = s.next_buffer()
         s.p.check("DSQueueBuffer", s.ds, b)
@@ -563,9 +557,7 @@ def event_kill_and_close_while_waiting(c):
 @probe
 def exit_while_acquiring(c):
     s = Session(cti())
-    s.queue(s.announce(4))
-    s.register()
-    s.start()
+    s.acquire(4)
     s.next_buffer()
     c.true("acquiring", s.sinfo(STREAM_INFO_IS_GRABBING))
     # The runner exits now, without GCCloseLib: the exit code must be 0. The

@@ -30,6 +30,7 @@
 #include "core/errors.h"
 #include "io/image_reader.h"
 #include "pipeline/buffer_pool.h"
+#include "../camera_checks.h"
 #include "../test_helpers.h"
 
 namespace stripeline {
@@ -98,69 +99,60 @@ std::vector<std::unique_ptr<Batch>> make_batches(int count, BatchLayout layout, 
 TEST(GenTLProducer, CInterfaceEnumeratesAndServesItsZippedNodeMap) {
   void* lib = dlopen(kCti, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
-  auto sym = [&](const char* name) {
-    void* f = dlsym(lib, name);
-    EXPECT_NE(f, nullptr) << name;
-    return f;
-  };
-  auto init = reinterpret_cast<PGCInitLib>(sym("GCInitLib"));
-  auto close = reinterpret_cast<PGCCloseLib>(sym("GCCloseLib"));
-  auto tl_open = reinterpret_cast<PTLOpen>(sym("TLOpen"));
-  auto num_if = reinterpret_cast<PTLGetNumInterfaces>(sym("TLGetNumInterfaces"));
-  auto if_id = reinterpret_cast<PTLGetInterfaceID>(sym("TLGetInterfaceID"));
-  auto if_open = reinterpret_cast<PTLOpenInterface>(sym("TLOpenInterface"));
-  auto dev_id = reinterpret_cast<PIFGetDeviceID>(sym("IFGetDeviceID"));
-  auto dev_open = reinterpret_cast<PIFOpenDevice>(sym("IFOpenDevice"));
-  auto get_port = reinterpret_cast<PDevGetPort>(sym("DevGetPort"));
-  auto url_info = reinterpret_cast<PGCGetPortURLInfo>(sym("GCGetPortURLInfo"));
-  auto read_port = reinterpret_cast<PGCReadPort>(sym("GCReadPort"));
-  auto last_error = reinterpret_cast<PGCGetLastError>(sym("GCGetLastError"));
+  // Every call of the standard, looked up as any consumer does (the
+  // simulated producer has them all).
+  gentl::Api api;
+#define GENTL_LOAD(name, params)                             \
+  api.name = reinterpret_cast<P##name>(dlsym(lib, #name)); \
+  EXPECT_NE(api.name, nullptr) << #name;
+  GENTL_CALLS(GENTL_LOAD)
+#undef GENTL_LOAD
 
   TL_HANDLE tl = nullptr;
-  EXPECT_EQ(tl_open(&tl), GC_ERR_NOT_INITIALIZED);
-  ASSERT_EQ(init(), GC_ERR_SUCCESS);
-  EXPECT_EQ(init(), GC_ERR_RESOURCE_IN_USE);
-  ASSERT_EQ(tl_open(&tl), GC_ERR_SUCCESS);
+  EXPECT_EQ(api.TLOpen(&tl), GC_ERR_NOT_INITIALIZED);
+  ASSERT_EQ(api.GCInitLib(), GC_ERR_SUCCESS);
+  EXPECT_EQ(api.GCInitLib(), GC_ERR_RESOURCE_IN_USE);
+  ASSERT_EQ(api.TLOpen(&tl), GC_ERR_SUCCESS);
   std::uint32_t n = 0;
-  ASSERT_EQ(num_if(tl, &n), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.TLGetNumInterfaces(tl, &n), GC_ERR_SUCCESS);
   ASSERT_EQ(n, 1u);
   char id[64];
   std::size_t size = sizeof id;
-  ASSERT_EQ(if_id(tl, 0, id, &size), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.TLGetInterfaceID(tl, 0, id, &size), GC_ERR_SUCCESS);
   EXPECT_STREQ(id, "SL-SIM-IF0");
   IF_HANDLE iface = nullptr;
-  ASSERT_EQ(if_open(tl, id, &iface), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.TLOpenInterface(tl, id, &iface), GC_ERR_SUCCESS);
   size = sizeof id;
-  ASSERT_EQ(dev_id(iface, 0, id, &size), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.IFGetDeviceID(iface, 0, id, &size), GC_ERR_SUCCESS);
   DEV_HANDLE dev = nullptr;
-  ASSERT_EQ(dev_open(iface, id, DEVICE_ACCESS_EXCLUSIVE, &dev), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.IFOpenDevice(iface, id, DEVICE_ACCESS_EXCLUSIVE, &dev), GC_ERR_SUCCESS);
   DEV_HANDLE again = nullptr;
-  EXPECT_EQ(dev_open(iface, id, DEVICE_ACCESS_EXCLUSIVE, &again), GC_ERR_RESOURCE_IN_USE);
+  EXPECT_EQ(api.IFOpenDevice(iface, id, DEVICE_ACCESS_EXCLUSIVE, &again), GC_ERR_RESOURCE_IN_USE);
   GC_ERROR code = 0;
   char text[256];
   size = sizeof text;
-  ASSERT_EQ(last_error(&code, text, &size), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.GCGetLastError(&code, text, &size), GC_ERR_SUCCESS);
   EXPECT_EQ(code, GC_ERR_RESOURCE_IN_USE);
   EXPECT_NE(std::string(text).find("already open"), std::string::npos) << text;
 
   PORT_HANDLE port = nullptr;
-  ASSERT_EQ(get_port(dev, &port), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.DevGetPort(dev, &port), GC_ERR_SUCCESS);
   char url[256];
   size = sizeof url;
   INFO_DATATYPE type = 0;
-  ASSERT_EQ(url_info(port, 0, URL_INFO_URL, &type, url, &size), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.GCGetPortURLInfo(port, 0, URL_INFO_URL, &type, url, &size), GC_ERR_SUCCESS);
   EXPECT_EQ(type, INFO_DATATYPE_STRING);
   const auto u = gentl::parse_genicam_url(url);
   ASSERT_EQ(u.scheme, gentl::GenICamUrl::Scheme::Local) << url;
   EXPECT_TRUE(u.zipped) << url;
   std::vector<std::uint8_t> zip(u.length);
   size = zip.size();
-  ASSERT_EQ(read_port(port, u.address, zip.data(), &size), GC_ERR_SUCCESS);
+  ASSERT_EQ(api.GCReadPort(port, u.address, zip.data(), &size), GC_ERR_SUCCESS);
   const std::string xml = gentl::unzip_genicam_xml(zip.data(), zip.size());
   for (const char* node : {"\"Width\"", "\"PixelFormat\"", "\"ExposureTime\"", "\"TriggerSoftware\"", "\"ChunkEncoderValue\"", "<ChunkID>53544c46</ChunkID>"})
     EXPECT_NE(xml.find(node), std::string::npos) << node;
-  EXPECT_EQ(read_port(reinterpret_cast<PORT_HANDLE>(&size), 0, zip.data(), &size), GC_ERR_INVALID_HANDLE);
-  ASSERT_EQ(close(), GC_ERR_SUCCESS);
+  EXPECT_EQ(api.GCReadPort(reinterpret_cast<PORT_HANDLE>(&size), 0, zip.data(), &size), GC_ERR_INVALID_HANDLE);
+  ASSERT_EQ(api.GCCloseLib(), GC_ERR_SUCCESS);
   dlclose(lib);
 }
 
@@ -434,21 +426,10 @@ TEST(GenTLConsumer, SingleFrameBuffersMono16AndUnderruns) {
 // ---------------------------------------------------------------------------
 // Configuration through GenApi, read back.
 TEST(GenTLConsumer, ConfiguresAndReadsBack) {
-  CameraConfig cam;
-  cam.width = 1024;
-  cam.height = 40;
-  cam.offset_x = 100;
-  cam.offset_y = 8;
-  cam.exposure_us = 250;
-  cam.gain = 6;
-  cam.frame_rate = 500;
+  const CameraConfig cam{.width = 1024, .height = 40, .offset_x = 100, .offset_y = 8, .exposure_us = 250, .gain = 6, .frame_rate = 500};
   auto source = open_gentl_camera(cam, sim(10), 10);
   const CameraSettings& s = source->settings();
-  EXPECT_EQ(s.width, 1024);
-  EXPECT_EQ(s.height, 40);
-  EXPECT_EQ(s.offset_x, 100);
-  EXPECT_EQ(s.offset_y, 8);
-  EXPECT_EQ(s.pixel_format, "Mono8");
+  test::expect_region_as_asked(s, cam);
   EXPECT_DOUBLE_EQ(s.exposure_us, 250);
   EXPECT_DOUBLE_EQ(s.gain, 6);
   EXPECT_DOUBLE_EQ(s.frame_rate, 500);

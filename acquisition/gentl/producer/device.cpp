@@ -5,8 +5,6 @@
 namespace stripeline::gentl_sim {
 namespace {
 
-Device* device_of(DEV_HANDLE h) { return as<Device>(h, Kind::Device); }
-
 std::string device_info_string(const Device* d, DEVICE_INFO_CMD cmd) {
   switch (cmd) {
     case DEVICE_INFO_ID: return d->id;
@@ -64,6 +62,8 @@ GC_ERROR open_device(Device* d, DEVICE_ACCESS_FLAGS flags) {
   return ok();
 }
 
+std::vector<std::string> child_ids(const Device&) { return {"Stream0"}; }
+
 void close_device(Device* d) {
   close_stream(d);
   d->acquiring.store(false);
@@ -81,49 +81,28 @@ using namespace stripeline::gentl_sim;
 extern "C" {
 
 GC_ERROR DevGetPort(DEV_HANDLE hDevice, PORT_HANDLE* phRemoteDevice) {
-  SIM_LOCKED;
-  Device* d = device_of(hDevice);
-  if (!d) return fail(GC_ERR_INVALID_HANDLE, "not a device");
-  if (!phRemoteDevice) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
-  *phRemoteDevice = d->remote.get();
-  return ok();
+  SIM_HANDLE(Device, d, hDevice);
+  return put_out(phRemoteDevice, d->remote.get(), "handle");
 }
 
-GC_ERROR DevGetNumDataStreams(DEV_HANDLE hDevice, uint32_t* piNumDataStreams) {
-  SIM_LOCKED;
-  if (!device_of(hDevice)) return fail(GC_ERR_INVALID_HANDLE, "not a device");
-  if (!piNumDataStreams) return fail(GC_ERR_INVALID_PARAMETER, "null count");
-  *piNumDataStreams = 1;
-  return ok();
-}
+GC_ERROR DevGetNumDataStreams(DEV_HANDLE hDevice, uint32_t* piNumDataStreams) { return num_children<Device>(hDevice, piNumDataStreams); }
 
 GC_ERROR DevGetDataStreamID(DEV_HANDLE hDevice, uint32_t iIndex, char* sDataStreamID, size_t* piSize) {
-  SIM_LOCKED;
-  if (!device_of(hDevice)) return fail(GC_ERR_INVALID_HANDLE, "not a device");
-  if (iIndex != 0) return fail(GC_ERR_INVALID_INDEX, "stream index " + std::to_string(iIndex));
-  return put_string("Stream0", nullptr, sDataStreamID, piSize);
+  return child_id<Device>(hDevice, iIndex, sDataStreamID, piSize);
 }
 
 GC_ERROR DevGetInfo(DEV_HANDLE hDevice, DEVICE_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer, size_t* piSize) {
-  SIM_LOCKED;
-  Device* d = device_of(hDevice);
-  if (!d) return fail(GC_ERR_INVALID_HANDLE, "not a device");
+  SIM_HANDLE(Device, d, hDevice);
   return device_info(d, iInfoCmd, piType, pBuffer, piSize);
 }
 
 GC_ERROR DevGetParentIF(DEV_HANDLE hDevice, IF_HANDLE* phIface) {
-  SIM_LOCKED;
-  Device* d = device_of(hDevice);
-  if (!d) return fail(GC_ERR_INVALID_HANDLE, "not a device");
-  if (!phIface) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
-  *phIface = d->parent;
-  return ok();
+  SIM_HANDLE(Device, d, hDevice);
+  return put_out(phIface, d->parent, "handle");
 }
 
 GC_ERROR DevClose(DEV_HANDLE hDevice) {
-  SIM_LOCKED;
-  Device* d = device_of(hDevice);
-  if (!d) return fail(GC_ERR_INVALID_HANDLE, "not a device");
+  SIM_HANDLE(Device, d, hDevice);
   close_device(d);
   return ok();
 }

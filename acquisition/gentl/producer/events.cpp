@@ -84,8 +84,7 @@ extern "C" {
 
 GC_ERROR GCRegisterEvent(EVENTSRC_HANDLE hEventSrc, EVENT_TYPE iEventID, EVENT_HANDLE* phEvent) {
   SIM_LOCKED;
-  auto* o = static_cast<Object*>(hEventSrc);
-  if (!o || !lib().live.count(o) || o->kind == Kind::Buffer || o->kind == Kind::Event) return fail(GC_ERR_INVALID_HANDLE, "not a module");
+  if (!handle_of<Module>(hEventSrc)) return fail(GC_ERR_INVALID_HANDLE, "not a module");
   if (!phEvent) return fail(GC_ERR_INVALID_PARAMETER, "null event handle");
   Stream* s = as<Stream>(hEventSrc, Kind::Stream);
   std::shared_ptr<Event>* slot = s ? slot_of(s, iEventID) : nullptr;
@@ -101,8 +100,7 @@ GC_ERROR GCRegisterEvent(EVENTSRC_HANDLE hEventSrc, EVENT_TYPE iEventID, EVENT_H
 
 GC_ERROR GCUnregisterEvent(EVENTSRC_HANDLE hEventSrc, EVENT_TYPE iEventID) {
   SIM_LOCKED;
-  auto* o = static_cast<Object*>(hEventSrc);
-  if (!o || !lib().live.count(o) || o->kind == Kind::Buffer || o->kind == Kind::Event) return fail(GC_ERR_INVALID_HANDLE, "not a module");
+  if (!handle_of<Module>(hEventSrc)) return fail(GC_ERR_INVALID_HANDLE, "not a module");
   Stream* s = as<Stream>(hEventSrc, Kind::Stream);
   std::shared_ptr<Event>* slot = s ? slot_of(s, iEventID) : nullptr;
   if (!slot) return fail(GC_ERR_NOT_IMPLEMENTED, "event type " + std::to_string(iEventID) + " is not raised by this module");
@@ -136,9 +134,7 @@ GC_ERROR EventGetData(EVENT_HANDLE hEvent, void* pBuffer, size_t* piSize, uint64
 
 GC_ERROR EventGetDataInfo(EVENT_HANDLE hEvent, const void* pInBuffer, size_t iInSize, EVENT_DATA_INFO_CMD iInfoCmd, INFO_DATATYPE* piType,
                           void* pOutBuffer, size_t* piOutSize) {
-  SIM_LOCKED;
-  Event* e = as<Event>(hEvent, Kind::Event);
-  if (!e) return fail(GC_ERR_INVALID_HANDLE, "not an event");
+  SIM_HANDLE(Event, e, hEvent);
   if (!pInBuffer) return fail(GC_ERR_INVALID_PARAMETER, "null event data");
   if (e->type == EVENT_NEW_BUFFER) {
     if (iInSize < sizeof(EVENT_NEW_BUFFER_DATA)) return fail(GC_ERR_INVALID_PARAMETER, "event data too short");
@@ -159,9 +155,7 @@ GC_ERROR EventGetDataInfo(EVENT_HANDLE hEvent, const void* pInBuffer, size_t iIn
 }
 
 GC_ERROR EventGetInfo(EVENT_HANDLE hEvent, EVENT_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer, size_t* piSize) {
-  SIM_LOCKED;
-  Event* e = as<Event>(hEvent, Kind::Event);
-  if (!e) return fail(GC_ERR_INVALID_HANDLE, "not an event");
+  SIM_HANDLE(Event, e, hEvent);
   Stream* s = e->stream;
   std::lock_guard l(s->mu);
   switch (iInfoCmd) {
@@ -177,9 +171,7 @@ GC_ERROR EventGetInfo(EVENT_HANDLE hEvent, EVENT_INFO_CMD iInfoCmd, INFO_DATATYP
 // EventFlush of the new-buffer event discards the output queue (as
 // DSFlushQueue(ACQ_QUEUE_OUTPUT_DISCARD)); of the error event, its entries.
 GC_ERROR EventFlush(EVENT_HANDLE hEvent) {
-  SIM_LOCKED;
-  Event* e = as<Event>(hEvent, Kind::Event);
-  if (!e) return fail(GC_ERR_INVALID_HANDLE, "not an event");
+  SIM_HANDLE(Event, e, hEvent);
   Stream* s = e->stream;
   std::lock_guard l(s->mu);
   if (e->type == EVENT_NEW_BUFFER) {
@@ -192,9 +184,7 @@ GC_ERROR EventFlush(EVENT_HANDLE hEvent) {
 }
 
 GC_ERROR EventKill(EVENT_HANDLE hEvent) {
-  SIM_LOCKED;
-  Event* e = as<Event>(hEvent, Kind::Event);
-  if (!e) return fail(GC_ERR_INVALID_HANDLE, "not an event");
+  SIM_HANDLE(Event, e, hEvent);
   std::lock_guard l(e->stream->mu);
   ++e->kills;
   e->stream->event_cv.notify_all();

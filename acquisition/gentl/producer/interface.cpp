@@ -4,8 +4,6 @@
 namespace stripeline::gentl_sim {
 namespace {
 
-Interface* interface_of(IF_HANDLE h) { return as<Interface>(h, Kind::Interface); }
-
 Device* find_device(Interface* i, const char* id) {
   if (!id) return nullptr;
   for (auto& d : i->devices)
@@ -16,6 +14,12 @@ Device* find_device(Interface* i, const char* id) {
 GC_ERROR no_device(const char* id) { return fail(GC_ERR_INVALID_ID, "no device '" + std::string(id ? id : "") + "'"); }
 
 }  // namespace
+
+std::vector<std::string> child_ids(const Interface& i) {
+  std::vector<std::string> ids;
+  for (const auto& d : i.devices) ids.push_back(d->id);
+  return ids;
+}
 
 void close_interface(Interface* i) {
   for (auto& d : i->devices)
@@ -40,66 +44,43 @@ using namespace stripeline::gentl_sim;
 extern "C" {
 
 GC_ERROR IFGetParentTL(IF_HANDLE hIface, TL_HANDLE* phSystem) {
-  SIM_LOCKED;
-  if (!interface_of(hIface)) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
-  if (!phSystem) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
-  *phSystem = lib().system.get();
-  return ok();
+  SIM_HANDLE(Interface, i, hIface);
+  return put_out(phSystem, lib().system.get(), "handle");
 }
 
 GC_ERROR IFClose(IF_HANDLE hIface) {
-  SIM_LOCKED;
-  Interface* i = interface_of(hIface);
-  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  SIM_HANDLE(Interface, i, hIface);
   close_interface(i);
   return ok();
 }
 
 GC_ERROR IFGetInfo(IF_HANDLE hIface, INTERFACE_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer, size_t* piSize) {
-  SIM_LOCKED;
-  Interface* i = interface_of(hIface);
-  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  SIM_HANDLE(Interface, i, hIface);
   return interface_info(i, iInfoCmd, piType, pBuffer, piSize);
 }
 
-GC_ERROR IFGetNumDevices(IF_HANDLE hIface, uint32_t* piNumDevices) {
-  SIM_LOCKED;
-  Interface* i = interface_of(hIface);
-  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
-  if (!piNumDevices) return fail(GC_ERR_INVALID_PARAMETER, "null count");
-  *piNumDevices = static_cast<uint32_t>(i->devices.size());
-  return ok();
-}
+GC_ERROR IFGetNumDevices(IF_HANDLE hIface, uint32_t* piNumDevices) { return num_children<Interface>(hIface, piNumDevices); }
 
 GC_ERROR IFGetDeviceID(IF_HANDLE hIface, uint32_t iIndex, char* sIDeviceID, size_t* piSize) {
-  SIM_LOCKED;
-  Interface* i = interface_of(hIface);
-  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
-  if (iIndex >= i->devices.size()) return fail(GC_ERR_INVALID_INDEX, "device index " + std::to_string(iIndex));
-  return put_string(i->devices[iIndex]->id, nullptr, sIDeviceID, piSize);
+  return child_id<Interface>(hIface, iIndex, sIDeviceID, piSize);
 }
 
 GC_ERROR IFUpdateDeviceList(IF_HANDLE hIface, bool8_t* pbChanged, uint64_t) {
-  SIM_LOCKED;
-  if (!interface_of(hIface)) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  SIM_HANDLE(Interface, i, hIface);
   if (pbChanged) *pbChanged = 0;
   return ok();
 }
 
 GC_ERROR IFGetDeviceInfo(IF_HANDLE hIface, const char* sDeviceID, DEVICE_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer,
                          size_t* piSize) {
-  SIM_LOCKED;
-  Interface* i = interface_of(hIface);
-  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  SIM_HANDLE(Interface, i, hIface);
   Device* d = find_device(i, sDeviceID);
   if (!d) return no_device(sDeviceID);
   return device_info(d, iInfoCmd, piType, pBuffer, piSize);
 }
 
 GC_ERROR IFOpenDevice(IF_HANDLE hIface, const char* sDeviceID, DEVICE_ACCESS_FLAGS iOpenFlag, DEV_HANDLE* phDevice) {
-  SIM_LOCKED;
-  Interface* i = interface_of(hIface);
-  if (!i) return fail(GC_ERR_INVALID_HANDLE, "not an interface");
+  SIM_HANDLE(Interface, i, hIface);
   if (!phDevice) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
   Device* d = find_device(i, sDeviceID);
   if (!d) return no_device(sDeviceID);

@@ -5,13 +5,28 @@
 
 using namespace stripeline::gentl_sim;
 
-#define LOCKED SIM_LOCKED
-
 namespace {
 
 GC_ERROR check_port(PORT_HANDLE h) {
-  SIM_LOCKED;
-  return as_port(h) ? ok() : fail(GC_ERR_INVALID_HANDLE, "not a port");
+  SIM_HANDLE(Module, m, h);
+  return ok();
+}
+
+// GCReadPortStacked/GCWritePortStacked: the entries in order, through the
+// single access; on a failure *piNumEntries is the count that succeeded.
+template <class Access>
+GC_ERROR stacked(PORT_HANDLE hPort, PORT_REGISTER_STACK_ENTRY* pEntries, size_t* piNumEntries, Access access) {
+  if (const GC_ERROR rc = check_port(hPort); rc != GC_ERR_SUCCESS) return rc;
+  if (!pEntries || !piNumEntries) return fail(GC_ERR_INVALID_PARAMETER, "null entries");
+  for (size_t i = 0; i < *piNumEntries; ++i) {
+    size_t size = pEntries[i].Size;
+    const GC_ERROR rc = access(hPort, pEntries[i].Address, pEntries[i].pBuffer, &size);
+    if (rc != GC_ERR_SUCCESS) {
+      *piNumEntries = i;
+      return rc;
+    }
+  }
+  return ok();
 }
 
 }  // namespace
@@ -19,9 +34,7 @@ GC_ERROR check_port(PORT_HANDLE h) {
 extern "C" {
 
 GC_ERROR GCReadPort(PORT_HANDLE hPort, uint64_t iAddress, void* pBuffer, size_t* piSize) {
-  LOCKED;
-  Module* m = as_port(hPort);
-  if (!m) return fail(GC_ERR_INVALID_HANDLE, "not a port");
+  SIM_HANDLE(Module, m, hPort);
   if (!pBuffer || !piSize) return fail(GC_ERR_INVALID_PARAMETER, "null buffer or size");
   if (!m->map) return fail(GC_ERR_NOT_IMPLEMENTED, "this module has no registers");
   const GC_ERROR rc = m->map->read(iAddress, pBuffer, *piSize);
@@ -29,9 +42,7 @@ GC_ERROR GCReadPort(PORT_HANDLE hPort, uint64_t iAddress, void* pBuffer, size_t*
 }
 
 GC_ERROR GCWritePort(PORT_HANDLE hPort, uint64_t iAddress, const void* pBuffer, size_t* piSize) {
-  LOCKED;
-  Module* m = as_port(hPort);
-  if (!m) return fail(GC_ERR_INVALID_HANDLE, "not a port");
+  SIM_HANDLE(Module, m, hPort);
   if (!pBuffer || !piSize) return fail(GC_ERR_INVALID_PARAMETER, "null buffer or size");
   if (!m->map) return fail(GC_ERR_NOT_IMPLEMENTED, "this module has no registers");
   if (m->read_only) return fail(GC_ERR_ACCESS_DENIED, "the device was opened read-only (DEVICE_ACCESS_READONLY)");
@@ -43,55 +54,27 @@ GC_ERROR GCWritePort(PORT_HANDLE hPort, uint64_t iAddress, const void* pBuffer, 
 }
 
 GC_ERROR GCReadPortStacked(PORT_HANDLE hPort, PORT_REGISTER_STACK_ENTRY* pEntries, size_t* piNumEntries) {
-  if (const GC_ERROR rc = check_port(hPort); rc != GC_ERR_SUCCESS) return rc;
-  if (!pEntries || !piNumEntries) return fail(GC_ERR_INVALID_PARAMETER, "null entries");
-  for (size_t i = 0; i < *piNumEntries; ++i) {
-    size_t size = pEntries[i].Size;
-    const GC_ERROR rc = GCReadPort(hPort, pEntries[i].Address, pEntries[i].pBuffer, &size);
-    if (rc != GC_ERR_SUCCESS) {
-      *piNumEntries = i;
-      return rc;
-    }
-  }
-  return ok();
+  return stacked(hPort, pEntries, piNumEntries, GCReadPort);
 }
 
 GC_ERROR GCWritePortStacked(PORT_HANDLE hPort, PORT_REGISTER_STACK_ENTRY* pEntries, size_t* piNumEntries) {
-  if (const GC_ERROR rc = check_port(hPort); rc != GC_ERR_SUCCESS) return rc;
-  if (!pEntries || !piNumEntries) return fail(GC_ERR_INVALID_PARAMETER, "null entries");
-  for (size_t i = 0; i < *piNumEntries; ++i) {
-    size_t size = pEntries[i].Size;
-    const GC_ERROR rc = GCWritePort(hPort, pEntries[i].Address, pEntries[i].pBuffer, &size);
-    if (rc != GC_ERR_SUCCESS) {
-      *piNumEntries = i;
-      return rc;
-    }
-  }
-  return ok();
+  return stacked(hPort, pEntries, piNumEntries, GCWritePort);
 }
 
 GC_ERROR GCGetPortURL(PORT_HANDLE hPort, char* sURL, size_t* piSize) {
-  LOCKED;
-  Module* m = as_port(hPort);
-  if (!m) return fail(GC_ERR_INVALID_HANDLE, "not a port");
+  SIM_HANDLE(Module, m, hPort);
   if (!m->map) return fail(GC_ERR_NOT_AVAILABLE, "this module has no node map");
   return put_string(m->map->url(), nullptr, sURL, piSize);
 }
 
 GC_ERROR GCGetNumPortURLs(PORT_HANDLE hPort, uint32_t* piNumURLs) {
-  LOCKED;
-  Module* m = as_port(hPort);
-  if (!m) return fail(GC_ERR_INVALID_HANDLE, "not a port");
-  if (!piNumURLs) return fail(GC_ERR_INVALID_PARAMETER, "null count");
-  *piNumURLs = m->map ? 1 : 0;
-  return ok();
+  SIM_HANDLE(Module, m, hPort);
+  return put_out(piNumURLs, m->map ? 1u : 0u, "count");
 }
 
 GC_ERROR GCGetPortURLInfo(PORT_HANDLE hPort, uint32_t iURLIndex, URL_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer,
                           size_t* piSize) {
-  LOCKED;
-  Module* m = as_port(hPort);
-  if (!m) return fail(GC_ERR_INVALID_HANDLE, "not a port");
+  SIM_HANDLE(Module, m, hPort);
   if (!m->map || iURLIndex != 0) return fail(GC_ERR_INVALID_INDEX, "URL index " + std::to_string(iURLIndex));
   switch (iInfoCmd) {
     case URL_INFO_URL: return put_string(m->map->url(), piType, pBuffer, piSize);
@@ -108,9 +91,7 @@ GC_ERROR GCGetPortURLInfo(PORT_HANDLE hPort, uint32_t iURLIndex, URL_INFO_CMD iI
 }
 
 GC_ERROR GCGetPortInfo(PORT_HANDLE hPort, PORT_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer, size_t* piSize) {
-  LOCKED;
-  Module* m = as_port(hPort);
-  if (!m) return fail(GC_ERR_INVALID_HANDLE, "not a port");
+  SIM_HANDLE(Module, m, hPort);
   switch (iInfoCmd) {
     case PORT_INFO_ID: return put_string(m->id, piType, pBuffer, piSize);
     case PORT_INFO_VENDOR: return put_string(kVendor, piType, pBuffer, piSize);

@@ -47,6 +47,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -77,6 +78,13 @@ inline GC_ERROR ok() { return GC_ERROR{GC_ERR_SUCCESS}; }
 // Objects behind the handles.
 enum class Kind : std::uint32_t { System = 1, Interface, Device, Remote, Stream, Buffer, Event };
 
+// How the C ABI names a handle of a module: the error for any other handle
+// ("not a device"), and its children in an index error ("stream index 3").
+struct HandleNames {
+  const char* not_this;
+  const char* child = "";
+};
+
 struct Object {
   explicit Object(Kind k) : kind(k) {}
   virtual ~Object() = default;
@@ -89,6 +97,8 @@ struct Interface;
 
 // An event of a data stream; every field is guarded by its stream's lock.
 struct Event : Object {
+  static constexpr Kind kKind = Kind::Event;
+  static constexpr HandleNames kNames{"not an event"};
   Event(EVENT_TYPE t, Stream* s) : Object(Kind::Event), type(t), stream(s) {}
   EVENT_TYPE type;
   Stream* stream;
@@ -99,6 +109,7 @@ struct Event : Object {
 };
 
 struct Module : Object {
+  static constexpr HandleNames kNames{"not a port"};  // any module's handle is its port
   using Object::Object;
   std::unique_ptr<NodeMap> map;
   std::string id;
@@ -143,6 +154,8 @@ struct Settings {
 };
 
 struct Stream : Module {
+  static constexpr Kind kKind = Kind::Stream;
+  static constexpr HandleNames kNames{"not a data stream"};
   Stream() : Module(Kind::Stream) {}
   ~Stream() override;
   Device* device = nullptr;
@@ -174,6 +187,8 @@ struct Remote : Module {
 };
 
 struct Device : Module {
+  static constexpr Kind kKind = Kind::Device;
+  static constexpr HandleNames kNames{"not a device", "stream"};
   Device() : Module(Kind::Device) {}
   Interface* parent = nullptr;
   int index = 0;
@@ -194,6 +209,8 @@ struct Device : Module {
 };
 
 struct Interface : Module {
+  static constexpr Kind kKind = Kind::Interface;
+  static constexpr HandleNames kNames{"not an interface", "device"};
   Interface() : Module(Kind::Interface) {}
   bool open = false;
   std::vector<std::unique_ptr<Device>> devices;
@@ -201,6 +218,8 @@ struct Interface : Module {
 };
 
 struct System : Module {
+  static constexpr Kind kKind = Kind::System;
+  static constexpr HandleNames kNames{"not the system module", "interface"};
   System() : Module(Kind::System) {}
   std::unique_ptr<Interface> iface;
   std::string module_name() const override { return "TLSystem"; }
@@ -227,6 +246,23 @@ T* as(void* h, Kind k) {
 }
 Module* as_port(void* h);
 void forget(const Object* o);
+
+// The live handle of a T (its kKind; a Module: any module, as a port), or null.
+template <class T>
+T* handle_of(void* h) {
+  if constexpr (std::is_same_v<T, Module>)
+    return as_port(h);
+  else
+    return as<T>(h, T::kKind);
+}
+
+// An output argument: null fails with GC_ERR_INVALID_PARAMETER ("null <what>").
+template <class P, class V>
+GC_ERROR put_out(P* out, V value, const char* what) {
+  if (!out) return fail(GC_ERR_INVALID_PARAMETER, std::string("null ") + what);
+  *out = value;
+  return ok();
+}
 
 // Info answers (GenTL 1.5, 6.3): a null buffer asks for the size; a buffer
 // too small fails with GC_ERR_BUFFER_TOO_SMALL and the size needed in *piSize.
@@ -255,6 +291,11 @@ Feature text_feature(std::string name, std::string category, std::function<std::
 Feature int_feature(std::string name, std::string category, std::int64_t lo, std::int64_t hi, std::function<std::int64_t()> get,
                     std::function<GC_ERROR(std::int64_t)> set, std::string tip = {});
 void fire_error(Stream* s, GC_ERROR code, const std::string& text);  // events.cpp; under the stream lock
+// A module's children, in index order: the system's interface, an
+// interface's devices, a device's data stream.
+std::vector<std::string> child_ids(const System& s);     // system.cpp
+std::vector<std::string> child_ids(const Interface& i);  // interface.cpp
+std::vector<std::string> child_ids(const Device& d);     // device.cpp
 
 }  // namespace stripeline::gentl_sim
 
@@ -263,3 +304,30 @@ void fire_error(Stream* s, GC_ERROR code, const std::string& text);  // events.c
   std::lock_guard sim_guard(::stripeline::gentl_sim::lib().mu);      \
   if (!::stripeline::gentl_sim::lib().initialized)                   \
   return ::stripeline::gentl_sim::fail(GC_ERR_NOT_INITIALIZED, "GCInitLib was not called")
+
+// SIM_LOCKED, then `var`: the handle h as a live T, or GC_ERR_INVALID_HANDLE
+// ("not a device").
+#define SIM_HANDLE(T, var, h)                                    \
+  SIM_LOCKED;                                                    \
+  T* var = ::stripeline::gentl_sim::handle_of<T>(h);             \
+  if (!var) return ::stripeline::gentl_sim::fail(GC_ERR_INVALID_HANDLE, T::kNames.not_this)
+
+namespace stripeline::gentl_sim {
+
+// TLGetNumInterfaces, IFGetNumDevices, DevGetNumDataStreams.
+template <class T>
+GC_ERROR num_children(void* h, std::uint32_t* count) {
+  SIM_HANDLE(T, m, h);
+  return put_out(count, static_cast<std::uint32_t>(child_ids(*m).size()), "count");
+}
+
+// TLGetInterfaceID, IFGetDeviceID, DevGetDataStreamID.
+template <class T>
+GC_ERROR child_id(void* h, std::uint32_t index, char* id, std::size_t* size) {
+  SIM_HANDLE(T, m, h);
+  const std::vector<std::string> ids = child_ids(*m);
+  if (index >= ids.size()) return fail(GC_ERR_INVALID_INDEX, std::string(T::kNames.child) + " index " + std::to_string(index));
+  return put_string(ids[index], nullptr, id, size);
+}
+
+}  // namespace stripeline::gentl_sim

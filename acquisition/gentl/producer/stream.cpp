@@ -65,8 +65,6 @@ void close_stream(Device* d) {
 
 namespace {
 
-Stream* stream_of(DS_HANDLE h) { return as<Stream>(h, Kind::Stream); }
-
 Buffer* buffer_of(Stream* s, BUFFER_HANDLE h) {
   Buffer* b = as<Buffer>(h, Kind::Buffer);
   return b && b->stream == s ? b : nullptr;
@@ -208,10 +206,6 @@ GC_ERROR open_stream(Device* d, DS_HANDLE* phDataStream) {
 
 using namespace stripeline::gentl_sim;
 
-#define STREAM(h)                 \
-  SIM_LOCKED;                     \
-  Stream* s = stream_of(h);       \
-  if (!s) return fail(GC_ERR_INVALID_HANDLE, "not a data stream")
 #define BUFFER(h)                 \
   Buffer* b = buffer_of(s, h);    \
   if (!b) return fail(GC_ERR_INVALID_HANDLE, "not a buffer of this stream")
@@ -219,9 +213,7 @@ using namespace stripeline::gentl_sim;
 extern "C" {
 
 GC_ERROR DevOpenDataStream(DEV_HANDLE hDevice, const char* sDataStreamID, DS_HANDLE* phDataStream) {
-  SIM_LOCKED;
-  Device* d = as<Device>(hDevice, Kind::Device);
-  if (!d) return fail(GC_ERR_INVALID_HANDLE, "not a device");
+  SIM_HANDLE(Device, d, hDevice);
   if (!phDataStream) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
   if (!sDataStreamID || std::string(sDataStreamID) != "Stream0")
     return fail(GC_ERR_INVALID_ID, "no data stream '" + std::string(sDataStreamID ? sDataStreamID : "") + "'");
@@ -230,7 +222,7 @@ GC_ERROR DevOpenDataStream(DEV_HANDLE hDevice, const char* sDataStreamID, DS_HAN
 }
 
 GC_ERROR DSAnnounceBuffer(DS_HANDLE hDataStream, void* pBuffer, size_t iSize, void* pPrivate, BUFFER_HANDLE* phBuffer) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   if (!pBuffer || !phBuffer || iSize == 0) return fail(GC_ERR_INVALID_PARAMETER, "null buffer or handle, or size 0");
   {
     std::lock_guard l(s->mu);
@@ -241,7 +233,7 @@ GC_ERROR DSAnnounceBuffer(DS_HANDLE hDataStream, void* pBuffer, size_t iSize, vo
 }
 
 GC_ERROR DSAllocAndAnnounceBuffer(DS_HANDLE hDataStream, size_t iSize, void* pPrivate, BUFFER_HANDLE* phBuffer) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   if (!phBuffer || iSize == 0) return fail(GC_ERR_INVALID_PARAMETER, "null handle or size 0");
   if (iSize > SIZE_MAX - 4095) return fail(GC_ERR_OUT_OF_MEMORY, "cannot allocate " + std::to_string(iSize) + " bytes");
   void* p = std::aligned_alloc(4096, (iSize + 4095) / 4096 * 4096);
@@ -250,7 +242,7 @@ GC_ERROR DSAllocAndAnnounceBuffer(DS_HANDLE hDataStream, size_t iSize, void* pPr
 }
 
 GC_ERROR DSFlushQueue(DS_HANDLE hDataStream, ACQ_QUEUE_TYPE iOperation) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   std::lock_guard l(s->mu);
   const GC_ERROR rc = flush(s, iOperation);
   s->cv.notify_all();
@@ -258,7 +250,7 @@ GC_ERROR DSFlushQueue(DS_HANDLE hDataStream, ACQ_QUEUE_TYPE iOperation) {
 }
 
 GC_ERROR DSStartAcquisition(DS_HANDLE hDataStream, ACQ_START_FLAGS, uint64_t iNumToAcquire) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   std::lock_guard l(s->mu);
   if (s->running) return fail(GC_ERR_RESOURCE_IN_USE, "the stream is already acquiring");
   if (s->link_lost) return fail(GC_ERR_IO, "the device is gone: open it again");
@@ -278,7 +270,7 @@ GC_ERROR DSStartAcquisition(DS_HANDLE hDataStream, ACQ_START_FLAGS, uint64_t iNu
 }
 
 GC_ERROR DSStopAcquisition(DS_HANDLE hDataStream, ACQ_STOP_FLAGS) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   {
     std::lock_guard l(s->mu);
     if (!s->running) return fail(GC_ERR_RESOURCE_IN_USE, "the stream is not acquiring");
@@ -288,13 +280,13 @@ GC_ERROR DSStopAcquisition(DS_HANDLE hDataStream, ACQ_STOP_FLAGS) {
 }
 
 GC_ERROR DSGetInfo(DS_HANDLE hDataStream, STREAM_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer, size_t* piSize) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   std::lock_guard l(s->mu);
   return stream_info(s, iInfoCmd, piType, pBuffer, piSize);
 }
 
 GC_ERROR DSGetBufferID(DS_HANDLE hDataStream, uint32_t iIndex, BUFFER_HANDLE* phBuffer) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   std::lock_guard l(s->mu);
   if (!phBuffer) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
   if (iIndex >= s->buffers.size()) return fail(GC_ERR_INVALID_INDEX, "buffer index " + std::to_string(iIndex));
@@ -303,20 +295,18 @@ GC_ERROR DSGetBufferID(DS_HANDLE hDataStream, uint32_t iIndex, BUFFER_HANDLE* ph
 }
 
 GC_ERROR DSGetParentDev(DS_HANDLE hDataStream, DEV_HANDLE* phDevice) {
-  STREAM(hDataStream);
-  if (!phDevice) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
-  *phDevice = s->device;
-  return ok();
+  SIM_HANDLE(Stream, s, hDataStream);
+  return put_out(phDevice, s->device, "handle");
 }
 
 GC_ERROR DSClose(DS_HANDLE hDataStream) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   close_stream(s->device);
   return ok();
 }
 
 GC_ERROR DSRevokeBuffer(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer, void** pBuffer, void** pPrivate) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   BUFFER(hBuffer);
   std::lock_guard l(s->mu);
   if (!b->unqueued()) return fail(GC_ERR_BUSY, "the buffer is queued or awaiting delivery: flush the queues first");
@@ -330,7 +320,7 @@ GC_ERROR DSRevokeBuffer(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer, void** pBu
 // A buffer smaller than the payload is accepted: the grabber fills the frames
 // that fit and delivers it incomplete (BUFFER_INFO_DATA_LARGER_THAN_BUFFER).
 GC_ERROR DSQueueBuffer(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   BUFFER(hBuffer);
   {
     std::lock_guard l(s->mu);
@@ -343,14 +333,14 @@ GC_ERROR DSQueueBuffer(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer) {
 
 GC_ERROR DSGetBufferInfo(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer, BUFFER_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer,
                          size_t* piSize) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   BUFFER(hBuffer);
   std::lock_guard l(s->mu);
   return buffer_info(b, iInfoCmd, piType, pBuffer, piSize);
 }
 
 GC_ERROR DSGetBufferChunkData(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer, SINGLE_CHUNK_DATA* pChunkData, size_t* piNumChunks) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   BUFFER(hBuffer);
   if (!piNumChunks) return fail(GC_ERR_INVALID_PARAMETER, "null count");
   std::lock_guard l(s->mu);
@@ -370,7 +360,7 @@ GC_ERROR DSGetBufferChunkData(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer, SING
 }
 
 GC_ERROR DSGetNumBufferParts(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer, uint32_t* piNumParts) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   BUFFER(hBuffer);
   (void)b;
   if (!piNumParts) return fail(GC_ERR_INVALID_PARAMETER, "null count");
@@ -380,7 +370,7 @@ GC_ERROR DSGetNumBufferParts(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer, uint3
 
 GC_ERROR DSGetBufferPartInfo(DS_HANDLE hDataStream, BUFFER_HANDLE hBuffer, uint32_t iPartIndex, BUFFER_PART_INFO_CMD, INFO_DATATYPE*, void*,
                              size_t*) {
-  STREAM(hDataStream);
+  SIM_HANDLE(Stream, s, hDataStream);
   BUFFER(hBuffer);
   (void)b;
   return fail(GC_ERR_INVALID_INDEX, "part " + std::to_string(iPartIndex) + ": buffers are single-part images (0 parts)");

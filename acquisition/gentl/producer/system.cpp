@@ -43,7 +43,9 @@ GC_ERROR tl_info(TL_INFO_CMD cmd, INFO_DATATYPE* t, void* b, size_t* n) {
   }
 }
 
-System* system_of(TL_HANDLE h) { return as<System>(h, Kind::System); }
+bool is_interface(const System* s, const char* id) { return id && s->iface->id == id; }
+
+GC_ERROR no_interface(const char* id) { return fail(GC_ERR_INVALID_ID, "no interface '" + std::string(id ? id : "") + "'"); }
 
 }  // namespace
 
@@ -72,6 +74,8 @@ std::unique_ptr<System> make_system() {
   sys->iface = std::move(iface);
   return sys;
 }
+
+std::vector<std::string> child_ids(const System& s) { return {s.iface->id}; }
 
 void close_system() {
   auto& l = lib();
@@ -134,49 +138,31 @@ GC_ERROR TLOpen(TL_HANDLE* phTL) {
 }
 
 GC_ERROR TLClose(TL_HANDLE hTL) {
-  SIM_LOCKED;
-  if (!system_of(hTL)) return fail(GC_ERR_INVALID_HANDLE, "not the system module");
+  SIM_HANDLE(System, s, hTL);
   close_system();
   return ok();
 }
 
 GC_ERROR TLGetInfo(TL_HANDLE hTL, TL_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer, size_t* piSize) {
-  SIM_LOCKED;
-  if (!system_of(hTL)) return fail(GC_ERR_INVALID_HANDLE, "not the system module");
+  SIM_HANDLE(System, s, hTL);
   return tl_info(iInfoCmd, piType, pBuffer, piSize);
 }
 
-GC_ERROR TLGetNumInterfaces(TL_HANDLE hTL, uint32_t* piNumIfaces) {
-  SIM_LOCKED;
-  if (!system_of(hTL)) return fail(GC_ERR_INVALID_HANDLE, "not the system module");
-  if (!piNumIfaces) return fail(GC_ERR_INVALID_PARAMETER, "null count");
-  *piNumIfaces = 1;
-  return ok();
-}
+GC_ERROR TLGetNumInterfaces(TL_HANDLE hTL, uint32_t* piNumIfaces) { return num_children<System>(hTL, piNumIfaces); }
 
-GC_ERROR TLGetInterfaceID(TL_HANDLE hTL, uint32_t iIndex, char* sID, size_t* piSize) {
-  SIM_LOCKED;
-  System* s = system_of(hTL);
-  if (!s) return fail(GC_ERR_INVALID_HANDLE, "not the system module");
-  if (iIndex != 0) return fail(GC_ERR_INVALID_INDEX, "interface index " + std::to_string(iIndex));
-  return put_string(s->iface->id, nullptr, sID, piSize);
-}
+GC_ERROR TLGetInterfaceID(TL_HANDLE hTL, uint32_t iIndex, char* sID, size_t* piSize) { return child_id<System>(hTL, iIndex, sID, piSize); }
 
 GC_ERROR TLGetInterfaceInfo(TL_HANDLE hTL, const char* sIfaceID, INTERFACE_INFO_CMD iInfoCmd, INFO_DATATYPE* piType, void* pBuffer,
                             size_t* piSize) {
-  SIM_LOCKED;
-  System* s = system_of(hTL);
-  if (!s) return fail(GC_ERR_INVALID_HANDLE, "not the system module");
-  if (!sIfaceID || s->iface->id != sIfaceID) return fail(GC_ERR_INVALID_ID, "no interface '" + std::string(sIfaceID ? sIfaceID : "") + "'");
+  SIM_HANDLE(System, s, hTL);
+  if (!is_interface(s, sIfaceID)) return no_interface(sIfaceID);
   return interface_info(s->iface.get(), iInfoCmd, piType, pBuffer, piSize);
 }
 
 GC_ERROR TLOpenInterface(TL_HANDLE hTL, const char* sIfaceID, IF_HANDLE* phIface) {
-  SIM_LOCKED;
-  System* s = system_of(hTL);
-  if (!s) return fail(GC_ERR_INVALID_HANDLE, "not the system module");
+  SIM_HANDLE(System, s, hTL);
   if (!phIface) return fail(GC_ERR_INVALID_PARAMETER, "null handle");
-  if (!sIfaceID || s->iface->id != sIfaceID) return fail(GC_ERR_INVALID_ID, "no interface '" + std::string(sIfaceID ? sIfaceID : "") + "'");
+  if (!is_interface(s, sIfaceID)) return no_interface(sIfaceID);
   if (s->iface->open) return fail(GC_ERR_RESOURCE_IN_USE, "the interface is already open");
   s->iface->open = true;
   lib().live.insert(s->iface.get());
@@ -185,8 +171,7 @@ GC_ERROR TLOpenInterface(TL_HANDLE hTL, const char* sIfaceID, IF_HANDLE* phIface
 }
 
 GC_ERROR TLUpdateInterfaceList(TL_HANDLE hTL, bool8_t* pbChanged, uint64_t) {
-  SIM_LOCKED;
-  if (!system_of(hTL)) return fail(GC_ERR_INVALID_HANDLE, "not the system module");
+  SIM_HANDLE(System, s, hTL);
   if (pbChanged) *pbChanged = 0;
   return ok();
 }
