@@ -7,10 +7,13 @@ a real `stripeline replay --publish` and compare what arrives with its PLY.
 """
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -370,6 +373,73 @@ class CalibratedReplayTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("identical to the PLY: True", r.stdout)
         self.assertIn("mm", r.stdout)
+
+
+class DaemonTest(unittest.TestCase):
+    """Issue 30 through the daemon: a scan's series received with the package gives the scan's
+    PLY points exactly (the daemon's publisher carries them, its scan writer writes the PLY)."""
+
+    def start_daemon(self, tmp):
+        cal = os.path.join(PKG_ROOT, "..", "tests", "fuzz", "corpus", "calibration", "sheet-of-light.toml")
+        self.scans = os.path.join(tmp, "scans")
+        cfg = os.path.join(tmp, "d.toml")
+        with open(cfg, "w") as f:
+            f.write("[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n"
+                    "[processing]\nbackend = \"cpu\"\nbatch_frames = 20\n"
+                    f"[calibration]\nfile = \"{cal}\"\nroi_offset = [300, 500]\n"
+                    f"[output]\ndir = \"{self.scans}\"\nply = \"scan.ply\"\nheightmap = \"\"\npreview = \"\"\n"
+                    "summary = \"scan.json\"\n"
+                    "[publisher]\nenabled = true\nendpoint = \"tcp://127.0.0.1:*\"\nrows_per_message = 5\n"
+                    "[daemon]\nscan_rows = 60\nrate = 1000.0\nstop_timeout = 20.0\n[http]\nport = 0\n")
+        proc = subprocess.Popen([BIN, "daemon", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log = []
+        reader = threading.Thread(target=lambda: log.extend(iter(proc.stdout.readline, "")), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            bound = [m.group(1) for line in list(log) for m in [re.search(r"publisher: bound (tcp://127\.0\.0\.1:\d+)", line)] if m]
+            if bound:
+                return proc, bound[0], log
+            time.sleep(0.05)
+        proc.kill()
+        self.fail("the daemon did not bind its publisher within 30 s:\n" + "".join(log))
+
+    def scan_ply_of(self, series_id):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for name in sorted(os.listdir(self.scans)) if os.path.isdir(self.scans) else []:
+                if not name.endswith("scan.json"):
+                    continue
+                with open(os.path.join(self.scans, name)) as f:
+                    if json.load(f).get("series") == series_id:  # the summary comes after the files are final
+                        return os.path.join(self.scans, name[: -len("scan.json")] + "scan.ply")
+            time.sleep(0.05)
+        self.fail(f"no scan summary names series {series_id}")
+
+    def test_a_scans_series_has_its_plys_points(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, endpoint, log = self.start_daemon(tmp)
+            try:
+                with stripeline.Subscriber(endpoint) as sub:
+                    for _ in range(10):  # the first series may have begun before we subscribed
+                        s = sub.receive_series(timeout=30)
+                        if s.complete:
+                            break
+                self.assertTrue(s.complete, (s.gaps, s.malformed))
+                self.assertTrue(s.start.points)
+                self.assertEqual(s.start.point_unit, "mm")
+                ref = stripeline.read_ply(self.scan_ply_of(s.start.series))
+                x, y, z, inten = s.points()
+                self.assertGreater(len(ref), 1000)
+                self.assertEqual(len(x), len(ref))
+                for a, k in zip((x, y, z, inten), ("x", "y", "z", "intensity")):
+                    np.testing.assert_array_equal(a, ref[k], err_msg=k)
+                print(f"\n  daemon scan series {s.start.series}: {len(x)} points, X/Y/Z identical to its PLY", file=sys.stderr)
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                code = proc.wait(timeout=40)
+                proc.stdout.close()
+            self.assertEqual(code, 0, "".join(log))
 
 
 if __name__ == "__main__":
