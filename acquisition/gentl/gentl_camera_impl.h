@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "acquisition/aravis/arv_features.h"
@@ -159,6 +160,9 @@ class GenTLCameraImpl final : public GenTLCamera {
   void start(const Batch& first);
   std::string why_not_direct(const Batch& first) const;
   bool announce_pool();
+  // One spare buffer of `bytes`: our memory, or, from a producer that takes
+  // only its own (DSAnnounceBuffer refused), its DSAllocAndAnnounceBuffer.
+  void announce_spare(std::size_t bytes);
   void shutdown_stream() noexcept;
   PortNodeMap& module_map(const std::string& module);
 
@@ -200,6 +204,7 @@ class GenTLCameraImpl final : public GenTLCamera {
   // (queued to the grabber, or delivered and not yet handed on).
   std::unordered_map<std::byte*, BUFFER_HANDLE> announced_;
   std::unordered_map<std::byte*, HostBuffer> owned_;
+  std::unordered_set<std::byte*> producer_owned_;  // the producer's memory (copy path only): read where it is, revoked at the end
   std::vector<Batch*> attached_;
   HostAllocator allocator_ = &allocate_host;
   bool started_ = false, direct_ = false, acquiring_ = false;

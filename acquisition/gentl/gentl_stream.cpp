@@ -108,17 +108,10 @@ void GenTLCameraImpl::start(const Batch& first) {
   std::size_t spare_bytes = payload_;
   if (direct_)
     for (const Batch* b : attached_) spare_bytes = std::max(spare_bytes, b->pixels.size());
-  for (int i = 0; i < gentl_.buffers; ++i) {
-    HostBuffer buffer = allocator_(spare_bytes);
-    std::byte* p = buffer.data();
-    BUFFER_HANDLE h = nullptr;
-    producer_->check(api.DSAnnounceBuffer(stream_, p, buffer.size(), p, &h), "DSAnnounceBuffer");
-    announced_[p] = h;
-    owned_.emplace(p, std::move(buffer));
-    queue(p);
-  }
-  spdlog::info("gentl: {} ({} buffers of {} bytes queued)",
-               direct_ ? "zero copy: the grabber writes into the pipeline's batches" : "frames copied into batches", gentl_.buffers, spare_bytes);
+  for (int i = 0; i < gentl_.buffers; ++i) announce_spare(spare_bytes);
+  spdlog::info("gentl: {} ({} buffers of {} bytes queued{})",
+               direct_ ? "zero copy: the grabber writes into the pipeline's batches" : "frames copied into batches", gentl_.buffers, spare_bytes,
+               producer_owned_.empty() ? "" : ", allocated by the producer");
   producer_->check(api.DSStartAcquisition(stream_, ACQ_START_FLAGS_DEFAULT, GENTL_INFINITE), "DSStartAcquisition");
   acquiring_ = true;
   {
@@ -132,6 +125,42 @@ void GenTLCameraImpl::start(const Batch& first) {
   }
   last_alive_ns_ = now_ns();
   if (config_.trigger == TriggerMode::Software) trigger_.start(features_, config_.frame_rate, lost_, feature_mu_);
+}
+
+void GenTLCameraImpl::announce_spare(std::size_t bytes) {
+  const auto& api = producer_->api();
+  BUFFER_HANDLE h = nullptr;
+  if (producer_owned_.empty()) {
+    HostBuffer buffer = allocator_(bytes);
+    std::byte* p = buffer.data();
+    const GC_ERROR rc = api.DSAnnounceBuffer(stream_, p, buffer.size(), p, &h);
+    if (rc == GC_ERR_SUCCESS) {
+      announced_[p] = h;
+      owned_.emplace(p, std::move(buffer));
+      queue(p);
+      return;
+    }
+    // The zero-copy path hands these buffers on as batches: they must be ours.
+    if (direct_ || !owned_.empty()) producer_->check(rc, "DSAnnounceBuffer");
+    spdlog::warn("gentl: the producer does not take our memory (DSAnnounceBuffer: {} {}): its own buffers (DSAllocAndAnnounceBuffer), "
+                 "frames copied from them",
+                 gentl::error_name(rc), producer_->last_error_text());
+  }
+  producer_->check(api.DSAllocAndAnnounceBuffer(stream_, bytes, nullptr, &h), "DSAllocAndAnnounceBuffer");
+  void* base = nullptr;
+  std::size_t size = sizeof base;
+  INFO_DATATYPE type = 0;
+  if (api.DSGetBufferInfo(stream_, h, BUFFER_INFO_BASE, &type, &base, &size) != GC_ERR_SUCCESS || base == nullptr) {
+    void* mem = nullptr;
+    void* priv = nullptr;
+    api.DSRevokeBuffer(stream_, h, &mem, &priv);
+    throw DeviceUnavailable(fmt::format("camera {}: the producer allocated a buffer but gives no address for it (BUFFER_INFO_BASE: {})",
+                                        settings_.id, producer_->last_error_text()));
+  }
+  auto* p = static_cast<std::byte*>(base);
+  announced_[p] = h;
+  producer_owned_.insert(p);
+  queue(p);
 }
 
 void GenTLCameraImpl::queue(std::byte* memory) {
@@ -160,6 +189,7 @@ void GenTLCameraImpl::shutdown_stream() noexcept {
     if (api.DSRevokeBuffer(stream_, h, &mem, &priv) != GC_ERR_SUCCESS) spdlog::debug("gentl: DSRevokeBuffer: {}", producer_->last_error_text());
   }
   announced_.clear();
+  producer_owned_.clear();  // revoked above: the producer frees them
   pending_.reset();
   if (new_buffer_event_ && api.GCUnregisterEvent) api.GCUnregisterEvent(stream_, EVENT_NEW_BUFFER);
   if (error_event_ && api.GCUnregisterEvent) api.GCUnregisterEvent(stream_, EVENT_ERROR);
@@ -272,7 +302,7 @@ std::optional<Delivered> GenTLCameraImpl::wait_buffer(std::chrono::milliseconds 
   ++buffers_;
   Delivered d = describe_buffer(data.BufferHandle);
   // The memory must be one we announced.
-  if (!owned_.count(d.base)) {
+  if (!owned_.count(d.base) && !producer_owned_.count(d.base)) {
     declare_lost("the producer delivered a buffer at an address that was never queued");
     return std::nullopt;
   }

@@ -577,17 +577,26 @@ std::string image_pixels(const std::filesystem::path& p) {
 
 constexpr int kRunWidth = 256, kRunHeight = 32, kRunFrames = 10000;
 
+// How the grabber's buffers reach the batches in a run.
+enum class RunPath {
+  Direct,          // the grabber writes into the pipeline's batches
+  Copy,            // camera.direct_buffers = false: our spare buffers, frames copied
+  ProducerMemory,  // SimAllocOnly: the producer refuses our memory; its own buffers, frames copied
+};
+const char* name_of(RunPath p) { return p == RunPath::Direct ? "direct" : p == RunPath::Copy ? "copy" : "producer-memory"; }
+
 // Writes a run configuration for a grabber source; returns its path.
-std::filesystem::path grabber_config(const std::filesystem::path& dir, int per_buffer, bool direct) {
-  const auto path = dir / (std::string(direct ? "direct" : "copy") + ".toml");
+std::filesystem::path grabber_config(const std::filesystem::path& dir, int per_buffer, RunPath run_path) {
+  const std::string name = name_of(run_path);
+  const auto path = dir / (name + ".toml");
   std::ofstream f(path);
   f << "[source]\nkind = \"camera\"\n"
     << "[camera]\ntransport = \"gentl\"\nwidth = " << kRunWidth << "\nheight = " << kRunHeight << "\nframe_rate = 1000000\n"
-    << "frames = " << kRunFrames << "\ndirect_buffers = " << (direct ? "true" : "false") << "\n"
+    << "frames = " << kRunFrames << "\ndirect_buffers = " << (run_path == RunPath::Copy ? "false" : "true") << "\n"
     << "[camera.gentl]\ncti = \"" << kCti << "\"\nframes_per_buffer = " << per_buffer << "\n"
-    << "grabber_features = [\"SimWaitForBuffers=1\"]\n"
+    << "grabber_features = [\"SimWaitForBuffers=1\"" << (run_path == RunPath::ProducerMemory ? ", \"SimAllocOnly=1\"" : "") << "]\n"
     << "[processing]\nbackend = \"cpu\"\nbatch_frames = " << per_buffer << "\n"
-    << "[output]\ndir = \"" << (dir / (direct ? "direct" : "copy")).string() << "\"\npreview = \"\"\nheightmap = \"heightmap.png\"\n"
+    << "[output]\ndir = \"" << (dir / name).string() << "\"\npreview = \"\"\nheightmap = \"heightmap.png\"\n"
     << "ply = \"scan.ply\"\nsummary = \"summary.json\"\n";
   return path;
 }
@@ -615,10 +624,11 @@ TEST_P(GenTLRun, DirectPathCopiesNothingAndGivesTheFilesOfAReplay) {
   }
   ASSERT_EQ(test::run_cli("run -q -c " + (dir.path() / "replay.toml").string(), &out), 0) << out;
 
-  for (const bool direct : {true, false}) {
-    SCOPED_TRACE(direct ? "direct path" : "copy path (camera.direct_buffers = false)");
-    ASSERT_EQ(test::run_cli("run -q -c " + grabber_config(dir.path(), per_buffer, direct).string(), &out), 0) << out;
-    const auto run_dir = dir.path() / (direct ? "direct" : "copy");
+  for (const RunPath run_path : {RunPath::Direct, RunPath::Copy, RunPath::ProducerMemory}) {
+    SCOPED_TRACE(name_of(run_path));
+    const bool direct = run_path == RunPath::Direct;
+    ASSERT_EQ(test::run_cli("run -q -c " + grabber_config(dir.path(), per_buffer, run_path).string(), &out), 0) << out;
+    const auto run_dir = dir.path() / name_of(run_path);
     const auto summary = nlohmann::json::parse(std::ifstream(run_dir / "summary.json"));
     ASSERT_TRUE(summary.contains("acquisition")) << summary.dump(2);
     const auto& a = summary["acquisition"];
@@ -632,6 +642,8 @@ TEST_P(GenTLRun, DirectPathCopiesNothingAndGivesTheFilesOfAReplay) {
       EXPECT_EQ(a["path"], "copy") << a.dump();
       EXPECT_EQ(a["bytes_copied"], std::uint64_t{kRunFrames} * kRunWidth * kRunHeight) << a.dump();
       EXPECT_NE(out.find("copy path, "), std::string::npos) << out;
+      if (run_path == RunPath::ProducerMemory)  // said once, as the fallback it is
+        EXPECT_NE(out.find("its own buffers (DSAllocAndAnnounceBuffer)"), std::string::npos) << out;
     }
     // The same frames give the same profiles: identical points and heights
     // (only the header lines naming the source differ).

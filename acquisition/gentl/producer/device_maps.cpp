@@ -231,6 +231,15 @@ void build_grabber_map(Device* d) {
                              "1: wait for a queued buffer instead of losing frames (an underrun), to measure a consumer");
   wait.kind = Feature::Kind::Boolean;
   m->add(std::move(wait));
+  Feature alloc_only = int_feature("SimAllocOnly", sim, 0, 1, [&s] { return std::int64_t{s.alloc_only}; },
+                                   while_idle(d, [&s](std::int64_t v) {
+                                     s.alloc_only = v != 0;
+                                     return GC_ERROR{GC_ERR_SUCCESS};
+                                   }),
+                                   "1: refuse the consumer's memory (DSAnnounceBuffer: GC_ERR_NOT_IMPLEMENTED), buffers only from "
+                                   "DSAllocAndAnnounceBuffer, as grabbers whose DMA needs their own memory do");
+  alloc_only.kind = Feature::Kind::Boolean;
+  m->add(std::move(alloc_only));
   Feature pixels = int_feature("SimWritePixels", sim, 0, 1, [&s] { return std::int64_t{s.write_pixels}; },
                                while_idle(d, [&s](std::int64_t v) {
                                  s.write_pixels = v != 0;

@@ -148,6 +148,7 @@ struct Settings {
   std::int64_t frames_per_buffer = 1;
   std::int64_t scene_seed = 1, encoder_step = 4, cached_frames = 0;
   bool wait_for_buffers = false;
+  bool alloc_only = false;  // SimAllocOnly: DSAnnounceBuffer refused, only DSAllocAndAnnounceBuffer (a grabber whose DMA needs its own memory)
   bool write_pixels = true;
   bool params_locked = false;  // TLParamsLocked written 1 by the consumer
   std::size_t frame_bytes() const { return static_cast<std::size_t>(width) * height * (pixel_format == kMono8 ? 1 : 2); }

@@ -224,6 +224,8 @@ GC_ERROR DevOpenDataStream(DEV_HANDLE hDevice, const char* sDataStreamID, DS_HAN
 GC_ERROR DSAnnounceBuffer(DS_HANDLE hDataStream, void* pBuffer, size_t iSize, void* pPrivate, BUFFER_HANDLE* phBuffer) {
   SIM_HANDLE(Stream, s, hDataStream);
   if (!pBuffer || !phBuffer || iSize == 0) return fail(GC_ERR_INVALID_PARAMETER, "null buffer or handle, or size 0");
+  if (s->device->settings.alloc_only)
+    return fail(GC_ERR_NOT_IMPLEMENTED, "SimAllocOnly = 1: this grabber fills only its own memory (DSAllocAndAnnounceBuffer)");
   {
     std::lock_guard l(s->mu);
     for (auto& b : s->buffers)
