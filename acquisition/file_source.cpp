@@ -95,6 +95,17 @@ std::string FileSource::describe() const {
   return s.str();
 }
 
+bool FileSource::wait_until_due(std::int64_t due_ns) const {
+  using namespace std::chrono;
+  const auto due = steady_clock::time_point(duration_cast<steady_clock::duration>(nanoseconds(due_ns)));
+  while (!stop_.load()) {
+    const auto now = steady_clock::now();
+    if (now >= due) return true;
+    std::this_thread::sleep_until(std::min(due, now + milliseconds(kStopPollMs)));
+  }
+  return false;
+}
+
 bool FileSource::fill(Batch& batch) {
   check_fill_target(batch, frame_layout(), "file source");
   const BatchLayout& l = batch.layout;
@@ -105,7 +116,7 @@ bool FileSource::fill(Batch& batch) {
   }
 
   int n = 0;
-  while (n < l.frames) {
+  while (n < l.frames && !stop_.load()) {
     // End of a pass: rewind for the next one, or stop.
     const std::uint64_t in_pass = delivered_ - pass_ * frames_per_pass_;
     if (in_pass == frames_per_pass_) {
@@ -123,8 +134,7 @@ bool FileSource::fill(Batch& batch) {
       m.frame_id = delivered_;
       const auto due_ns =
           static_cast<std::int64_t>(std::llround(static_cast<double>(delivered_) * 1e9 / config_.rate));
-      std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
-          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(start_ns_ + due_ns))));
+      if (!wait_until_due(start_ns_ + due_ns)) break;  // stopped: this frame is not handed on
       m.timestamp_ns = due_ns;
       ++delivered_;
       ++n;

@@ -2,6 +2,7 @@
 // Replays a recorded concatenated stripe image (TIFF, PNG, PGM, raw) as a
 // stream of frames of `frame_height` rows, optionally paced at a frame rate
 // (to emulate a live camera) and looped.
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -38,8 +39,15 @@ class FileSource final : public FrameSource {
   std::string describe() const override;
   // What the file says (ImageInfo::significant_bits): TIFF tags, PNG sBIT, PGM maxval, the recording's description.
   SignificantBits significant_bits() const override { return reader_->info().significant_bits; }
+  // A paced replay hands on the frames it has and ends within a frame or
+  // kStopPollMs (a signal handler calls it: an atomic store only).
+  void request_stop() noexcept override { stop_.store(true); }
 
  private:
+  // A paced frame's wait polls for a stop this often (a Ctrl-C on `--rate 1` answers within it).
+  static constexpr int kStopPollMs = 20;
+  bool wait_until_due(std::int64_t due_ns) const;  // false: stopped meanwhile
+
   FileSourceConfig config_;
   std::unique_ptr<io::ImageReader> reader_;
   std::uint64_t frames_per_pass_ = 0;
@@ -47,6 +55,7 @@ class FileSource final : public FrameSource {
   std::uint64_t pass_ = 0;
   std::int64_t start_ns_ = 0;
   bool started_ = false;  // start_ns_ is set by the first fill()
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace stripeline
