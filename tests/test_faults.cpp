@@ -189,14 +189,22 @@ TEST(Interrupts, SigtermOnAFiniteRunExits3WithCompleteFiles) {
   EXPECT_TRUE(incomplete_files(out, {}).empty());
 }
 
+// An endless replay paced at `rate` frames/s into out/a.ply and out/a.json
+// (-v: the pipeline's set-up line, which comes after the signal handler knows
+// the run).
+Child paced_replay(const TempDir& dir, const fs::path& out, const std::string& rate, const std::vector<std::string>& more = {}) {
+  fs::create_directories(out);
+  const fs::path rec = make_recording(dir, 50);
+  std::vector<std::string> args = {test::binary_path(), "replay", rec.string(), "-H", "16", "--loops", "0", "--rate", rate, "--backend", "cpu",
+                                   "--ply", (out / "a.ply").string(), "--summary", (out / "a.json").string(), "-v"};
+  args.insert(args.end(), more.begin(), more.end());
+  return Child(args);
+}
+
 TEST(Interrupts, ASecondSignalAbortsAndRemovesTheTemporaries) {
   TempDir dir;
   const fs::path out = dir / "out";
-  fs::create_directories(out);
-  const fs::path rec = make_recording(dir, 50);
-  Child c({test::binary_path(), "replay", rec.string(), "-H", "16", "--loops", "0", "--rate", "20", "--backend", "cpu", "--ply",
-           (out / "a.ply").string(), "--summary", (out / "a.json").string(), "-v"});
-  // The pipeline's set-up line (-v) comes after the signal handler knows the run.
+  Child c = paced_replay(dir, out, "20");
   ASSERT_TRUE(c.wait_for("pipeline: cpu backend", 20s)) << c.output();
   ASSERT_FALSE(temporaries_in(out).empty()) << c.output();
   // Two signals while the process is frozen: on SIGCONT both are delivered,
@@ -218,12 +226,9 @@ TEST(Interrupts, ASecondSignalAbortsAndRemovesTheTemporaries) {
 TEST(Interrupts, CtrlCOnASlowPacedReplayStopsWithinAFrame) {
   TempDir dir;
   const fs::path out = dir / "out";
-  fs::create_directories(out);
-  const fs::path rec = make_recording(dir, 50);
   // One frame a second, 300 frames a batch: a Ctrl-C that waited for the
   // batch would take five minutes.
-  Child c({test::binary_path(), "replay", rec.string(), "-H", "16", "--loops", "0", "--rate", "1", "--batch-frames", "300", "--backend",
-           "cpu", "--ply", (out / "a.ply").string(), "--summary", (out / "a.json").string(), "-v"});
+  Child c = paced_replay(dir, out, "1", {"--batch-frames", "300"});
   ASSERT_TRUE(c.wait_for("pipeline: cpu backend", 20s)) << c.output();
   std::this_thread::sleep_for(1500ms);  // frames 0 and 1 delivered into the batch in flight
   c.signal(SIGINT);

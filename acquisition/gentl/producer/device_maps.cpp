@@ -223,32 +223,21 @@ void build_grabber_map(Device* d) {
   setting("SimSceneSeed", &s.scene_seed, 0, (std::int64_t{1} << 40), "Seed of the synthetic scene");
   setting("SimEncoderStep", &s.encoder_step, -1000000, 1000000, "Encoder counts per frame (0 = no encoder)");
   setting("SimCachedFrames", &s.cached_frames, 0, 100000, "0: render every frame; N: render frames 0..N-1 once, frame n shows n mod N");
-  Feature wait = int_feature("SimWaitForBuffers", sim, 0, 1, [&s] { return std::int64_t{s.wait_for_buffers}; },
-                             while_idle(d, [&s](std::int64_t v) {
-                               s.wait_for_buffers = v != 0;
-                               return GC_ERROR{GC_ERR_SUCCESS};
-                             }),
-                             "1: wait for a queued buffer instead of losing frames (an underrun), to measure a consumer");
-  wait.kind = Feature::Kind::Boolean;
-  m->add(std::move(wait));
-  Feature alloc_only = int_feature("SimAllocOnly", sim, 0, 1, [&s] { return std::int64_t{s.alloc_only}; },
-                                   while_idle(d, [&s](std::int64_t v) {
-                                     s.alloc_only = v != 0;
-                                     return GC_ERROR{GC_ERR_SUCCESS};
-                                   }),
-                                   "1: refuse the consumer's memory (DSAnnounceBuffer: GC_ERR_NOT_IMPLEMENTED), buffers only from "
-                                   "DSAllocAndAnnounceBuffer, as grabbers whose DMA needs their own memory do");
-  alloc_only.kind = Feature::Kind::Boolean;
-  m->add(std::move(alloc_only));
-  Feature pixels = int_feature("SimWritePixels", sim, 0, 1, [&s] { return std::int64_t{s.write_pixels}; },
-                               while_idle(d, [&s](std::int64_t v) {
-                                 s.write_pixels = v != 0;
-                                 return GC_ERROR{GC_ERR_SUCCESS};
-                               }),
-                               "0: leave the pixels of each buffer as they are (a grabber's DMA costs the host nothing: this "
-                               "measures a consumer alone)");
-  pixels.kind = Feature::Kind::Boolean;
-  m->add(std::move(pixels));
+  auto flag = [&](const char* name, bool* field, const char* tip) {
+    Feature f = int_feature(name, sim, 0, 1, [field] { return std::int64_t{*field}; }, while_idle(d, [field](std::int64_t v) {
+                              *field = v != 0;
+                              return GC_ERROR{GC_ERR_SUCCESS};
+                            }),
+                            tip);
+    f.kind = Feature::Kind::Boolean;
+    m->add(std::move(f));
+  };
+  flag("SimWaitForBuffers", &s.wait_for_buffers, "1: wait for a queued buffer instead of losing frames (an underrun), to measure a consumer");
+  flag("SimAllocOnly", &s.alloc_only,
+       "1: refuse the consumer's memory (DSAnnounceBuffer: GC_ERR_NOT_IMPLEMENTED), buffers only from DSAllocAndAnnounceBuffer, as grabbers "
+       "whose DMA needs their own memory do");
+  flag("SimWritePixels", &s.write_pixels,
+       "0: leave the pixels of each buffer as they are (a grabber's DMA costs the host nothing: this measures a consumer alone)");
   auto live = [&](const char* name, std::atomic<std::int64_t>* field, const char* tip) {
     m->add(int_feature(name, sim, 0, 1000000, [field] { return field->load(); }, [field](std::int64_t v) {
       if (v < 0 || v > 1000000) return fail(GC_ERR_INVALID_VALUE, "out of range");
