@@ -206,6 +206,9 @@ TEST(Interrupts, ASecondSignalAbortsAndRemovesTheTemporaries) {
   const fs::path out = dir / "out";
   Child c = paced_replay(dir, out, "20");
   ASSERT_TRUE(c.wait_for("pipeline: cpu backend", 20s)) << c.output();
+  // The sinks create their temporaries as the run begins, just after that line.
+  const auto deadline = test::steady::now() + 20s;
+  while (temporaries_in(out).empty() && test::steady::now() < deadline) std::this_thread::sleep_for(10ms);
   ASSERT_FALSE(temporaries_in(out).empty()) << c.output();
   // Two signals while the process is frozen: on SIGCONT both are delivered,
   // one after the other, before it can finish anything (two SIGINTs would
