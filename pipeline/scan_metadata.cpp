@@ -10,6 +10,8 @@ metadata::Scan scan_metadata(const ScanInfo& info) {
   s.frame_height = info.layout.frame_height;
   s.neighbour_columns = info.chain.neighbour_check.columns;
   s.neighbour_step = info.chain.neighbour_check.step;
+  if (const LineModelConfig& m = info.chain.line_model; m.enabled)
+    s.line_model = {m.candidates, m.min_length, m.line_width, m.step, m.jump_cost, m.width_cost, m.intensity_cost, m.segment_cost};
   if (info.pixel_bits.known()) {
     s.pixel_bits = info.pixel_bits.bits;
     s.pixel_bits_origin = to_string(info.pixel_bits.origin);
