@@ -52,14 +52,14 @@ struct NeighbourCheckConfig {
 // Costs in 8-bit levels of contrast (x 2^(pixel_bits - 8) for deeper pixels).
 struct LineModelConfig {
   bool enabled = false;
-  int candidates = 4;          // stripes kept per column for the choice, 2..8
+  int candidates = 8;          // stripes kept per column for the choice, 2..8
   double step = 2.0;           // rows per column the line may move freely (0..64)
-  double jump_cost = 16.0;     // levels per row moved beyond the step (0..255)
-  double width_cost = 4.0;     // levels per pixel of run width change (0..255)
+  double jump_cost = 32.0;     // levels per row moved beyond the step (0..255)
+  double width_cost = 8.0;     // levels per pixel of run width change (0..255)
   double intensity_cost = 0.0; // levels per level of peak intensity change (0..16)
   double segment_cost = 256.0; // levels to start a line segment; also a break's cost (0..65535)
   int min_length = 8;          // columns: shorter segments are dropped (1..4096)
-  int line_width = 6;          // pixels: a wider candidate counts contrast x line_width / width (1..256)
+  int line_width = 5;          // pixels: a wider candidate counts contrast x line_width / width (1..256)
 };
 
 struct ChainConfig {
@@ -154,7 +154,7 @@ class BatchProcessor {
         params_(validate_chain(config, layout)),
         neighbour_(validate_neighbour_check(config, params_)),
         line_(validate_line_model(config, params_)),
-        extract_(extraction_params(params_, line_)),
+        extract_(stripeline::extraction_params(params_, line_)),
         calibration_(config.calibration) {
     if (calibration_) points_map_ = calibration_->model.map<double>();
   }

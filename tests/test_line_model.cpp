@@ -32,6 +32,7 @@
 #include "core/cuda/runtime.h"
 #include "kernels/cuda/line_model_kernels.h"
 #include "stages/cuda/cuda_stages.h"
+using stripeline::cuda::DeviceBuffer;
 #endif
 
 using namespace stripeline;
@@ -160,8 +161,9 @@ TEST(LineModel, TheLineWinsOverABrighterWideEdgeOffIt) {
   }
   const auto taken = choose(d, params(4));
   EXPECT_NEAR(taken[55], 10.0 + 0.3 * 55, 0.01);
-  // ... unless breaks cost more than it gains (30 x 50 levels < 2 x 800).
-  const auto kept = choose(d, params(4, 800.0));
+  // ... unless leaving the line costs more than it gains: 30 x 50 levels <
+  // 2 x min(jump 18 rows beyond the step x 100, break 800).
+  const auto kept = choose(d, params(4, 800.0, 8, 2.0, 100.0));
   EXPECT_NEAR(kept[55], 30.0 + 0.3 * 55, 0.01);
 }
 
@@ -340,7 +342,7 @@ TEST(LineModel, KeysAreValidatedNamingTheKey) {
   { ChainConfig c = on; c.column.selection = SpotSelection::All; expect_key(c, "selection = strongest"); }
   // The kernel parameters: costs in Q8 8-bit levels, 16-bit data scaled down by 8 bits.
   const kernels::LineModelParams p8 = validate_line_model(on, validate_chain(on, l));
-  EXPECT_EQ(p8.candidates, 4);
+  EXPECT_EQ(p8.candidates, on.line_model.candidates);
   EXPECT_EQ(p8.strength_shift, 0);
   EXPECT_EQ(p8.segment_cost_q8, static_cast<std::int32_t>(on.line_model.segment_cost * 256));
   EXPECT_EQ(p8.jump_cost_q8, static_cast<std::int32_t>(on.line_model.jump_cost * 256));
@@ -583,8 +585,10 @@ TEST(LineModelEval, CpuCostPrinted) {
   Batch batch(l, &allocate_host);
   ASSERT_TRUE(scan.fill(batch));
   for (int rep = 0; rep < 2; ++rep)
-    for (bool on : {false, true}) {
+    for (int k : {0, 8, 4}) {  // 0: off
+      const bool on = k > 0;
       ChainConfig c = on ? line_model_chain() : ChainConfig{};
+      if (on) c.line_model.candidates = k;
       auto p = make_processor(Backend::Cpu, l, c);
       ProfileBatch out(l.width, l.frames, 1, &allocate_host);
       p->process(batch, out);  // warm-up: thread scratch touched
@@ -592,51 +596,10 @@ TEST(LineModelEval, CpuCostPrinted) {
       const int runs = 3;
       for (int i = 0; i < runs; ++i) p->process(batch, out);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::printf("line model %s: %.0f profiles/s (%d x %d frames of %dx%d, CPU backend)\n", on ? "on " : "off", runs * l.frames / s, runs, l.frames,
-                  l.width, l.frame_height);
+      std::printf("line model %s (candidates %d): %.0f profiles/s (%d x %d frames of %dx%d, CPU backend)\n", on ? "on " : "off", k, runs * l.frames / s,
+                  runs, l.frames, l.width, l.frame_height);
       EXPECT_GT(out.points(), 0u);
     }
 }
 
-// TEMPORARY tuning sweep (removed before commit): LINE_TUNE="k,step,jump,width,int,seg,minlen,lw;..."
-#include <cstdlib>
-#include <sstream>
-TEST(LineModelTune, Sweep) {
-  const char* env = std::getenv("LINE_TUNE");
-  if (!env) GTEST_SKIP();
-  std::vector<ChainConfig> chains;
-  std::vector<std::string> names;
-  std::stringstream all(env);
-  std::string item;
-  while (std::getline(all, item, ';')) {
-    ChainConfig c;
-    c.line_model.enabled = true;
-    std::sscanf(item.c_str(), "%d,%lf,%lf,%lf,%lf,%lf,%d,%d", &c.line_model.candidates, &c.line_model.step, &c.line_model.jump_cost, &c.line_model.width_cost,
-                &c.line_model.intensity_cost, &c.line_model.segment_cost, &c.line_model.min_length, &c.line_model.line_width);
-    chains.push_back(c);
-    names.push_back(item);
-  }
-  std::vector<test::RealImage> imgs;
-  std::vector<std::vector<double>> refs;
-  for (const std::string& name : test::real_image_names()) {
-    imgs.push_back(test::load_real_image(name));
-    refs.push_back(test::steger_reference(imgs.back()));
-  }
-  for (std::size_t i = 0; i < chains.size(); ++i) {
-    std::printf("== %s\n", names[i].c_str());
-    for (std::size_t m = 0; m < imgs.size(); ++m) {
-      const auto s = test::score_against_reference(test::extract_real(imgs[m], chains[i]), refs[m]);
-      std::printf("  %-28s %.3f / %5.2f / %5.2f / %5.2f\n", imgs[m].name.c_str(), s.median, s.over_3px_percent(), s.extra_percent(), s.missed_percent());
-    }
-  }
-  if (std::getenv("LINE_TUNE_SYNTH")) {
-    for (const test::HardCase& hc : test::hard_cases(8, 30)) {
-      std::vector<ChainConfig> cs{ChainConfig{}};
-      for (auto& c : chains) cs.push_back(c);
-      const auto s = test::score_synthetic(hc.config, cs);
-      std::printf("  %-16s", hc.name.c_str());
-      for (auto& r : s) std::printf(" | %.4f %.3f %.3f %.2f", r.rms(), r.detection_percent(), r.outlier_percent(), r.false_percent());
-      std::printf("\n");
-    }
-  }
-}
+
