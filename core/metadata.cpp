@@ -17,6 +17,9 @@ Json scan_document(std::string_view kind, const Scan& s) {
   d["width"] = s.width;
   d["frame_height"] = s.frame_height;
   if (s.neighbour_columns > 0) d["neighbour_check"] = {{"columns", s.neighbour_columns}, {"step", s.neighbour_step}};
+  if (const auto& m = s.line_model; m.candidates > 0)
+    d["line_model"] = {{"candidates", m.candidates}, {"step", m.step}, {"jump_cost", m.jump_cost}, {"width_cost", m.width_cost},
+                       {"intensity_cost", m.intensity_cost}, {"segment_cost", m.segment_cost}, {"min_length", m.min_length}, {"line_width", m.line_width}};
   if (s.pixel_bits > 0) {
     d["pixel_bits"] = s.pixel_bits;
     d["pixel_bits_origin"] = s.pixel_bits_origin;

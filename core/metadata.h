@@ -9,7 +9,7 @@
 // KIND: "heightmap", "xyz", "range-map", "point-cloud", "summary",
 // "recording", "series-start" (the stream's header). A document made by
 // scan_document() carries the scan's common fields (source, method,
-// frame_height, width, neighbour_check, unit, point_unit, calibration);
+// frame_height, width, neighbour_check, line_model, unit, point_unit, calibration);
 // each output adds its own fields with one line each:
 //     d["height_bits"] = bits;
 // Adding a field that every output carries is one line in scan_document().
@@ -45,6 +45,11 @@ struct Scan {
   int frame_height = 0;        // rows of a frame
   int neighbour_columns = 0;   // the neighbour check: 0 = off (docs/extraction.md)
   double neighbour_step = 0.0;
+  // The line model (stages/chain.h LineModelConfig): candidates 0 = off.
+  struct LineModel {
+    int candidates = 0, min_length = 0, line_width = 0;
+    double step = 0.0, jump_cost = 0.0, width_cost = 0.0, intensity_cost = 0.0, segment_cost = 0.0;
+  } line_model;
   int pixel_bits = 0;          // significant bits the rows were extracted with (0 = not known)
   std::string pixel_bits_origin;  // where they came from (docs/data-model.md, "Significant bits")
   LinearCalibration linear;    // [calibration] linear keys

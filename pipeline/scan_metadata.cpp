@@ -10,6 +10,7 @@ metadata::Scan scan_metadata(const ScanInfo& info) {
   s.frame_height = info.layout.frame_height;
   s.neighbour_columns = info.chain.neighbour_check.columns;
   s.neighbour_step = info.chain.neighbour_check.step;
+  s.line_model = line_model_metadata(info.chain);
   if (info.pixel_bits.known()) {
     s.pixel_bits = info.pixel_bits.bits;
     s.pixel_bits_origin = to_string(info.pixel_bits.origin);
@@ -17,6 +18,12 @@ metadata::Scan scan_metadata(const ScanInfo& info) {
   s.linear = info.calibration;
   s.sheet = info.sheet;
   return s;
+}
+
+metadata::Scan::LineModel line_model_metadata(const ChainConfig& chain) {
+  const LineModelConfig& m = chain.line_model;
+  if (!m.enabled) return {};
+  return {m.candidates, m.min_length, m.line_width, m.step, m.jump_cost, m.width_cost, m.intensity_cost, m.segment_cost};
 }
 
 metadata::Json scan_document(std::string_view kind, const ScanInfo& info) { return metadata::scan_document(kind, scan_metadata(info)); }

@@ -9,6 +9,8 @@
 namespace stripeline {
 
 metadata::Scan scan_metadata(const ScanInfo& info);
+// The line model's values as outputs record them (candidates 0: it is off).
+metadata::Scan::LineModel line_model_metadata(const ChainConfig& chain);
 // metadata::scan_document(kind, scan_metadata(info)).
 metadata::Json scan_document(std::string_view kind, const ScanInfo& info);
 

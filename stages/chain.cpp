@@ -67,6 +67,7 @@ kernels::GaussianTaps chain_blur_taps(const ChainConfig& c) {
 }
 
 int output_slots(const ChainConfig& c, int frame_height) {
+  if (c.line_model.enabled) return 1;  // the chosen candidate (validate_line_model refuses it with selection all)
   switch (c.column.method) {
     case ColumnMethod::LocalMax:
     case ColumnMethod::Adaptive: return c.column.selection == SpotSelection::All ? c.max_peaks : 1;
@@ -158,7 +159,50 @@ kernels::ColumnParams validate_chain(const ChainConfig& c, const BatchLayout& la
   set_derivative_taps(a.steger_sigma, p);
 
   p.slots = output_slots(c, layout.frame_height);
+  validate_line_model(c, p);  // its keys too, before any frame is read
   return p;
+}
+
+kernels::LineModelParams validate_line_model(const ChainConfig& c, const kernels::ColumnParams& p) {
+  const LineModelConfig& m = c.line_model;
+  namespace k = chain_keys;
+  if (m.candidates < 2 || m.candidates > kernels::kMaxLineCandidates)
+    bad(k::line_candidates, m.candidates, "2.." + std::to_string(kernels::kMaxLineCandidates));
+  if (!(m.step >= 0.0 && m.step <= 64.0)) bad_number(k::line_step, m.step, "0..64 rows per column");
+  if (!(m.jump_cost >= 0.0 && m.jump_cost <= 255.0)) bad_number(k::line_jump_cost, m.jump_cost, "0..255 levels per row");
+  if (!(m.width_cost >= 0.0 && m.width_cost <= 255.0)) bad_number(k::line_width_cost, m.width_cost, "0..255 levels per pixel");
+  if (!(m.intensity_cost >= 0.0 && m.intensity_cost <= 16.0)) bad_number(k::line_intensity_cost, m.intensity_cost, "0..16 levels per level");
+  if (!(m.segment_cost >= 0.0 && m.segment_cost <= 65535.0)) bad_number(k::line_segment_cost, m.segment_cost, "0..65535 levels");
+  if (m.min_length < 1 || m.min_length > kMaxFrameHeight) bad(k::line_min_length, m.min_length, "1..4096 columns");
+  if (m.line_width < 1 || m.line_width > 256) bad(k::line_width, m.line_width, "1..256 pixels");
+  kernels::LineModelParams l;
+  if (!m.enabled) return l;  // candidates 0: off
+  if (p.method != ColumnMethod::Adaptive)
+    throw ConfigError(std::string(k::line_model) + " = true needs " + k::method + " = adaptive (the method is " + to_string(p.method) + ")");
+  if (c.column.selection != SpotSelection::Strongest)
+    throw ConfigError(std::string(k::line_model) + " = true needs " + k::selection + " = strongest (the line model makes the choice; it is " +
+                      to_string(c.column.selection) + ")");
+  int bits = 8;
+  while (bits < 16 && (p.saturation >> bits) != 0) ++bits;  // saturation = 2^bits - 1
+  l.candidates = m.candidates;
+  l.strength_shift = bits - 8;
+  l.line_width = m.line_width;
+  l.step_q8 = static_cast<std::int32_t>(std::lround(m.step * kPositionOne));
+  l.jump_cost_q8 = static_cast<std::int32_t>(std::lround(m.jump_cost * 256.0));
+  l.width_cost_q8 = static_cast<std::int32_t>(std::lround(m.width_cost * 256.0));
+  l.intensity_cost_q8 = static_cast<std::int32_t>(std::lround(m.intensity_cost * 256.0));
+  l.segment_cost_q8 = static_cast<std::int32_t>(std::lround(m.segment_cost * 256.0));
+  l.min_length = m.min_length;
+  return l;
+}
+
+kernels::ColumnParams extraction_params(const kernels::ColumnParams& params, const kernels::LineModelParams& line) {
+  kernels::ColumnParams e = params;
+  if (line.candidates > 0) {
+    e.selection = SpotSelection::All;
+    e.slots = line.candidates;
+  }
+  return e;
 }
 
 kernels::NeighbourCheckParams validate_neighbour_check(const ChainConfig& c, const kernels::ColumnParams& p) {

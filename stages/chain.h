@@ -14,6 +14,7 @@
 #include "kernels/calibrated_points.h"
 #include "kernels/column_extract.h"
 #include "kernels/gaussian.h"
+#include "kernels/line_model.h"
 #include "kernels/neighbour_check.h"
 #include "stages/backend.h"
 
@@ -43,6 +44,24 @@ struct NeighbourCheckConfig {
   double step = 2.0;   // a neighbour within step x distance (columns) rows supports a detection, rows per column (0 < step <= 64)
 };
 
+// After extraction, before the neighbour check: the laser line chosen per
+// frame as a path across the columns (kernels/line_model.h,
+// docs/extraction.md "Line model"). Needs method adaptive with selection
+// strongest: extraction then keeps `candidates` stripes per column and the
+// step writes the chosen one as the column's single detection (one slot).
+// Costs in 8-bit levels of contrast (x 2^(pixel_bits - 8) for deeper pixels).
+struct LineModelConfig {
+  bool enabled = false;
+  int candidates = 8;          // stripes kept per column for the choice, 2..8
+  double step = 2.0;           // rows per column the line may move freely (0..64)
+  double jump_cost = 32.0;     // levels per row moved beyond the step (0..255)
+  double width_cost = 8.0;     // levels per pixel of run width change (0..255)
+  double intensity_cost = 0.0; // levels per level of peak intensity change (0..16)
+  double segment_cost = 256.0; // levels to start a line segment; also a break's cost (0..65535)
+  int min_length = 8;          // columns: shorter segments are dropped (1..4096)
+  int line_width = 5;          // pixels: a wider candidate counts contrast x line_width / width (1..256)
+};
+
 struct ChainConfig {
   int blur_size = 5;         // odd 3..15, or 0 for no blur
   double blur_sigma = 0.0;   // 0: from the size (OpenCV's rule)
@@ -60,6 +79,7 @@ struct ChainConfig {
   int max_points = 0;        // 'all' method: slots per column (0 = frame height)
   AdaptiveConfig adaptive;   // 'adaptive' method
   NeighbourCheckConfig neighbour_check;  // isolated detections removed after extraction (single-peak profiles)
+  LineModelConfig line_model;            // the line chosen across columns, after extraction (off by default)
   // The last step, with a sheet-of-light calibration ([calibration] file; the
   // pipeline sets it): every detection mapped to (X, dY, Z) mm into the
   // profiles' points array (core/calibrated_point.h), on the processor's
@@ -81,10 +101,17 @@ kernels::ColumnParams validate_chain(const ChainConfig& config, const BatchLayou
 // ConfigError naming the key for a bad value, or when it is asked for with
 // more than one slot per column.
 kernels::NeighbourCheckParams validate_neighbour_check(const ChainConfig& config, const kernels::ColumnParams& params);
+// The line model's kernel parameters (candidates 0 = off) for the column
+// parameters validate_chain returned; ConfigError naming the key for a bad
+// value, or when it is asked for with another method or selection.
+kernels::LineModelParams validate_line_model(const ChainConfig& config, const kernels::ColumnParams& params);
+// What extraction runs with: `params` itself, or with the line model on,
+// selection all into LineModelConfig::candidates slots (its candidates).
+kernels::ColumnParams extraction_params(const kernels::ColumnParams& params, const kernels::LineModelParams& line);
 // The chain's blur: make_gaussian_taps(blur_size, blur_sigma) with
 // `across` = blur_across. ConfigError for a bad size or sigma.
 kernels::GaussianTaps chain_blur_taps(const ChainConfig& config);
-// Output slots per column for this config and frame height.
+// Output slots per column for this config and frame height (1 with the line model).
 int output_slots(const ChainConfig& config, int frame_height);
 // Pixels below this are zeroed before extraction (the threshold stage); 0 =
 // none. The adaptive method needs the background, so it never has one.
@@ -121,15 +148,34 @@ class BatchProcessor {
   virtual double last_compute_ms() const { return 0.0; }
 
  protected:
-  // config validated against layout here (validate_chain, validate_neighbour_check).
+  // config validated against layout here (validate_chain, validate_neighbour_check, validate_line_model).
   BatchProcessor(const BatchLayout& layout, const ChainConfig& config)
       : layout_(layout),
         params_(validate_chain(config, layout)),
         neighbour_(validate_neighbour_check(config, params_)),
+        line_(validate_line_model(config, params_)),
+        extract_(stripeline::extraction_params(params_, line_)),
         calibration_(config.calibration) {
     if (calibration_) points_map_ = calibration_->model.map<double>();
   }
+  // The chain's column parameters (slots = the output's).
   const kernels::ColumnParams& params() const { return params_; }
+  // What extraction runs with: params(), or the line model's candidates.
+  const kernels::ColumnParams& extraction_params() const { return extract_; }
+  // The line model, after extraction and before the neighbour check: extraction
+  // writes extraction_params().slots candidates per column into the backend's
+  // own candidate profiles, the step writes the output's single slot.
+  bool models_line() const { return line_.candidates > 0; }
+  const kernels::LineModelParams& line_params() const { return line_; }
+  // Its view for `frames` frames: the candidate arrays (K slots), the output
+  // arrays (one slot), the back-pointer scratch and its frame stride (host
+  // or device pointers).
+  kernels::LineModelView line_view(const kernels::LineModelArrays& candidates, const kernels::LineModelArrays& out, std::uint8_t* back,
+                                   std::size_t back_stride, int frames) const {
+    kernels::LineModelView v;
+    v.in = candidates, v.out = out, v.back = back, v.back_stride = back_stride, v.frames = frames, v.width = layout_.width;
+    return v;
+  }
   // The neighbour check, after extraction and before the calibrated points.
   bool checks_neighbours() const { return neighbour_.columns > 0; }
   const kernels::NeighbourCheckParams& neighbour_params() const { return neighbour_; }
@@ -162,6 +208,8 @@ class BatchProcessor {
   BatchLayout layout_;
   kernels::ColumnParams params_;
   kernels::NeighbourCheckParams neighbour_;
+  kernels::LineModelParams line_;
+  kernels::ColumnParams extract_;
   std::shared_ptr<const AppliedCalibration> calibration_;
   SheetOfLightMap<double> points_map_{};
   ProfileBatch* pending_ = nullptr;

@@ -33,5 +33,15 @@ inline constexpr const char* pixel_bits = "pixel_bits";
 // the neighbour check (NeighbourCheckConfig)
 inline constexpr const char* neighbour_columns = "neighbour_columns";  // NeighbourCheckConfig::columns
 inline constexpr const char* neighbour_step = "neighbour_step";        // NeighbourCheckConfig::step
+// the line model (LineModelConfig)
+inline constexpr const char* line_model = "line_model";                    // LineModelConfig::enabled
+inline constexpr const char* line_candidates = "line_candidates";          // LineModelConfig::candidates
+inline constexpr const char* line_step = "line_step";                      // LineModelConfig::step
+inline constexpr const char* line_jump_cost = "line_jump_cost";            // LineModelConfig::jump_cost
+inline constexpr const char* line_width_cost = "line_width_cost";          // LineModelConfig::width_cost
+inline constexpr const char* line_intensity_cost = "line_intensity_cost";  // LineModelConfig::intensity_cost
+inline constexpr const char* line_segment_cost = "line_segment_cost";      // LineModelConfig::segment_cost
+inline constexpr const char* line_min_length = "line_min_length";          // LineModelConfig::min_length
+inline constexpr const char* line_width = "line_width";                    // LineModelConfig::line_width
 
 }  // namespace stripeline::chain_keys

@@ -44,7 +44,7 @@ std::filesystem::path calibration_file(const TempDir& dir) {
 // The fields every scan document carries, as one object to compare.
 metadata::Json common(const metadata::Json& d) {
   metadata::Json c;
-  for (const char* k : {"schema", "software", "source", "method", "width", "frame_height", "unit", "point_unit", "calibration", "neighbour_check"})
+  for (const char* k : {"schema", "software", "source", "method", "width", "frame_height", "unit", "point_unit", "calibration", "neighbour_check", "line_model"})
     if (d.contains(k)) c[k] = d[k];
   return c;
 }

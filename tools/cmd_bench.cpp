@@ -401,7 +401,7 @@ Subcommand add_bench(CLI::App& app) {
   sub->add_option("--estimator", o->estimator, "With --method adaptive/default: centroid, gauss, parabola or steger")->capture_default_str();
   sub->add_option("--neighbour-columns", o->neighbour_columns, "Time the chain with the neighbour check on, this many columns each side (0 = off)")
       ->capture_default_str();
-  o->processing.add(sub, "processing", {"pixel_bits"});
+  o->processing.add(sub, "processing", {"pixel_bits", "line_model", "line_candidates"});
   sub->add_flag("--blur-along-columns", o->along_columns, "Time the chain with the blur along the columns only (processing.blur_across = false)");
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
   return {sub, [o] {

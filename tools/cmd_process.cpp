@@ -12,6 +12,7 @@
 #include "app/calibration_setup.h"
 #include "app/config.h"
 #include "app/outputs.h"
+#include "pipeline/scan_metadata.h"
 #include "app/run_session.h"
 #include "core/errors.h"
 #include "pipeline/coverage_check.h"
@@ -122,6 +123,9 @@ int process(const std::string& command, const Config& given, bool quiet, double 
   report.frame_height = source.frame_layout().frame_height;
   report.height_bits = out.height_bits;
   report.method = to_string(config.pipeline.chain.column.method);
+  report.neighbour_columns = config.pipeline.chain.neighbour_check.columns;
+  report.neighbour_step = config.pipeline.chain.neighbour_check.step;
+  report.line_model = line_model_metadata(config.pipeline.chain);
   report.stats = session.run(more_sinks, [&bar](const PipelineStats& s) { bar.update(s); });
   stop.detach();
   bar.done();

@@ -67,6 +67,7 @@ metadata::Scan scan_metadata(const RunReport& r) {
   m.frame_height = r.frame_height;
   m.neighbour_columns = r.neighbour_columns;
   m.neighbour_step = r.neighbour_step;
+  m.line_model = r.line_model;
   if (r.stats.pixel_bits.known()) {
     m.pixel_bits = r.stats.pixel_bits.bits;
     m.pixel_bits_origin = to_string(r.stats.pixel_bits.origin);

@@ -42,6 +42,7 @@ struct RunReport {
   std::string method;
   int neighbour_columns = 0;    // the neighbour check (0 = off) and its step, as the outputs record them
   double neighbour_step = 0.0;
+  metadata::Scan::LineModel line_model;  // the line model, as the outputs record it (candidates 0 = off)
   std::string interrupted;  // "SIGINT"/"SIGTERM" when a signal stopped the run, else empty
 };
 

@@ -23,6 +23,7 @@ constexpr int kTileWidth = 256;
 struct Scratch {
   std::vector<std::uint32_t> mid;
   std::vector<std::uint8_t> isolated;  // the neighbour check's marks of one frame
+  std::vector<std::uint8_t> back;      // the line model's back-pointers of one frame
   std::vector<std::uint32_t> acc;
   std::vector<std::uint16_t> tile;  // big enough for either pixel type
 };
@@ -40,12 +41,13 @@ class TileGrid {
   std::size_t tiles_;
 };
 
-tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l) {
+tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l, int line_candidates = 0) {
   Scratch exemplar;
   exemplar.mid.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
   exemplar.acc.resize(kTileWidth);
   exemplar.tile.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
   exemplar.isolated.resize(static_cast<std::size_t>(l.width));
+  if (line_candidates > 0) exemplar.back.resize(kernels::line_model_scratch_bytes(line_candidates, l.width, 1));
   return tbb::enumerable_thread_specific<Scratch>(exemplar);
 }
 
@@ -129,7 +131,11 @@ class CpuProcessor final : public BatchProcessor {
         taps_(chain_blur_taps(c)),
         threshold_stage_(threshold_stage_level(c, params()) != 0),
         grid_(l),
-        scratch_(make_scratch(l)) {}
+        scratch_(make_scratch(l, line_params().candidates)) {
+    // The line model's candidates: extraction writes them here, the step
+    // writes the chosen one into the output.
+    if (models_line()) candidates_ = ProfileBatch(l.width, l.frames, extraction_params().slots, &allocate_host);
+  }
 
   Backend backend() const override { return Backend::Cpu; }
 
@@ -154,10 +160,23 @@ class CpuProcessor final : public BatchProcessor {
           };
           const T* frame = reinterpret_cast<const T*>(in.frame_data(f));
           auto raw = [frame, w](int x, int y) -> std::uint32_t { return frame[y * w + x]; };
-          extract_tile(pixel, raw, h, x0, x1, f, params(), out);
+          extract_tile(pixel, raw, h, x0, x1, f, extraction_params(), models_line() ? candidates_ : out);
         }
       });
     });
+    if (models_line()) {  // the line chosen across the columns, a frame per task (its back-pointers in the thread's scratch)
+      const int k = candidates_.slots;
+      tbb::parallel_for(tbb::blocked_range<int>(0, in.frames), [&](const tbb::blocked_range<int>& r) {
+        Scratch& s = scratch_.local();
+        for (int f = r.begin(); f != r.end(); ++f) {
+          const std::size_t row = static_cast<std::size_t>(f) * out.width, rows = row * k;
+          const kernels::LineModelArrays from{candidates_.position + rows, candidates_.intensity + rows, candidates_.stripe_width + rows,
+                                              candidates_.quality + rows, candidates_.count + row};
+          const kernels::LineModelArrays to{out.position + row, out.intensity + row, out.stripe_width + row, out.quality + row, out.count + row};
+          kernels::line_model_cpu(line_view(from, to, s.back.data(), 1, 1), line_params(), 0, 1);
+        }
+      });
+    }
     if (checks_neighbours()) {  // isolated detections removed, a frame per task (its marks in the thread's scratch)
       tbb::parallel_for(tbb::blocked_range<int>(0, in.frames), [&](const tbb::blocked_range<int>& r) {
         Scratch& s = scratch_.local();
@@ -184,6 +203,7 @@ class CpuProcessor final : public BatchProcessor {
   bool threshold_stage_;
   TileGrid grid_;
   tbb::enumerable_thread_specific<Scratch> scratch_;
+  ProfileBatch candidates_;  // the line model's candidates (empty when it is off)
 };
 
 }  // namespace

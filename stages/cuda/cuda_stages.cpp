@@ -12,6 +12,7 @@
 #include "core/cuda/runtime.h"
 #include "core/errors.h"
 #include "kernels/cuda/calibrated_points_kernels.h"
+#include "kernels/cuda/line_model_kernels.h"
 #include "kernels/cuda/neighbour_check_kernels.h"
 #include "kernels/cuda/stripe_kernels.h"
 
@@ -164,11 +165,15 @@ class CudaProcessorImpl final : public CudaProcessor {
     const kernels::GaussianTaps taps = chain_blur_taps(c);
     chain_.taps = kc::to_blur_taps(taps);
     chain_.zero_below = threshold_stage_level(c, params());
-    chain_.column = params();
+    chain_.column = extraction_params();  // with the line model: its candidates
     const std::size_t shared = kc::fused_shared_bytes(static_cast<int>(bytes_per_pixel(l.format)), l.frame_height, taps.size);
     fused_ = options.allow_fused && shared <= max_shared_bytes_per_block();
     in_ = DeviceBuffer::allocate(l.bytes(), "batch pixels");
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
+    if (models_line()) {
+      candidates_ = std::make_unique<DeviceProfiles>(l.width, l.frames, extraction_params().slots);
+      back_ = DeviceBuffer::allocate(kernels::line_model_scratch_bytes(line_params().candidates, l.width, l.frames), "line model back-pointers");
+    }
     if (checks_neighbours()) isolated_ = DeviceBuffer::allocate(static_cast<std::size_t>(l.width) * l.frames, "neighbour check marks");
     if (fused_)
       configure_fused_once();
@@ -212,15 +217,23 @@ class CudaProcessorImpl final : public CudaProcessor {
     with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
       const auto pixels = device_frames<T>(in_, layout(), frames);
+      const kc::ProfileView& extracted = models_line() ? candidates_->view() : profiles_->view();
       if (fused_) {
-        kc::fused_chain<T>(pixels, chain_, profiles_->view(), stream);
+        kc::fused_chain<T>(pixels, chain_, extracted, stream);
       } else if (chain_.taps.size > 0) {
         kc::blur<T>(pixels, device_frames_out<T>(scratch_, layout(), frames), chain_.taps, stream);
-        kc::extract<T>(device_frames<T>(scratch_, layout(), frames), pixels.data, chain_.zero_below, chain_.column, profiles_->view(), stream);
+        kc::extract<T>(device_frames<T>(scratch_, layout(), frames), pixels.data, chain_.zero_below, chain_.column, extracted, stream);
       } else {
-        kc::extract<T>(pixels, nullptr, chain_.zero_below, chain_.column, profiles_->view(), stream);
+        kc::extract<T>(pixels, nullptr, chain_.zero_below, chain_.column, extracted, stream);
       }
     });
+    if (models_line()) {  // the line across the columns: candidates in, one slot out, one thread per frame
+      const kc::ProfileView& c = candidates_->view();
+      const kc::ProfileView& p = profiles_->view();
+      kc::launch_line_model(line_view({c.position, c.intensity, c.stripe_width, c.quality, c.count}, {p.position, p.intensity, p.stripe_width, p.quality, p.count},
+                                      back_.as<std::uint8_t>(), static_cast<std::size_t>(frames), frames),
+                            line_params(), stream);
+    }
     if (checks_neighbours()) {
       const kc::ProfileView& p = profiles_->view();
       kc::launch_neighbour_check(neighbour_view(p.position, p.intensity, p.stripe_width, p.quality, p.count, isolated_.as<std::uint8_t>(), frames),
@@ -236,8 +249,8 @@ class CudaProcessorImpl final : public CudaProcessor {
   kc::ChainParams chain_;
   bool fused_ = false;
   double last_ms_ = 0.0;
-  DeviceBuffer in_, scratch_, isolated_;
-  std::unique_ptr<DeviceProfiles> profiles_;
+  DeviceBuffer in_, scratch_, isolated_, back_;
+  std::unique_ptr<DeviceProfiles> profiles_, candidates_;  // candidates_: the line model's (null when it is off)
   DeviceLane lane_;  // declared last: destroyed first, waiting for the stream before the buffers go
 };
 

@@ -1,0 +1,254 @@
+#pragma once
+// The line model: per frame, the laser line chosen as a path across the
+// columns instead of a peak per column (docs/extraction.md, "Line model";
+// issue 21). Extraction keeps up to K candidates per column (the adaptive
+// method with selection `all`); this step chooses, by dynamic programming
+// over the columns of the frame (Viterbi), at most one of them per column,
+// and writes it as the column's single detection.
+//
+// States of column x: 0 = "no line here", s = 1..n = the column's candidate
+// in slot s-1 (n = min(count, K)). The score of a path is the sum of
+//   + strength(c) for every chosen candidate c: its contrast in 8-bit units
+//     (quality >> (bits - 8), Q8), times line_width / width when the
+//     candidate's run is wider than line_width (broad bright bands of a
+//     print or a texture are no laser line);
+//   - link(a, b) between chosen candidates of neighbouring columns:
+//       jump_cost x (|dy| - step)+  (rows beyond the free step)
+//     + width_cost x |dw|            (pixels of run width)
+//     + intensity_cost x |di|        (8-bit levels of peak intensity),
+//     or segment_cost when that is less (a break: the line ends and a new
+//     segment starts, as at a step of the surface);
+//   - segment_cost for every segment started after a "no line" column (or at
+//     column 0).
+// "No line" scores 0, so a stretch of candidates is only worth taking when
+// its strength pays for its start; where the data holds no candidate the
+// path passes through "no line" (a break the data allows). The best path is
+// traced back, and every segment (a run of chosen columns without a break)
+// shorter than min_length columns is dropped: its candidates are excluded
+// and the frame is solved again (at most kLinePasses times in all), so a
+// short bright detour off the line gives the line back rather than a hole;
+// what the last pass drops stays empty.
+//
+// Integer arithmetic only (int64 scores, Q8 = 1/256 of an 8-bit level), ties
+// broken by the lowest state, so the CPU loop and the CUDA kernel
+// (kernels/cuda/line_model_kernels.h) give the same bits: both call
+// line_model_frame(). The back-pointers are scratch passed in as a view, one
+// byte per (column, state): the predecessor state in the low 4 bits, bit 7
+// set when the link was a break; and one byte per column more: the mask of
+// the candidates excluded by an earlier pass.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/fixed_point.h"
+
+namespace stripeline::kernels {
+
+inline constexpr int kMaxLineCandidates = 8;  // K: states per column are K + 1 (fits the 4-bit back-pointer and the 8-bit mask)
+inline constexpr int kLinePasses = 3;         // solves per frame at most (each after dropping short segments)
+
+struct LineModelParams {
+  std::int32_t candidates = 0;          // K, slots per column of the input; 0 = off
+  std::int32_t strength_shift = 0;      // pixel units -> 8-bit units: significant bits - 8
+  std::int32_t line_width = 8;          // px: a wider candidate counts its contrast x line_width / width
+  std::int32_t step_q8 = 512;           // free change of position per column, 1/256 px
+  std::int32_t jump_cost_q8 = 1024;     // Q8 levels per px beyond the free step
+  std::int32_t width_cost_q8 = 512;     // Q8 levels per px of run width change
+  std::int32_t intensity_cost_q8 = 0;   // Q8 levels per 8-bit level of intensity change (a fraction x 256)
+  std::int32_t segment_cost_q8 = 16384; // Q8 levels to start a segment (and the cost of a break)
+  std::int32_t min_length = 8;          // columns: shorter segments are dropped
+};
+
+// In: the candidates, K slots per column ([frame][slot][column], ProfileLayout
+// with slots = K) and their counts. Out: single-slot profiles
+// ([frame][column]), every element written. Scratch: the back-pointers,
+// element (frame f, column x, state s) at ((x * (K + 2) + s) * back_stride + f),
+// s = K + 1 the column's exclusion mask
+// (back_stride = frames on the GPU: neighbouring threads' frames are
+// neighbouring bytes; 1 on the CPU, one frame's scratch per task).
+struct LineModelArrays {
+  std::int32_t* position = nullptr;
+  std::uint16_t* intensity = nullptr;
+  std::uint16_t* stripe_width = nullptr;
+  std::uint16_t* quality = nullptr;
+  std::uint8_t* count = nullptr;
+};
+struct LineModelView {
+  LineModelArrays in;   // read only
+  LineModelArrays out;  // every element of the frames written
+  std::uint8_t* back = nullptr;
+  std::size_t back_stride = 1;
+  int frames = 0, width = 0;
+};
+
+// Scratch bytes of the back-pointers for `frames` frames of `width` columns.
+inline std::size_t line_model_scratch_bytes(int candidates, int width, int frames) {
+  return static_cast<std::size_t>(candidates + 2) * static_cast<std::size_t>(width) * static_cast<std::size_t>(frames);
+}
+
+namespace line_model {
+
+inline constexpr std::int64_t kNone = -(std::int64_t{1} << 60);  // an unreachable state's score
+inline constexpr std::uint8_t kBreak = 0x80;
+
+struct Candidate {
+  std::int32_t position = 0, width = 0;
+  std::int64_t strength = 0, level = 0;  // Q8 8-bit levels
+};
+
+STRIPELINE_HD std::int64_t abs64(std::int64_t v) { return v < 0 ? -v : v; }
+
+STRIPELINE_HD Candidate candidate(const LineModelView& v, const LineModelParams& p, int f, int slot, int x) {
+  const std::size_t i = (static_cast<std::size_t>(f) * p.candidates + slot) * v.width + x;
+  Candidate c;
+  c.position = v.in.position[i];
+  c.width = v.in.stripe_width[i];
+  c.strength = (static_cast<std::int64_t>(v.in.quality[i]) << 8) >> p.strength_shift;
+  if (c.width > p.line_width) c.strength = c.strength * p.line_width / c.width;
+  c.level = (static_cast<std::int64_t>(v.in.intensity[i]) << 8) >> p.strength_shift;
+  return c;
+}
+
+// The cost of the link a -> b between neighbouring columns (before the cap
+// at segment_cost).
+STRIPELINE_HD std::int64_t link_cost(const Candidate& a, const Candidate& b, const LineModelParams& p) {
+  const std::int64_t dy = abs64(static_cast<std::int64_t>(b.position) - a.position);
+  const std::int64_t excess = dy > p.step_q8 ? dy - p.step_q8 : 0;
+  return ((excess * p.jump_cost_q8) >> 8) + abs64(static_cast<std::int64_t>(b.width) - a.width) * p.width_cost_q8 +
+         ((abs64(b.level - a.level) * p.intensity_cost_q8) >> 8);
+}
+
+STRIPELINE_HD std::uint8_t& back_at(const LineModelView& v, const LineModelParams& p, int f, int x, int s) {
+  return v.back[(static_cast<std::size_t>(x) * (p.candidates + 2) + s) * v.back_stride + f];
+}
+// The candidates of column x excluded by an earlier pass (bit s-1 for state s).
+STRIPELINE_HD std::uint8_t& excluded_at(const LineModelView& v, const LineModelParams& p, int f, int x) {
+  return back_at(v, p, f, x, p.candidates + 1);
+}
+
+STRIPELINE_HD int slots_filled(const LineModelView& v, const LineModelParams& p, int f, int x) {
+  const int c = v.in.count[static_cast<std::size_t>(f) * v.width + x];
+  return c < p.candidates ? c : p.candidates;
+}
+
+// Column x of frame f's output: candidate state s (1..K) of the input, or empty (s = 0).
+STRIPELINE_HD void write_column(const LineModelView& v, const LineModelParams& p, int f, int x, int s) {
+  const std::size_t o = static_cast<std::size_t>(f) * v.width + x;
+  if (s == 0) {
+    v.out.position[o] = kNoPeak;
+    v.out.intensity[o] = 0;
+    v.out.stripe_width[o] = 0;
+    v.out.quality[o] = 0;
+    v.out.count[o] = 0;
+    return;
+  }
+  const std::size_t i = (static_cast<std::size_t>(f) * p.candidates + (s - 1)) * v.width + x;
+  v.out.position[o] = v.in.position[i];
+  v.out.intensity[o] = v.in.intensity[i];
+  v.out.stripe_width[o] = v.in.stripe_width[i];
+  v.out.quality[o] = v.in.quality[i];
+  v.out.count[o] = 1;
+}
+
+// Forward pass: the scores of column x's states from column x-1's, and the
+// back-pointers of column x.
+// States in `excluded` (bit s-1) are unreachable (score kNone): never a
+// predecessor nor chosen, since "no line" always scores more.
+STRIPELINE_HD void forward_column(const LineModelView& v, const LineModelParams& p, int f, int x, const Candidate* prev_c, int prev_n,
+                                  const std::int64_t* prev, const Candidate* cur_c, int cur_n, std::uint8_t excluded, std::int64_t* cur) {
+  // "No line": the best of the previous states (a line may end anywhere).
+  int arg = 0;
+  std::int64_t best = prev[0];
+  for (int a = 1; a <= prev_n; ++a)
+    if (prev[a] > best) best = prev[a], arg = a;
+  cur[0] = best;
+  back_at(v, p, f, x, 0) = static_cast<std::uint8_t>(arg);
+  for (int b = 1; b <= cur_n; ++b) {
+    const Candidate& c = cur_c[b - 1];
+    if ((excluded >> (b - 1)) & 1) {
+      cur[b] = kNone;
+      back_at(v, p, f, x, b) = 0;
+      continue;
+    }
+    // From "no line": a new segment.
+    std::int64_t top = prev[0] - p.segment_cost_q8;
+    std::uint8_t from = 0;
+    for (int a = 1; a <= prev_n; ++a) {
+      const std::int64_t link = link_cost(prev_c[a - 1], c, p);
+      const bool brk = link > p.segment_cost_q8;
+      const std::int64_t s = prev[a] - (brk ? p.segment_cost_q8 : link);
+      if (s > top) top = s, from = static_cast<std::uint8_t>(a | (brk ? kBreak : 0));
+    }
+    cur[b] = top + c.strength;
+    back_at(v, p, f, x, b) = from;
+  }
+}
+
+// One solve of frame f: the forward pass (pass 0 clears the exclusion
+// masks), the best final state (the lowest on ties).
+STRIPELINE_HD int solve_frame(const LineModelView& v, const LineModelParams& p, int f, int pass) {
+  Candidate cand[2][kMaxLineCandidates];
+  std::int64_t score[2][kMaxLineCandidates + 1];
+  int n[2] = {0, 0};
+  score[1][0] = 0;  // before column 0: "no line", nothing else
+  for (int x = 0; x < v.width; ++x) {
+    const int cur = x & 1, prev = cur ^ 1;
+    n[cur] = slots_filled(v, p, f, x);
+    for (int s = 0; s < n[cur]; ++s) cand[cur][s] = candidate(v, p, f, s, x);
+    if (pass == 0) excluded_at(v, p, f, x) = 0;
+    forward_column(v, p, f, x, cand[prev], n[prev], score[prev], cand[cur], n[cur], excluded_at(v, p, f, x), score[cur]);
+  }
+  const int last = (v.width - 1) & 1;
+  int state = 0;
+  for (int s = 1; s <= n[last]; ++s)
+    if (score[last][s] > score[last][state]) state = s;
+  return state;
+}
+
+// Back from the last column in `state`: every column of the frame written,
+// each segment shorter than min_length emptied and its candidates excluded.
+// Returns whether one was.
+STRIPELINE_HD bool trace_back(const LineModelView& v, const LineModelParams& p, int f, int state) {
+  bool dropped = false;
+  int run = 0, end_state = 0;  // the segment being traced: its columns so far, and its state at its last column (x + run - 1)
+  for (int x = v.width - 1; x >= 0; --x) {
+    write_column(v, p, f, x, state);
+    const std::uint8_t b = back_at(v, p, f, x, state);
+    const int from = b & 0x0F;
+    if (state != 0) {
+      if (run++ == 0) end_state = state;
+      // The segment starts here when it was entered from "no line", through a break, or at column 0.
+      if (from == 0 || (b & kBreak) != 0 || x == 0) {
+        if (run < p.min_length) {
+          int s = end_state;
+          for (int k = x + run - 1; k >= x; --k) {
+            write_column(v, p, f, k, 0);
+            excluded_at(v, p, f, k) |= static_cast<std::uint8_t>(1u << (s - 1));
+            s = back_at(v, p, f, k, s) & 0x0F;
+          }
+          dropped = true;
+        }
+        run = 0;
+      }
+    }
+    state = from;
+  }
+  return dropped;
+}
+
+}  // namespace line_model
+
+// The whole step for frame f: solve, trace back; while a short segment was
+// dropped, exclude it and solve again (kLinePasses solves at most). Every
+// output element of the frame written.
+STRIPELINE_HD void line_model_frame(const LineModelView& v, const LineModelParams& p, int f) {
+  if (v.width <= 0) return;
+  for (int pass = 0; pass < kLinePasses; ++pass)
+    if (!line_model::trace_back(v, p, f, line_model::solve_frame(v, p, f, pass))) break;
+}
+
+// Frames [first, last) on the CPU (the backend and the oracle).
+inline void line_model_cpu(const LineModelView& v, const LineModelParams& p, int first, int last) {
+  for (int f = first; f < last; ++f) line_model_frame(v, p, f);
+}
+
+}  // namespace stripeline::kernels

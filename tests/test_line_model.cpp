@@ -1,0 +1,605 @@
+// The line model (kernels/line_model.h): the laser line chosen per frame as a
+// path across the columns. The CPU kernel on hand-made candidates (the
+// oracle's cases), through the CPU processor, its keys validated, the CUDA
+// kernel and processor bit for bit against the CPU (skipped without a GPU),
+// and the evaluation with the line model on and off (printed tables: real
+// photographs against the Steger reference, synthetic hard cases against
+// their truth, the CPU cost), as docs/extraction.md quotes them:
+//
+//   build/tests/unit_tests --gtest_filter='LineModel*'
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "extraction_eval.h"
+#include "pipeline/scan_metadata.h"
+#include "gpu_test.h"
+#include "kernels/line_model.h"
+#include "stages/chain.h"
+#include "test_helpers.h"
+#if STRIPELINE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "core/cuda/runtime.h"
+#include "kernels/cuda/line_model_kernels.h"
+#include "stages/cuda/cuda_stages.h"
+using stripeline::cuda::DeviceBuffer;
+#endif
+
+using namespace stripeline;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Hand-made candidates: frames x width columns, K slots.
+
+struct Cand {
+  double row;
+  int contrast;   // 8-bit levels (quality)
+  int width = 3;  // run width, pixels
+  int intensity = 150;
+};
+
+struct Candidates {
+  int frames, width, k;
+  std::vector<std::int32_t> position;
+  std::vector<std::uint16_t> intensity, stripe_width, quality;
+  std::vector<std::uint8_t> count;
+  Candidates(int f, int w, int slots)
+      : frames(f),
+        width(w),
+        k(slots),
+        position(static_cast<std::size_t>(f) * w * slots, kNoPeak),
+        intensity(position.size(), 0),
+        stripe_width(position.size(), 0),
+        quality(position.size(), 0),
+        count(static_cast<std::size_t>(f) * w, 0) {}
+  std::size_t at(int f, int s, int x) const { return (static_cast<std::size_t>(f) * k + s) * width + x; }
+  void add(int f, int x, const Cand& c) {
+    std::uint8_t& n = count[static_cast<std::size_t>(f) * width + x];
+    if (n < k) {
+      const std::size_t i = at(f, n, x);
+      position[i] = static_cast<std::int32_t>(std::lround(c.row * kPositionOne));
+      quality[i] = static_cast<std::uint16_t>(c.contrast);
+      stripe_width[i] = static_cast<std::uint16_t>(c.width);
+      intensity[i] = static_cast<std::uint16_t>(c.intensity);
+    }
+    ++n;
+  }
+  kernels::LineModelArrays arrays() { return {position.data(), intensity.data(), stripe_width.data(), quality.data(), count.data()}; }
+};
+
+// Single-slot output, poisoned so that an unwritten element shows.
+struct Output {
+  std::vector<std::int32_t> position;
+  std::vector<std::uint16_t> intensity, stripe_width, quality;
+  std::vector<std::uint8_t> count;
+  Output(int frames, int width)
+      : position(static_cast<std::size_t>(frames) * width, 0x5A5A5A5A),
+        intensity(position.size(), 0xA5A5),
+        stripe_width(position.size(), 0xA5A5),
+        quality(position.size(), 0xA5A5),
+        count(position.size(), 0xEE) {}
+  kernels::LineModelArrays arrays() { return {position.data(), intensity.data(), stripe_width.data(), quality.data(), count.data()}; }
+  // Row of (frame, column), or -1 when empty.
+  double row(int f, int x, int width) const {
+    const std::size_t i = static_cast<std::size_t>(f) * width + x;
+    return count[i] ? position_to_row(position[i]) : -1.0;
+  }
+};
+
+// The model's parameters for 8-bit data, in the user's units.
+kernels::LineModelParams params(int k, double segment_cost = 64.0, int min_length = 8, double step = 2.0, double jump_cost = 4.0,
+                                double width_cost = 2.0, int line_width = 8) {
+  kernels::LineModelParams p;
+  p.candidates = k;
+  p.strength_shift = 0;
+  p.line_width = line_width;
+  p.step_q8 = static_cast<std::int32_t>(step * 256);
+  p.jump_cost_q8 = static_cast<std::int32_t>(jump_cost * 256);
+  p.width_cost_q8 = static_cast<std::int32_t>(width_cost * 256);
+  p.intensity_cost_q8 = 0;
+  p.segment_cost_q8 = static_cast<std::int32_t>(segment_cost * 256);
+  p.min_length = min_length;
+  return p;
+}
+
+// Runs the CPU kernel on every frame; returns the chosen row per column of frame 0 (-1 = none).
+std::vector<double> choose(Candidates& c, const kernels::LineModelParams& p, Output* keep = nullptr) {
+  Output out(c.frames, c.width);
+  std::vector<std::uint8_t> back(kernels::line_model_scratch_bytes(c.k, c.width, c.frames), 0xCC);
+  kernels::LineModelView v;
+  v.in = c.arrays(), v.out = out.arrays(), v.back = back.data(), v.back_stride = static_cast<std::size_t>(c.frames);
+  v.frames = c.frames, v.width = c.width;
+  kernels::line_model_cpu(v, p, 0, c.frames);
+  std::vector<double> rows(static_cast<std::size_t>(c.width));
+  for (int x = 0; x < c.width; ++x) rows[static_cast<std::size_t>(x)] = out.row(0, x, c.width);
+  for (std::size_t i = 0; i < out.count.size(); ++i) {  // every element written: one point or an empty column
+    EXPECT_LE(out.count[i], 1) << i;
+    if (out.count[i] == 0) {
+      EXPECT_EQ(out.position[i], kNoPeak) << i;
+      EXPECT_EQ(out.intensity[i] + out.stripe_width[i] + out.quality[i], 0) << i;
+    }
+  }
+  if (keep) *keep = out;
+  return rows;
+}
+
+int chosen_columns(const std::vector<double>& rows) {
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](double r) { return r >= 0.0; }));
+}
+
+}  // namespace
+
+// A line with a brighter texture edge off it: the edge is a wide bright
+// band (a print's white border) 20 rows away over 30 columns. Per column
+// the band is the strongest candidate; the line model keeps the line.
+TEST(LineModel, TheLineWinsOverABrighterWideEdgeOffIt) {
+  Candidates c(1, 100, 4);
+  for (int x = 0; x < 100; ++x) {
+    if (x >= 40 && x < 70) c.add(0, x, {10.0 + 0.3 * x, 120, 14});  // the band above the line, brighter, 14 px wide
+    c.add(0, x, {30.0 + 0.3 * x, 70, 3});
+  }
+  const auto rows = choose(c, params(4));
+  for (int x = 0; x < 100; ++x) EXPECT_NEAR(rows[static_cast<std::size_t>(x)], 30.0 + 0.3 * x, 0.01) << x;
+  // Narrow and brighter over a stretch long enough to pay for two breaks, it
+  // would be taken: the model weighs strength against the breaks, it does
+  // not forbid them.
+  Candidates d(1, 100, 4);
+  for (int x = 0; x < 100; ++x) {
+    if (x >= 40 && x < 70) d.add(0, x, {10.0 + 0.3 * x, 120, 3});
+    d.add(0, x, {30.0 + 0.3 * x, 70, 3});
+  }
+  const auto taken = choose(d, params(4));
+  EXPECT_NEAR(taken[55], 10.0 + 0.3 * 55, 0.01);
+  // ... unless leaving the line costs more than it gains: 30 x 50 levels <
+  // 2 x min(jump 18 rows beyond the step x 100, break 800).
+  const auto kept = choose(d, params(4, 800.0, 8, 2.0, 100.0));
+  EXPECT_NEAR(kept[55], 30.0 + 0.3 * 55, 0.01);
+}
+
+// A short bright segment off the line (a speck of glare over 5 columns)
+// does not pull the line away, and alone (no line in those columns) it is
+// dropped as shorter than min_length.
+TEST(LineModel, AShortSpuriousSegmentIsDropped) {
+  Candidates c(1, 80, 4);
+  for (int x = 0; x < 80; ++x) {
+    if (x >= 20 && x < 25) c.add(0, x, {5.0, 80, 3});  // 5 x 20 levels more than the line: less than two breaks (2 x 64)
+    if (x < 50) c.add(0, x, {30.0, 60, 3});
+    if (x >= 60 && x < 65) c.add(0, x, {12.0, 200, 3});  // alone: no line here
+  }
+  const auto rows = choose(c, params(4));
+  for (int x = 0; x < 50; ++x) EXPECT_NEAR(rows[static_cast<std::size_t>(x)], 30.0, 0.01) << x;
+  for (int x = 50; x < 80; ++x) EXPECT_EQ(rows[static_cast<std::size_t>(x)], -1.0) << x;
+  // The same 5 columns with min_length 5 are a segment of their own.
+  const auto short_ok = choose(c, params(4, 64.0, 5));
+  EXPECT_NEAR(short_ok[62], 12.0, 0.01);
+  // min_length is exact: 7 columns go at 8, 8 stay.
+  Candidates e(1, 30, 2);
+  for (int x = 2; x < 9; ++x) e.add(0, x, {10.0, 100, 3});
+  for (int x = 15; x < 23; ++x) e.add(0, x, {10.0, 100, 3});
+  const auto r = choose(e, params(2, 10.0, 8));
+  EXPECT_EQ(chosen_columns(r), 8);
+  EXPECT_EQ(r[5], -1.0);
+  EXPECT_NEAR(r[15], 10.0, 0.01);
+  EXPECT_NEAR(r[22], 10.0, 0.01);
+}
+
+// A short detour strong enough to be taken (5 columns x 140 levels more
+// than the line, more than two breaks) is dropped as shorter than
+// min_length, and the frame solved again without it: the line comes back
+// in those columns, no hole.
+TEST(LineModel, ADroppedDetourGivesTheLineBack) {
+  Candidates c(1, 60, 2);
+  for (int x = 0; x < 60; ++x) {
+    if (x >= 20 && x < 25) c.add(0, x, {5.0, 200, 3});
+    c.add(0, x, {30.0, 60, 3});
+  }
+  const auto rows = choose(c, params(2));
+  for (int x = 0; x < 60; ++x) EXPECT_NEAR(rows[static_cast<std::size_t>(x)], 30.0, 0.01) << x;
+  // Long enough to stay (min_length 5), the detour is the better path.
+  const auto kept = choose(c, params(2, 64.0, 5));
+  EXPECT_NEAR(kept[22], 5.0, 0.01);
+  EXPECT_NEAR(kept[30], 30.0, 0.01);
+}
+
+// Where the data holds no candidate the line breaks, and both sides stay;
+// a step of the surface (25 rows from one column to the next) is a break
+// too, not a reason to leave either side.
+TEST(LineModel, GapsAndStepsBreakTheLine) {
+  Candidates c(1, 90, 2);
+  for (int x = 0; x < 90; ++x) {
+    if (x >= 30 && x < 35) continue;  // a gap: no stripe at all
+    c.add(0, x, {x < 60 ? 20.0 : 45.0, 60, 3});
+  }
+  const auto rows = choose(c, params(2));
+  for (int x = 0; x < 90; ++x) {
+    if (x >= 30 && x < 35)
+      EXPECT_EQ(rows[static_cast<std::size_t>(x)], -1.0) << x;
+    else
+      EXPECT_NEAR(rows[static_cast<std::size_t>(x)], x < 60 ? 20.0 : 45.0, 0.01) << x;
+  }
+}
+
+// A steep but continuous line (3 rows per column, beyond the free step of
+// 2) is kept whole: each column's jump costs less than its strength.
+TEST(LineModel, ASteepContinuousLineIsKept) {
+  Candidates c(1, 40, 3);
+  for (int x = 0; x < 40; ++x) {
+    c.add(0, x, {5.0 + 3.0 * x, 40, 3});
+    if (x % 7 == 0) c.add(0, x, {200.0, 45, 3});  // specks far away, a column each
+  }
+  const auto rows = choose(c, params(3));
+  for (int x = 0; x < 40; ++x) EXPECT_NEAR(rows[static_cast<std::size_t>(x)], 5.0 + 3.0 * x, 0.01) << x;
+  // With a jump cost above the strength it breaks into pieces (each too
+  // short to stay, or paying for its start): never a point off the line.
+  const auto costly = choose(c, params(3, 64.0, 8, 2.0, 100.0));
+  for (int x = 0; x < 40; ++x)
+    if (costly[static_cast<std::size_t>(x)] >= 0.0) EXPECT_NEAR(costly[static_cast<std::size_t>(x)], 5.0 + 3.0 * x, 0.01) << x;
+}
+
+// Frames are independent; the chosen values are the candidate's own (every
+// field copied), and more candidates than slots only count.
+TEST(LineModel, FramesAreIndependentAndFieldsAreCopied) {
+  Candidates c(3, 20, 2);
+  for (int x = 0; x < 20; ++x) {
+    c.add(0, x, {10.0, 50, 4, 111});
+    c.add(1, x, {12.5, 80, 2, 222});
+    c.add(1, x, {40.0, 20, 2, 99});
+    c.add(1, x, {41.0, 20, 2, 99});  // beyond the 2 slots: counted, not read
+  }
+  Output out(3, 20);
+  choose(c, params(2), &out);
+  for (int x = 0; x < 20; ++x) {
+    EXPECT_NEAR(out.row(0, x, 20), 10.0, 0.01);
+    EXPECT_NEAR(out.row(1, x, 20), 12.5, 0.01);
+    EXPECT_EQ(out.row(2, x, 20), -1.0);
+    EXPECT_EQ(out.intensity[static_cast<std::size_t>(x)], 111);
+    EXPECT_EQ(out.stripe_width[static_cast<std::size_t>(x)], 4);
+    EXPECT_EQ(out.quality[static_cast<std::size_t>(20 + x)], 80);
+  }
+}
+
+// Through the CPU processor: a dim line, and a short bright stripe 20 rows
+// above it over 6 columns. Per column the bright stripe wins there; with the
+// line model the line does, and the profiles have one slot.
+TEST(LineModel, TheProcessorKeepsTheLineAndOneSlot) {
+  const int w = 64, h = 48;
+  Batch b = test::make_batch<std::uint8_t>(w, h, 1);
+  auto* px = reinterpret_cast<std::uint8_t*>(b.pixels.data());
+  std::memset(px, 10, b.pixels.size());
+  auto stripe = [&](int x, int row, int peak) {
+    for (int dy = -2; dy <= 2; ++dy) px[(row + dy) * w + x] = static_cast<std::uint8_t>(dy == 0 ? peak : (dy == 1 || dy == -1 ? 10 + (peak - 10) / 2 : 20));
+  };
+  for (int x = 0; x < w; ++x) stripe(x, 30, 90);
+  for (int x = 30; x < 36; ++x) stripe(x, 10, 220);
+  ChainConfig chain;
+  chain.blur_size = 0;
+  ProfileBatch off(w, 1, 1, &allocate_host);
+  make_processor(Backend::Cpu, b.layout, chain)->process(b, off);
+  EXPECT_NEAR(position_to_row(off.position[32]), 10.0, 0.1) << "per column, the bright stripe";
+  chain.line_model.enabled = true;
+  chain.line_model.segment_cost = 600.0;  // 6 columns x (210 - 80) levels gained < 2 breaks (or jumps of 18 rows beyond the step)
+  chain.line_model.jump_cost = 50.0;
+  ASSERT_EQ(output_slots(chain, h), 1);
+  auto p = make_processor(Backend::Cpu, b.layout, chain);
+  EXPECT_EQ(p->slots(), 1);
+  ProfileBatch on(w, 1, 1, &allocate_host);
+  on.poison();
+  p->process(b, on);
+  for (int x = 0; x < w; ++x) {
+    ASSERT_EQ(on.peaks(0, x), 1) << x;
+    EXPECT_NEAR(position_to_row(on.position[x]), 30.0, 0.1) << x;
+  }
+  // With the neighbour check after it (single slot): nothing isolated to remove.
+  chain.neighbour_check.columns = 1;
+  ProfileBatch both(w, 1, 1, &allocate_host);
+  make_processor(Backend::Cpu, b.layout, chain)->process(b, both);
+  EXPECT_EQ(both.points(), static_cast<std::uint64_t>(w));
+}
+
+TEST(LineModel, KeysAreValidatedNamingTheKey) {
+  const BatchLayout l{64, 16, 10, PixelFormat::Mono8};
+  auto message = [&](const ChainConfig& c) -> std::string {
+    try {
+      validate_chain(c, l);
+      make_processor(Backend::Cpu, l, c);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto expect_key = [&](ChainConfig c, const char* key) {
+    const std::string m = message(c);
+    EXPECT_NE(m.find(key), std::string::npos) << key << ": " << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << "one line: " << m;
+  };
+  ChainConfig on;
+  on.line_model.enabled = true;
+  EXPECT_EQ(message(on), "");
+  { ChainConfig c = on; c.line_model.candidates = 1; expect_key(c, "line_candidates"); }
+  { ChainConfig c = on; c.line_model.candidates = 9; expect_key(c, "line_candidates"); }
+  { ChainConfig c = on; c.line_model.step = -1.0; expect_key(c, "line_step"); }
+  { ChainConfig c = on; c.line_model.jump_cost = 300.0; expect_key(c, "line_jump_cost"); }
+  { ChainConfig c = on; c.line_model.width_cost = std::nan(""); expect_key(c, "line_width_cost"); }
+  { ChainConfig c = on; c.line_model.intensity_cost = 17.0; expect_key(c, "line_intensity_cost"); }
+  { ChainConfig c = on; c.line_model.segment_cost = -1.0; expect_key(c, "line_segment_cost"); }
+  { ChainConfig c = on; c.line_model.min_length = 0; expect_key(c, "line_min_length"); }
+  { ChainConfig c = on; c.line_model.line_width = 0; expect_key(c, "line_width"); }
+  // Bad values are refused even with the model off (a typo never waits for the day it is turned on).
+  { ChainConfig c; c.line_model.candidates = 0; expect_key(c, "line_candidates"); }
+  // Another method or selection: refused, not ignored.
+  { ChainConfig c = on; c.column.method = ColumnMethod::Cog; expect_key(c, "method = adaptive"); }
+  { ChainConfig c = on; c.column.selection = SpotSelection::All; expect_key(c, "selection = strongest"); }
+  // The kernel parameters: costs in Q8 8-bit levels, 16-bit data scaled down by 8 bits.
+  const kernels::LineModelParams p8 = validate_line_model(on, validate_chain(on, l));
+  EXPECT_EQ(p8.candidates, on.line_model.candidates);
+  EXPECT_EQ(p8.strength_shift, 0);
+  EXPECT_EQ(p8.segment_cost_q8, static_cast<std::int32_t>(on.line_model.segment_cost * 256));
+  EXPECT_EQ(p8.jump_cost_q8, static_cast<std::int32_t>(on.line_model.jump_cost * 256));
+  const BatchLayout l16{64, 16, 10, PixelFormat::Mono16};
+  EXPECT_EQ(validate_line_model(on, validate_chain(on, l16)).strength_shift, 8);
+  ChainConfig twelve = on;
+  twelve.adaptive.pixel_bits = 12;
+  EXPECT_EQ(validate_line_model(twelve, validate_chain(twelve, l16)).strength_shift, 4);
+  EXPECT_EQ(validate_line_model(ChainConfig{}, validate_chain(ChainConfig{}, l)).candidates, 0) << "off by default";
+}
+
+// Every output's metadata says when the line model chose the points, and with what.
+TEST(LineModel, TheScanMetadataRecordsIt) {
+  ScanInfo info;
+  info.layout = BatchLayout{64, 16, 10, PixelFormat::Mono8};
+  EXPECT_FALSE(scan_document("summary", info).contains("line_model")) << "off: not written";
+  info.chain.line_model.enabled = true;
+  info.chain.line_model.segment_cost = 300.0;
+  const metadata::Json d = scan_document("summary", info);
+  ASSERT_TRUE(d.contains("line_model")) << d.dump();
+  EXPECT_EQ(d["line_model"]["candidates"], info.chain.line_model.candidates);
+  EXPECT_EQ(d["line_model"]["segment_cost"], 300.0);
+  EXPECT_EQ(d["line_model"]["min_length"], info.chain.line_model.min_length);
+}
+
+// ---------------------------------------------------------------------------
+// CUDA against the CPU oracle (skipped without a GPU)
+
+namespace {
+
+// Random candidates: lines that wander and step, bands, specks, gaps; every
+// count from 0 to beyond K.
+Candidates random_candidates(int frames, int width, int k, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Candidates c(frames, width, k);
+  for (int f = 0; f < frames; ++f) {
+    double line = 5.0 + 40.0 * u(rng);
+    for (int x = 0; x < width; ++x) {
+      line += (u(rng) - 0.5) * 3.0;
+      if (u(rng) < 0.01) line = 60.0 * u(rng);
+      const int n = static_cast<int>(u(rng) * (k + 3)) - 1;  // -1..k+1: gaps, and more than the slots
+      for (int s = 0; s < n; ++s) {
+        const bool on_line = s == 0 && u(rng) < 0.8;
+        c.add(f, x, {on_line ? line : 60.0 * u(rng), 1 + static_cast<int>(u(rng) * 254), 1 + static_cast<int>(u(rng) * 20),
+                     static_cast<int>(u(rng) * 256)});
+      }
+    }
+  }
+  return c;
+}
+
+#if STRIPELINE_HAVE_CUDA
+template <class T>
+void to_device(const DeviceBuffer& d, const std::vector<T>& v) {
+  ASSERT_EQ(cudaMemcpy(d.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+}
+template <class T>
+void to_host(std::vector<T>& v, const DeviceBuffer& d) {
+  ASSERT_EQ(cudaMemcpy(v.data(), d.data(), v.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+}
+template <class T>
+DeviceBuffer device_copy(const std::vector<T>& v, const char* what) {
+  DeviceBuffer d = DeviceBuffer::allocate(std::max<std::size_t>(1, v.size() * sizeof(T)), what);
+  to_device(d, v);
+  return d;
+}
+#endif
+
+// Synthetic frames for the processors: a laser line that wanders, steps and
+// breaks, over a printed-looking background (bright bands with edges across
+// many columns), speckle and occluded gaps. 8 or 16 bits.
+Batch line_frames(int width, int frames, PixelFormat format, std::uint64_t seed) {
+  const int h = 52;
+  Batch b(BatchLayout{width, h, frames, format}, &allocate_host);
+  b.frames = frames;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const double full = format == PixelFormat::Mono8 ? 255.0 : 65535.0;
+  for (int f = 0; f < frames; ++f) {
+    double line = 10.0 + 30.0 * u(rng);
+    int band_row = static_cast<int>(u(rng) * 40), band_left = 0;
+    for (int x = 0; x < width; ++x) {
+      line = std::clamp(line + (u(rng) - 0.5) * 0.6, 3.0, 48.0);
+      if (u(rng) < 0.005) line = 5.0 + 40.0 * u(rng);
+      if (band_left-- <= 0) band_row = static_cast<int>(u(rng) * 44), band_left = static_cast<int>(u(rng) * 120);
+      const bool gap = u(rng) < 0.03;
+      for (int y = 0; y < h; ++y) {
+        double v = (0.05 + 0.05 * u(rng)) * full;
+        if (band_left > 0 && y >= band_row && y < band_row + 6) v += 0.45 * full;
+        if (!gap) v += 0.5 * full * std::exp(-0.5 * (y - line) * (y - line) / 1.2);
+        const auto value = static_cast<std::uint32_t>(std::min(full, std::round(v)));
+        const std::size_t i = static_cast<std::size_t>(f) * h * width + static_cast<std::size_t>(y) * width + x;
+        if (format == PixelFormat::Mono8)
+          reinterpret_cast<std::uint8_t*>(b.pixels.data())[i] = static_cast<std::uint8_t>(value);
+        else
+          reinterpret_cast<std::uint16_t*>(b.pixels.data())[i] = static_cast<std::uint16_t>(value);
+      }
+    }
+  }
+  return b;
+}
+
+bool same_profiles(const ProfileBatch& a, const ProfileBatch& b, std::string& where) {
+  const std::size_t n = static_cast<std::size_t>(a.frames) * a.slots * a.width, c = static_cast<std::size_t>(a.frames) * a.width;
+  if (a.slots != b.slots || a.frames != b.frames) return where = "shape", false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (a.position[i] != b.position[i] || a.intensity[i] != b.intensity[i] || a.stripe_width[i] != b.stripe_width[i] || a.quality[i] != b.quality[i])
+      return where = "element " + std::to_string(i) + " (frame " + std::to_string(i / a.width) + ", column " + std::to_string(i % a.width) + ")", false;
+  for (std::size_t i = 0; i < c; ++i)
+    if (a.count[i] != b.count[i]) return where = "count " + std::to_string(i), false;
+  return true;
+}
+
+}  // namespace
+
+class LineModelCuda : public test::CudaTest {};
+
+// The kernel alone: random candidates, K = 2..8, odd widths, 1..300 frames,
+// outputs poisoned on both sides.
+TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
+#if STRIPELINE_HAVE_CUDA
+  std::uint64_t seed = 5;
+  for (int k : {2, 4, 8})
+    for (auto [width, frames] : {std::array{1, 1}, std::array{13, 3}, std::array{33, 17}, std::array{1937, 5}, std::array{2048, 300}, std::array{176, 299}}) {
+      SCOPED_TRACE("K " + std::to_string(k) + " width " + std::to_string(width) + " frames " + std::to_string(frames));
+      Candidates c = random_candidates(frames, width, k, seed++);
+      kernels::LineModelParams p = params(k, 20.0 + static_cast<double>(seed % 5) * 30.0, 1 + static_cast<int>(seed % 9), 1.5, 6.0, 1.0, 6);
+      p.intensity_cost_q8 = static_cast<std::int32_t>(seed % 3) * 40;
+      Output expected(frames, width);
+      choose(c, p, &expected);
+      const DeviceBuffer dpos = device_copy(c.position, "pos"), dint = device_copy(c.intensity, "int"), dwid = device_copy(c.stripe_width, "wid"),
+                         dq = device_copy(c.quality, "q"), dcount = device_copy(c.count, "count");
+      Output got(frames, width);  // poisoned, and so are the device outputs
+      const DeviceBuffer opos = device_copy(got.position, "out pos"), oint = device_copy(got.intensity, "out int"),
+                         owid = device_copy(got.stripe_width, "out wid"), oq = device_copy(got.quality, "out q"), ocount = device_copy(got.count, "out count");
+      const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_scratch_bytes(k, width, frames), "back");
+      kernels::LineModelView v;
+      v.in = {dpos.as<std::int32_t>(), dint.as<std::uint16_t>(), dwid.as<std::uint16_t>(), dq.as<std::uint16_t>(), dcount.as<std::uint8_t>()};
+      v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
+      v.back = back.as<std::uint8_t>(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
+      kernels::cuda::launch_line_model(v, p, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      to_host(got.position, opos), to_host(got.intensity, oint), to_host(got.stripe_width, owid), to_host(got.quality, oq), to_host(got.count, ocount);
+      ASSERT_EQ(got.position, expected.position);
+      ASSERT_EQ(got.intensity, expected.intensity);
+      ASSERT_EQ(got.stripe_width, expected.stripe_width);
+      ASSERT_EQ(got.quality, expected.quality);
+      ASSERT_EQ(got.count, expected.count);
+    }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The whole chain with the line model: CPU processor vs CUDA processor (fused
+// and per-stage), 8 and 16 bits, odd widths, 1..300 frames, poisoned outputs,
+// with and without the neighbour check after it.
+TEST_F(LineModelCuda, ProcessorMatchesCpuBitForBit) {
+#if STRIPELINE_HAVE_CUDA
+  std::uint64_t seed = 11;
+  for (PixelFormat format : {PixelFormat::Mono8, PixelFormat::Mono16})
+    for (auto [width, frames] : {std::array{2048, 1}, std::array{1937, 5}, std::array{2048, 17}, std::array{1937, 300}, std::array{2048, 300}})
+      for (int k : {2, 4, 8}) {
+        SCOPED_TRACE(std::string(to_string(format)) + " width " + std::to_string(width) + " frames " + std::to_string(frames) + " K " + std::to_string(k));
+        const Batch in = line_frames(width, frames, format, seed++);
+        ChainConfig config;
+        config.line_model.enabled = true;
+        config.line_model.candidates = k;
+        config.line_model.intensity_cost = k == 8 ? 0.5 : 0.0;
+        config.neighbour_check.columns = k == 4 ? 1 : 0;
+        auto cpu = make_processor(Backend::Cpu, in.layout, config);
+        ProfileBatch expected(width, frames, 1, &allocate_host);
+        expected.poison();
+        cpu->process(in, expected);
+        for (bool fused : {true, false}) {
+          auto gpu = cuda::make_cuda_processor_ex(in.layout, config, cuda::CudaProcessorOptions{.allow_fused = fused});
+          ProfileBatch got(width, frames, 1, host_allocator_for(Backend::Cuda));
+          got.poison();
+          gpu->process(in, got);
+          std::string where;
+          ASSERT_TRUE(same_profiles(expected, got, where)) << (fused ? "fused" : "per-stage") << ": " << where;
+        }
+      }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// The evaluation, line model on and off (printed; docs/extraction.md and
+// docs/line-model-status.md quote it). Asserts only what the branch meets.
+
+namespace {
+ChainConfig line_model_chain() {
+  ChainConfig c;
+  c.line_model.enabled = true;
+  return c;
+}
+}  // namespace
+
+TEST(LineModelEval, RealImagesOnAndOff) {
+  std::printf("\n| image | reference columns | off: median px / >3 px %% / extra %% / missed %% | line model: median / >3 px / extra / missed |\n");
+  std::printf("|---|---|---|---|\n");
+  for (const std::string& name : test::real_image_names()) {
+    const test::RealImage img = test::load_real_image(name);
+    const auto ref = test::steger_reference(img);
+    const auto off = test::score_against_reference(test::extract_real(img, ChainConfig{}), ref);
+    const auto on = test::score_against_reference(test::extract_real(img, line_model_chain()), ref);
+    std::printf("| %s | %d/%d | %.3f / %.2f / %.2f / %.2f | %.3f / %.2f / %.2f / %.2f |\n", name.c_str(), off.reference, off.columns, off.median,
+                off.over_3px_percent(), off.extra_percent(), off.missed_percent(), on.median, on.over_3px_percent(), on.extra_percent(),
+                on.missed_percent());
+    EXPECT_GT(on.detected, 0) << name;
+  }
+}
+
+TEST(LineModelEval, SyntheticHardCasesOnAndOff) {
+  std::printf("\n| case | bits | off: RMS px / detected %% / >1 px %% / false %% | line model: RMS / detected / >1 px / false | RMS change px |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (int bits : {8, 16}) {
+    auto cases = test::hard_cases(bits, 60);
+    for (const auto& oc : test::occlusion_cases(bits, 60)) cases.push_back(oc);
+    for (const test::HardCase& hc : cases) {
+      const auto s = test::score_synthetic(hc.config, std::vector<ChainConfig>{ChainConfig{}, line_model_chain()});
+      std::printf("| %s | %d | %.4f / %.3f / %.3f / %.2f | %.4f / %.3f / %.3f / %.2f | %+.4f |\n", hc.name.c_str(), bits, s[0].rms(),
+                  s[0].detection_percent(), s[0].outlier_percent(), s[0].false_percent(), s[1].rms(), s[1].detection_percent(),
+                  s[1].outlier_percent(), s[1].false_percent(), s[1].rms() - s[0].rms());
+      EXPECT_GT(s[1].detected, 0u) << hc.name;
+    }
+  }
+}
+
+// CPU cost: profiles per second of the CPU processor, line model off and on,
+// the production shape (300 x 2048x52, 8 bit) on the synthetic "all" case.
+// Printed, never asserted (benchmarks measure; tests do not time).
+TEST(LineModelEval, CpuCostPrinted) {
+  SyntheticScanner scan(test::hard_cases(8, 300).back().config);
+  BatchLayout l = scan.frame_layout();
+  l.frames = 300;
+  Batch batch(l, &allocate_host);
+  ASSERT_TRUE(scan.fill(batch));
+  for (int rep = 0; rep < 2; ++rep)
+    for (int k : {0, 8, 4}) {  // 0: off
+      const bool on = k > 0;
+      ChainConfig c = on ? line_model_chain() : ChainConfig{};
+      if (on) c.line_model.candidates = k;
+      auto p = make_processor(Backend::Cpu, l, c);
+      ProfileBatch out(l.width, l.frames, 1, &allocate_host);
+      p->process(batch, out);  // warm-up: thread scratch touched
+      const auto start = std::chrono::steady_clock::now();
+      const int runs = 3;
+      for (int i = 0; i < runs; ++i) p->process(batch, out);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("line model %s (candidates %d): %.0f profiles/s (%d x %d frames of %dx%d, CPU backend)\n", on ? "on " : "off", k, runs * l.frames / s,
+                  runs, l.frames, l.width, l.frame_height);
+      EXPECT_GT(out.points(), 0u);
+    }
+}
+
+
