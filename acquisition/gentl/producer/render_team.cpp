@@ -20,11 +20,12 @@ RenderTeam::~RenderTeam() {
   for (auto& t : helpers_) t.join();
 }
 
-void RenderTeam::for_each(std::uint64_t n, const std::function<void(std::uint64_t)>& fn) {
+void RenderTeam::run(std::uint64_t n, void* fn, Call call) {
   if (n == 0) return;
   {
     std::lock_guard l(mu_);
-    job_ = &fn;
+    job_ = fn;
+    call_ = call;
     items_ = n;
     next_ = 0;
     error_ = nullptr;
@@ -44,11 +45,12 @@ void RenderTeam::take_items() {
   std::unique_lock l(mu_);
   while (next_ < items_) {
     const std::uint64_t i = next_++;
-    const auto* fn = job_;
+    void* fn = job_;
+    const Call call = call_;
     l.unlock();
     std::exception_ptr failed;
     try {
-      (*fn)(i);
+      call(fn, i);
     } catch (...) {
       failed = std::current_exception();
     }
