@@ -60,11 +60,11 @@ struct LineModelParams {
 
 // In: the candidates, K slots per column ([frame][slot][column], ProfileLayout
 // with slots = K) and their counts. Out: single-slot profiles
-// ([frame][column]), every element written. Scratch: the back-pointers,
-// element (frame f, column x, state s) at ((x * (K + 2) + s) * back_stride + f),
-// s = K + 1 the column's exclusion mask
-// (back_stride = frames on the GPU: neighbouring threads' frames are
-// neighbouring bytes; 1 on the CPU, one frame's scratch per task).
+// ([frame][column]), every element written. Scratch of the CPU loop: the
+// back-pointers, element (frame f, column x, state s) at
+// ((x * (K + 2) + s) * back_stride + f), s = K + 1 the column's exclusion
+// mask (back_stride 1 on the CPU backend: one frame's scratch per task).
+// The CUDA kernel lays its own scratch out (line_model_kernels.h).
 struct LineModelArrays {
   std::int32_t* position = nullptr;
   std::uint16_t* intensity = nullptr;
@@ -97,8 +97,13 @@ struct Candidate {
 
 STRIPELINE_HD std::int64_t abs64(std::int64_t v) { return v < 0 ? -v : v; }
 
+// Element (frame f, slot, column x) of the candidate arrays.
+STRIPELINE_HD std::size_t candidate_index(const LineModelView& v, const LineModelParams& p, int f, int slot, int x) {
+  return (static_cast<std::size_t>(f) * p.candidates + slot) * v.width + x;
+}
+
 STRIPELINE_HD Candidate candidate(const LineModelView& v, const LineModelParams& p, int f, int slot, int x) {
-  const std::size_t i = (static_cast<std::size_t>(f) * p.candidates + slot) * v.width + x;
+  const std::size_t i = candidate_index(v, p, f, slot, x);
   Candidate c;
   c.position = v.in.position[i];
   c.width = v.in.stripe_width[i];
@@ -141,12 +146,49 @@ STRIPELINE_HD void write_column(const LineModelView& v, const LineModelParams& p
     v.out.count[o] = 0;
     return;
   }
-  const std::size_t i = (static_cast<std::size_t>(f) * p.candidates + (s - 1)) * v.width + x;
+  const std::size_t i = candidate_index(v, p, f, s - 1, x);
   v.out.position[o] = v.in.position[i];
   v.out.intensity[o] = v.in.intensity[i];
   v.out.stripe_width[o] = v.in.stripe_width[i];
   v.out.quality[o] = v.in.quality[i];
   v.out.count[o] = 1;
+}
+
+// The best way into "no line" at a column: the best of the previous
+// column's states, the lowest on ties (a line may end anywhere).
+STRIPELINE_HD void enter_none(const std::int64_t* prev, int prev_n, std::int64_t& score, std::uint8_t& from) {
+  int arg = 0;
+  std::int64_t best = prev[0];
+  for (int a = 1; a <= prev_n; ++a)
+    if (prev[a] > best) best = prev[a], arg = a;
+  score = best;
+  from = static_cast<std::uint8_t>(arg);
+}
+
+// The best way into candidate c (not excluded): from "no line" (a new
+// segment) or from one of the previous column's candidates (a link, or a
+// break where the link costs more), the lowest state on ties; plus c's
+// strength. The CPU's column loop and each lane of the CUDA kernel call it.
+STRIPELINE_HD void enter_candidate(const Candidate& c, const Candidate* prev_c, int prev_n, const std::int64_t* prev, const LineModelParams& p,
+                                   std::int64_t& score, std::uint8_t& from) {
+  std::int64_t top = prev[0] - p.segment_cost_q8;
+  std::uint8_t arg = 0;
+  for (int a = 1; a <= prev_n; ++a) {
+    const std::int64_t link = link_cost(prev_c[a - 1], c, p);
+    const bool brk = link > p.segment_cost_q8;
+    const std::int64_t s = prev[a] - (brk ? p.segment_cost_q8 : link);
+    if (s > top) top = s, arg = static_cast<std::uint8_t>(a | (brk ? kBreak : 0));
+  }
+  score = top + c.strength;
+  from = arg;
+}
+
+// The best state of the last column (the lowest on ties).
+STRIPELINE_HD int final_state(const std::int64_t* score, int n) {
+  int state = 0;
+  for (int s = 1; s <= n; ++s)
+    if (score[s] > score[state]) state = s;
+  return state;
 }
 
 // Forward pass: the scores of column x's states from column x-1's, and the
@@ -155,31 +197,14 @@ STRIPELINE_HD void write_column(const LineModelView& v, const LineModelParams& p
 // predecessor nor chosen, since "no line" always scores more.
 STRIPELINE_HD void forward_column(const LineModelView& v, const LineModelParams& p, int f, int x, const Candidate* prev_c, int prev_n,
                                   const std::int64_t* prev, const Candidate* cur_c, int cur_n, std::uint8_t excluded, std::int64_t* cur) {
-  // "No line": the best of the previous states (a line may end anywhere).
-  int arg = 0;
-  std::int64_t best = prev[0];
-  for (int a = 1; a <= prev_n; ++a)
-    if (prev[a] > best) best = prev[a], arg = a;
-  cur[0] = best;
-  back_at(v, p, f, x, 0) = static_cast<std::uint8_t>(arg);
+  enter_none(prev, prev_n, cur[0], back_at(v, p, f, x, 0));
   for (int b = 1; b <= cur_n; ++b) {
-    const Candidate& c = cur_c[b - 1];
     if ((excluded >> (b - 1)) & 1) {
       cur[b] = kNone;
       back_at(v, p, f, x, b) = 0;
-      continue;
+    } else {
+      enter_candidate(cur_c[b - 1], prev_c, prev_n, prev, p, cur[b], back_at(v, p, f, x, b));
     }
-    // From "no line": a new segment.
-    std::int64_t top = prev[0] - p.segment_cost_q8;
-    std::uint8_t from = 0;
-    for (int a = 1; a <= prev_n; ++a) {
-      const std::int64_t link = link_cost(prev_c[a - 1], c, p);
-      const bool brk = link > p.segment_cost_q8;
-      const std::int64_t s = prev[a] - (brk ? p.segment_cost_q8 : link);
-      if (s > top) top = s, from = static_cast<std::uint8_t>(a | (brk ? kBreak : 0));
-    }
-    cur[b] = top + c.strength;
-    back_at(v, p, f, x, b) = from;
   }
 }
 
@@ -198,10 +223,7 @@ STRIPELINE_HD int solve_frame(const LineModelView& v, const LineModelParams& p, 
     forward_column(v, p, f, x, cand[prev], n[prev], score[prev], cand[cur], n[cur], excluded_at(v, p, f, x), score[cur]);
   }
   const int last = (v.width - 1) & 1;
-  int state = 0;
-  for (int s = 1; s <= n[last]; ++s)
-    if (score[last][s] > score[last][state]) state = s;
-  return state;
+  return final_state(score[last], n[last]);
 }
 
 // Back from the last column in `state`: every column of the frame written,

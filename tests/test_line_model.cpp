@@ -467,10 +467,13 @@ TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
 #if STRIPELINE_HAVE_CUDA
   std::uint64_t seed = 5;
   for (int k : {2, 4, 8})
-    for (auto [width, frames] : {std::array{1, 1}, std::array{13, 3}, std::array{33, 17}, std::array{1937, 5}, std::array{2048, 300}, std::array{176, 299}}) {
+    for (auto [width, frames] : {std::array{1, 1}, std::array{13, 3}, std::array{33, 17}, std::array{1937, 5}, std::array{2048, 300}, std::array{176, 299}, std::array{64, 7}, std::array{65, 2}}) {
       SCOPED_TRACE("K " + std::to_string(k) + " width " + std::to_string(width) + " frames " + std::to_string(frames));
       Candidates c = random_candidates(frames, width, k, seed++);
-      kernels::LineModelParams p = params(k, 20.0 + static_cast<double>(seed % 5) * 30.0, 1 + static_cast<int>(seed % 9), 1.5, 6.0, 1.0, 6);
+      // Minimum lengths short, and longer than the kernel's 32-column chunks (drops reaching back into written chunks).
+      for (int min_length : {1 + static_cast<int>(seed % 9), 45}) {
+      SCOPED_TRACE("min_length " + std::to_string(min_length));
+      kernels::LineModelParams p = params(k, 20.0 + static_cast<double>(seed % 5) * 30.0, min_length, 1.5, 6.0, 1.0, 6);
       p.intensity_cost_q8 = static_cast<std::int32_t>(seed % 3) * 40;
       Output expected(frames, width);
       choose(c, p, &expected);
@@ -479,7 +482,7 @@ TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
       Output got(frames, width);  // poisoned, and so are the device outputs
       const DeviceBuffer opos = device_copy(got.position, "out pos"), oint = device_copy(got.intensity, "out int"),
                          owid = device_copy(got.stripe_width, "out wid"), oq = device_copy(got.quality, "out q"), ocount = device_copy(got.count, "out count");
-      const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_scratch_bytes(k, width, frames), "back");
+      const DeviceBuffer back = DeviceBuffer::allocate(kernels::cuda::line_model_device_scratch_bytes(k, width, frames), "scratch");
       kernels::LineModelView v;
       v.in = {dpos.as<std::int32_t>(), dint.as<std::uint16_t>(), dwid.as<std::uint16_t>(), dq.as<std::uint16_t>(), dcount.as<std::uint8_t>()};
       v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
@@ -492,6 +495,7 @@ TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
       ASSERT_EQ(got.stripe_width, expected.stripe_width);
       ASSERT_EQ(got.quality, expected.quality);
       ASSERT_EQ(got.count, expected.count);
+      }
     }
 #else
   GTEST_SKIP() << "built without the CUDA backend";

@@ -172,7 +172,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
     if (models_line()) {
       candidates_ = std::make_unique<DeviceProfiles>(l.width, l.frames, extraction_params().slots);
-      back_ = DeviceBuffer::allocate(kernels::line_model_scratch_bytes(line_params().candidates, l.width, l.frames), "line model back-pointers");
+      back_ = DeviceBuffer::allocate(kc::line_model_device_scratch_bytes(line_params().candidates, l.width, l.frames), "line model scratch");
     }
     if (checks_neighbours()) isolated_ = DeviceBuffer::allocate(static_cast<std::size_t>(l.width) * l.frames, "neighbour check marks");
     if (fused_)
@@ -227,7 +227,7 @@ class CudaProcessorImpl final : public CudaProcessor {
         kc::extract<T>(pixels, nullptr, chain_.zero_below, chain_.column, extracted, stream);
       }
     });
-    if (models_line()) {  // the line across the columns: candidates in, one slot out, one thread per frame
+    if (models_line()) {  // the line across the columns: candidates in, one slot out, one warp per frame
       const kc::ProfileView& c = candidates_->view();
       const kc::ProfileView& p = profiles_->view();
       kc::launch_line_model(line_view({c.position, c.intensity, c.stripe_width, c.quality, c.count}, {p.position, p.intensity, p.stripe_width, p.quality, p.count},
