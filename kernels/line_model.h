@@ -191,20 +191,24 @@ STRIPELINE_HD int final_state(const std::int64_t* score, int n) {
   return state;
 }
 
-// Forward pass: the scores of column x's states from column x-1's, and the
-// back-pointers of column x.
-// States in `excluded` (bit s-1) are unreachable (score kNone): never a
-// predecessor nor chosen, since "no line" always scores more.
-STRIPELINE_HD void forward_column(const LineModelView& v, const LineModelParams& p, int f, int x, const Candidate* prev_c, int prev_n,
-                                  const std::int64_t* prev, const Candidate* cur_c, int cur_n, std::uint8_t excluded, std::int64_t* cur) {
-  enter_none(prev, prev_n, cur[0], back_at(v, p, f, x, 0));
+// One column of the forward pass: the scores `cur` of a column's states
+// from the previous column's, and (when `back` is not null) their
+// back-pointers, state s's at back[s * back_stride]. States in `excluded`
+// (bit s-1) are unreachable (score kNone): never a predecessor nor chosen,
+// since "no line" always scores more.
+STRIPELINE_HD void advance_column(const Candidate* prev_c, int prev_n, const std::int64_t* prev, const Candidate* cur_c, int cur_n, std::uint8_t excluded,
+                                  const LineModelParams& p, std::int64_t* cur, std::uint8_t* back, std::size_t back_stride) {
+  std::uint8_t from = 0;
+  enter_none(prev, prev_n, cur[0], from);
+  if (back != nullptr) back[0] = from;
   for (int b = 1; b <= cur_n; ++b) {
     if ((excluded >> (b - 1)) & 1) {
       cur[b] = kNone;
-      back_at(v, p, f, x, b) = 0;
+      from = 0;
     } else {
-      enter_candidate(cur_c[b - 1], prev_c, prev_n, prev, p, cur[b], back_at(v, p, f, x, b));
+      enter_candidate(cur_c[b - 1], prev_c, prev_n, prev, p, cur[b], from);
     }
+    if (back != nullptr) back[static_cast<std::size_t>(b) * back_stride] = from;
   }
 }
 
@@ -220,7 +224,7 @@ STRIPELINE_HD int solve_frame(const LineModelView& v, const LineModelParams& p, 
     n[cur] = slots_filled(v, p, f, x);
     for (int s = 0; s < n[cur]; ++s) cand[cur][s] = candidate(v, p, f, s, x);
     if (pass == 0) excluded_at(v, p, f, x) = 0;
-    forward_column(v, p, f, x, cand[prev], n[prev], score[prev], cand[cur], n[cur], excluded_at(v, p, f, x), score[cur]);
+    advance_column(cand[prev], n[prev], score[prev], cand[cur], n[cur], excluded_at(v, p, f, x), p, score[cur], &back_at(v, p, f, x, 0), v.back_stride);
   }
   const int last = (v.width - 1) & 1;
   return final_state(score[last], n[last]);

@@ -1,20 +1,19 @@
 #pragma once
-// CUDA kernel of the line model (kernels/line_model.h). One warp per frame:
-// the lanes load 32 columns' candidates at a time (coalesced) into shared
-// memory, then walk those columns in order with one lane per state, each
-// calling the very functions of the CPU loop (enter_none, enter_candidate,
-// final_state), so both give the same bits; the trace back walks the
-// back-pointers 32 columns at a time from shared memory. A frame's walk is
-// sequential by nature; spreading it over a warp keeps its memory traffic
-// coalesced and off the critical path (one thread per frame, the first
-// design, waited on global memory at every column: 3.8 ms per production
-// batch on an H100).
+// CUDA kernel of the line model (kernels/line_model.h): one warp per frame
+// runs the lane decomposition of kernels/line_model_lanes.h (each lane a
+// chunk of the frame's columns; (max, +) transfer matrices scanned over the
+// lanes), the same phases the CPU test runs lane after lane against the
+// oracle, so both give the same bits. Why: a frame's walk over its columns
+// is sequential by nature; on one thread (the first design) or with the
+// warp's lanes over the states (the second) one frame took ~1.3 ms on an
+// H100, far beyond a live path's budget.
 //
 // ASYNCHRONOUS on `stream`: enqueues and returns; no allocation, no sync.
 // The view's pointers are device pointers: the processor's candidate
 // profiles, its output profiles, and `back` = its scratch of
 // line_model_device_scratch_bytes(K, width, frames) bytes (back_stride is
-// not used: the kernel lays its scratch out itself).
+// not used). The frame's column arrays live in shared memory when they fit
+// the limit given to configure_line_model, else in that scratch.
 #include <cstddef>
 
 #include <cuda_runtime_api.h>
@@ -23,11 +22,13 @@
 
 namespace stripeline::kernels::cuda {
 
-// Per frame and column: K + 1 back-pointers, the exclusion mask and the
-// chosen state.
-inline std::size_t line_model_device_scratch_bytes(int candidates, int width, int frames) {
-  return static_cast<std::size_t>(candidates + 3) * static_cast<std::size_t>(width) * static_cast<std::size_t>(frames);
-}
+// Global scratch: every frame's column arrays (used where shared memory is too small).
+std::size_t line_model_device_scratch_bytes(int candidates, int width, int frames);
+
+// Lets the kernel use up to `max_bytes` of dynamic shared memory per block
+// (cudaFuncSetAttribute; needed beyond 48 KiB). Call once at set-up with the
+// device's opt-in maximum; without it the kernel keeps to 48 KiB.
+void configure_line_model(std::size_t max_bytes);
 
 void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream);
 

@@ -147,6 +147,11 @@ class CudaExtract final : public ExtractStage {
 };
 
 // ---------------------------------------------------------------------------
+void configure_line_model_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { kc::configure_line_model(max_shared_bytes_per_block()); });
+}
+
 void configure_fused_once() {
   static std::once_flag once;  // exceptions leave it unset: a later set-up retries
   std::call_once(once, [] { kc::configure_fused(max_shared_bytes_per_block()); });
@@ -173,6 +178,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     if (models_line()) {
       candidates_ = std::make_unique<DeviceProfiles>(l.width, l.frames, extraction_params().slots);
       back_ = DeviceBuffer::allocate(kc::line_model_device_scratch_bytes(line_params().candidates, l.width, l.frames), "line model scratch");
+      configure_line_model_once();
     }
     if (checks_neighbours()) isolated_ = DeviceBuffer::allocate(static_cast<std::size_t>(l.width) * l.frames, "neighbour check marks");
     if (fused_)

@@ -1,0 +1,331 @@
+#pragma once
+// The line model (kernels/line_model.h) solved by `lanes` cooperating
+// threads per frame: the CUDA kernel's warp (kernels/cuda/line_model_kernels.cu)
+// and, lane after lane, the test that checks this decomposition on the CPU
+// against line_model_frame(), the oracle.
+//
+// Why: the oracle walks the columns one after the other; on a GPU one frame
+// alone then takes ~1.3 ms (2048 dependent steps), far from what a live path
+// at 20 kHz allows. The forward pass is a (max, +) product of one matrix per
+// column, and that product is associative: each lane reduces its chunk of
+// columns to one transfer matrix (its rows started from each state of the
+// column before the chunk), the chunks' entering scores follow by a short
+// scan over the lanes, and each lane then walks its own chunk again from
+// its exact entering scores with the oracle's column function, so scores
+// and back-pointers are the oracle's bit for bit (integers: max and + are
+// exact in any order). The trace back and the minimum segment length are
+// split the same way: per chunk, then a scan over the lanes, then per chunk.
+//
+// Each phase is a function of one lane; between phases every lane's writes
+// must be visible to the others (the kernel's __syncwarp). Phases marked
+// "one lane" run on lane 0 alone; "per state" ones on lanes 0..K.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/line_model.h"
+
+namespace stripeline::kernels {
+
+inline constexpr int kLineStates = kMaxLineCandidates + 1;
+// One frame's scratch. Column arrays: `width` elements (back: width x (K + 1)).
+struct LineModelLaneScratch {
+  std::uint8_t* back = nullptr;       // [column][state]: predecessor | kBreak
+  std::uint8_t* mask = nullptr;       // [column]: candidates excluded by an earlier pass (bit s - 1)
+  std::uint8_t* chosen = nullptr;     // [column]: the chosen state | kSegmentStart
+  std::uint16_t* run = nullptr;       // [column]: columns of its segment up to it (saturated)
+  std::int64_t* transfer = nullptr;   // [lane][state in][state out]: best score through the chunk
+  std::int64_t* entering = nullptr;   // [lane + 1][state]: scores at the column before the chunk ([lanes]: at the last column)
+  std::uint8_t* n_last = nullptr;     // [lane]: candidates of the chunk's last column
+  std::uint8_t* first = nullptr;      // [lane][state]: the state at the chunk's first column on the path ending in `state`
+  std::uint8_t* last = nullptr;       // [lane]: the chosen state at the chunk's last column
+  std::uint8_t* open = nullptr;       // [lane]: kOpen* bits
+  std::uint16_t* tail = nullptr;      // [lane]: segment columns up to the chunk's last, counted from its first column only
+  std::uint16_t* head = nullptr;      // [lane]: segment columns from the chunk's first on, counted to its last column only
+  std::uint16_t* run_in = nullptr;    // [lane + 1]: segment columns up to the chunk's last column (run_in[l]: before chunk l)
+  std::uint16_t* run_out = nullptr;   // [lane + 1]: segment columns from the chunk's first column on
+  std::uint8_t* dropped = nullptr;    // [lane]: a segment was dropped in the chunk
+};
+
+// The scratch of one frame laid out in two regions: `fixed` (8-byte
+// aligned, line_lane_fixed_bytes) and `columns` (2-byte aligned,
+// line_lane_column_bytes). Null bases only measure.
+struct LineLaneLayout {
+  LineModelLaneScratch scratch;
+  std::size_t fixed_bytes = 0, column_bytes = 0;
+};
+STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lanes, unsigned char* fixed, unsigned char* columns) {
+  LineLaneLayout out;
+  const auto l = static_cast<std::size_t>(lanes), w = static_cast<std::size_t>(width);
+  std::size_t at = 0;
+  auto take = [&](unsigned char* base, std::size_t bytes) {
+    unsigned char* p = base == nullptr ? nullptr : base + at;
+    at += bytes;
+    return p;
+  };
+  LineModelLaneScratch& s = out.scratch;
+  s.transfer = reinterpret_cast<std::int64_t*>(take(fixed, 8 * l * kLineStates * kLineStates));
+  s.entering = reinterpret_cast<std::int64_t*>(take(fixed, 8 * (l + 1) * kLineStates));
+  s.tail = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
+  s.head = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
+  s.run_in = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * (l + 1)));
+  s.run_out = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * (l + 1)));
+  s.n_last = take(fixed, l);
+  s.first = take(fixed, l * kLineStates);
+  s.last = take(fixed, l);
+  s.open = take(fixed, l);
+  s.dropped = take(fixed, l);
+  out.fixed_bytes = (at + 7) / 8 * 8;
+  at = 0;
+  s.run = reinterpret_cast<std::uint16_t*>(take(columns, 2 * w));
+  s.back = take(columns, w * (static_cast<std::size_t>(candidates) + 1));
+  s.mask = take(columns, w);
+  s.chosen = take(columns, w);
+  out.column_bytes = (at + 7) / 8 * 8;
+  return out;
+}
+
+namespace line_model {
+
+inline constexpr std::uint8_t kSegmentStart = 0x10;
+inline constexpr std::uint16_t kRunCap = 0xFFFF;
+
+struct Chunk {
+  int begin = 0, end = 0;
+  STRIPELINE_HD bool empty() const { return begin >= end; }
+  STRIPELINE_HD int size() const { return end - begin; }
+};
+// Lane `lane`'s columns: ceil(width / lanes) each, the last chunks shorter or empty.
+STRIPELINE_HD Chunk chunk_of(int width, int lanes, int lane) {
+  const int per = (width + lanes - 1) / lanes;
+  const int b = lane * per < width ? lane * per : width;
+  return {b, b + per < width ? b + per : width};
+}
+STRIPELINE_HD int lanes_used(int width, int lanes) {
+  const int per = (width + lanes - 1) / lanes;
+  return (width + per - 1) / per;
+}
+
+// Column x's candidates into c; returns their number.
+STRIPELINE_HD int load_candidates(const LineModelView& v, const LineModelParams& p, int f, int x, Candidate* c) {
+  const int n = slots_filled(v, p, f, x);
+  for (int s = 0; s < n; ++s) c[s] = candidate(v, p, f, s, x);
+  return n;
+}
+
+STRIPELINE_HD std::int64_t* transfer_row(const LineModelLaneScratch& s, int lane, int a) {
+  return s.transfer + (static_cast<std::size_t>(lane) * kLineStates + a) * kLineStates;
+}
+
+// Phase 1 (per lane): the chunk's transfer matrix; pass 0 clears its masks.
+STRIPELINE_HD void lane_transfer(const LineModelView& v, const LineModelParams& p, int f, int pass, int lanes, int lane, const LineModelLaneScratch& s) {
+  const Chunk c = chunk_of(v.width, lanes, lane);
+  if (c.empty()) return;
+  Candidate cand[2][kMaxLineCandidates];
+  Candidate* prev_c = cand[0];
+  Candidate* cur_c = cand[1];
+  const int in_n = c.begin == 0 ? 0 : load_candidates(v, p, f, c.begin - 1, prev_c);
+  for (int a = 0; a <= in_n; ++a)  // row a starts from state a alone
+    for (int b = 0; b <= in_n; ++b) transfer_row(s, lane, a)[b] = a == b ? 0 : kNone;
+  int prev_n = in_n;
+  for (int x = c.begin; x < c.end; ++x) {
+    if (pass == 0) s.mask[x] = 0;
+    const int cur_n = load_candidates(v, p, f, x, cur_c);
+    for (int a = 0; a <= in_n; ++a) {
+      std::int64_t* row = transfer_row(s, lane, a);
+      std::int64_t next[kLineStates];
+      advance_column(prev_c, prev_n, row, cur_c, cur_n, s.mask[x], p, next, nullptr, 0);
+      for (int b = 0; b <= cur_n; ++b) row[b] = next[b];
+    }
+    Candidate* t = prev_c;
+    prev_c = cur_c, cur_c = t, prev_n = cur_n;
+  }
+  s.n_last[lane] = static_cast<std::uint8_t>(prev_n);
+}
+
+// Phase 2 (per state b, one chunk after the other): the scores entering each
+// chunk, from the previous chunk's and its transfer matrix. Scores of states
+// no path reaches stay at kNone (clamped, so sums of them cannot overflow).
+STRIPELINE_HD void lanes_entering(int b, int l, const LineModelLaneScratch& s) {
+  const int in_n = l == 0 ? 0 : s.n_last[l - 1];
+  if (b > s.n_last[l]) return;
+  std::int64_t best = kNone;
+  for (int a = 0; a <= in_n; ++a) {
+    const std::int64_t in = l == 0 ? 0 : s.entering[static_cast<std::size_t>(l) * kLineStates + a];
+    const std::int64_t through = transfer_row(s, l, a)[b];
+    const std::int64_t score = in <= kNone || through <= kNone ? kNone : in + through;
+    if (score > best) best = score;
+  }
+  s.entering[static_cast<std::size_t>(l + 1) * kLineStates + b] = best;
+}
+
+// Phase 3 (per lane): the chunk walked again from its exact entering scores
+// with the oracle's column function: the back-pointers.
+STRIPELINE_HD void lane_back_pointers(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s) {
+  const Chunk c = chunk_of(v.width, lanes, lane);
+  if (c.empty()) return;
+  Candidate cand[2][kMaxLineCandidates];
+  Candidate* prev_c = cand[0];
+  Candidate* cur_c = cand[1];
+  int prev_n = c.begin == 0 ? 0 : load_candidates(v, p, f, c.begin - 1, prev_c);
+  std::int64_t score[2][kLineStates];
+  for (int a = 0; a <= prev_n; ++a) score[0][a] = lane == 0 ? 0 : s.entering[static_cast<std::size_t>(lane) * kLineStates + a];
+  int cur = 1;
+  const int states = p.candidates + 1;
+  for (int x = c.begin; x < c.end; ++x, cur ^= 1) {
+    const int cur_n = load_candidates(v, p, f, x, cur_c);
+    advance_column(prev_c, prev_n, score[cur ^ 1], cur_c, cur_n, s.mask[x], p, score[cur], s.back + static_cast<std::size_t>(x) * states, 1);
+    Candidate* t = prev_c;
+    prev_c = cur_c, cur_c = t, prev_n = cur_n;
+  }
+}
+
+// Phase 4 (per lane): for each state of the chunk's last column, the state
+// at its first column on the best path ending there.
+STRIPELINE_HD void lane_first_states(const LineModelView& v, const LineModelParams& p, int lanes, int lane, const LineModelLaneScratch& s) {
+  const Chunk c = chunk_of(v.width, lanes, lane);
+  if (c.empty()) return;
+  const int states = p.candidates + 1;
+  for (int t = 0; t <= s.n_last[lane]; ++t) {
+    int state = t;
+    for (int x = c.end - 1; x > c.begin; --x) state = s.back[static_cast<std::size_t>(x) * states + state] & 0x0F;
+    s.first[lane * kLineStates + t] = static_cast<std::uint8_t>(state);
+  }
+}
+
+// Phase 5 (one lane): the chosen state at each chunk's last column, from the
+// frame's best final state back over the chunks.
+STRIPELINE_HD void lanes_last_states(const LineModelView& v, const LineModelParams& p, int lanes, const LineModelLaneScratch& s) {
+  const int used = lanes_used(v.width, lanes);
+  const int states = p.candidates + 1;
+  int state = final_state(s.entering + static_cast<std::size_t>(used) * kLineStates, s.n_last[used - 1]);
+  for (int l = used - 1; l >= 0; --l) {
+    s.last[l] = static_cast<std::uint8_t>(state);
+    const int at_first = s.first[l * kLineStates + state];
+    const int begin = chunk_of(v.width, lanes, l).begin;
+    if (l > 0) state = s.back[static_cast<std::size_t>(begin) * states + at_first] & 0x0F;
+  }
+}
+
+// Whether chosen column x continues the segment of column x - 1.
+STRIPELINE_HD bool continues(std::uint8_t chosen) { return (chosen & 0x0F) != 0 && (chosen & kSegmentStart) == 0; }
+STRIPELINE_HD bool on_line(std::uint8_t chosen) { return (chosen & 0x0F) != 0; }
+
+inline constexpr std::uint8_t kOpenLeft = 1;   // every column of the chunk continues its left neighbour
+inline constexpr std::uint8_t kOpenRight = 2;  // the first column is on the line and every later one continues it
+inline constexpr std::uint8_t kOpenNext = 4;   // the next chunk's first column continues this chunk's last
+
+STRIPELINE_HD std::uint16_t run_plus(std::uint16_t run, int more) {
+  const int r = run + more;
+  return static_cast<std::uint16_t>(r < kRunCap ? r : kRunCap);
+}
+
+// Phase 6 (per lane): the chunk's path (the oracle's trace back), segment
+// starts marked; the segment columns seen from inside the chunk alone.
+STRIPELINE_HD void lane_path(const LineModelView& v, const LineModelParams& p, int lanes, int lane, const LineModelLaneScratch& s) {
+  const Chunk c = chunk_of(v.width, lanes, lane);
+  if (c.empty()) return;
+  const int states = p.candidates + 1;
+  int state = s.last[lane];
+  std::uint16_t head = 0;
+  bool left = true, right = true;
+  for (int x = c.end - 1; x >= c.begin; --x) {
+    const std::uint8_t b = s.back[static_cast<std::size_t>(x) * states + state];
+    const int from = b & 0x0F;
+    const bool start = state != 0 && (from == 0 || (b & kBreak) != 0 || x == 0);
+    const std::uint8_t chosen = static_cast<std::uint8_t>(state | (start ? kSegmentStart : 0));
+    s.chosen[x] = chosen;
+    head = !on_line(chosen) ? 0 : (x + 1 < c.end && continues(s.chosen[x + 1]) ? run_plus(head, 1) : 1);
+    left = left && continues(chosen);
+    if (x > c.begin) right = right && continues(chosen);
+    state = from;
+  }
+  std::uint16_t tail = 0;
+  for (int x = c.begin; x < c.end; ++x) tail = continues(s.chosen[x]) ? run_plus(tail, 1) : (on_line(s.chosen[x]) ? 1 : 0);
+  right = right && on_line(s.chosen[c.begin]);
+  s.tail[lane] = tail, s.head[lane] = head;
+  s.open[lane] = static_cast<std::uint8_t>((left ? kOpenLeft : 0) | (right ? kOpenRight : 0));
+}
+
+// Phase 7 (one lane, over the chunks): the segment columns before each
+// chunk's first column and from it on.
+STRIPELINE_HD void lanes_runs(const LineModelView& v, int lanes, const LineModelLaneScratch& s) {
+  const int used = lanes_used(v.width, lanes);
+  s.run_in[0] = 0;
+  for (int l = 0; l < used; ++l) {
+    const Chunk c = chunk_of(v.width, lanes, l);
+    if (c.end < v.width && continues(s.chosen[c.end])) s.open[l] = static_cast<std::uint8_t>(s.open[l] | kOpenNext);
+    s.run_in[l + 1] = (s.open[l] & kOpenLeft) != 0 ? run_plus(s.run_in[l], c.size()) : s.tail[l];
+  }
+  s.run_out[used] = 0;
+  for (int l = used - 1; l >= 0; --l) {
+    const bool through = (s.open[l] & kOpenRight) != 0 && (s.open[l] & kOpenNext) != 0;
+    s.run_out[l] = through ? run_plus(s.run_out[l + 1], chunk_of(v.width, lanes, l).size()) : s.head[l];
+  }
+}
+
+// Phase 8 (per lane): each column's segment length (columns up to it from
+// the left, from it on to the right); segments shorter than min_length
+// emptied and their candidates excluded, as the oracle's trace back does.
+STRIPELINE_HD void lane_drop_short(const LineModelView& v, const LineModelParams& p, int lanes, int lane, const LineModelLaneScratch& s) {
+  const Chunk c = chunk_of(v.width, lanes, lane);
+  s.dropped[lane] = 0;
+  if (c.empty()) return;
+  std::uint16_t run = s.run_in[lane];
+  for (int x = c.begin; x < c.end; ++x) {
+    run = continues(s.chosen[x]) ? run_plus(run, 1) : (on_line(s.chosen[x]) ? 1 : 0);
+    s.run[x] = run;
+  }
+  std::uint16_t after = (s.open[lane] & kOpenNext) != 0 ? s.run_out[lane + 1] : 0;  // columns of the segment after x
+  bool next_continues = (s.open[lane] & kOpenNext) != 0;
+  for (int x = c.end - 1; x >= c.begin; --x) {
+    const std::uint8_t chosen = s.chosen[x];
+    if (!on_line(chosen)) {
+      after = 0, next_continues = false;
+      continue;
+    }
+    const int length = s.run[x] + (next_continues ? after : 0);
+    after = next_continues ? run_plus(after, 1) : 1;
+    next_continues = continues(chosen);
+    if (length < p.min_length) {
+      s.mask[x] = static_cast<std::uint8_t>(s.mask[x] | (1u << ((chosen & 0x0F) - 1)));
+      s.chosen[x] = 0;
+      s.dropped[lane] = 1;
+    }
+  }
+}
+
+// Phase 9 (per lane, columns lane, lane + lanes, ...: coalesced on the GPU):
+// the output.
+STRIPELINE_HD void lane_write(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s) {
+  for (int x = lane; x < v.width; x += lanes) write_column(v, p, f, x, s.chosen[x] & 0x0F);
+}
+
+}  // namespace line_model
+
+// The phases in order for one frame, lane after lane: what the kernel runs
+// with its lanes side by side (tests/test_line_model.cpp checks it against
+// line_model_frame()).
+inline void line_model_frame_lanes(const LineModelView& v, const LineModelParams& p, int f, int lanes, const LineModelLaneScratch& s) {
+  namespace lm = line_model;
+  if (v.width <= 0) return;
+  const int used = lm::lanes_used(v.width, lanes);
+  for (int pass = 0; pass < kLinePasses; ++pass) {
+    for (int lane = 0; lane < lanes; ++lane) lm::lane_transfer(v, p, f, pass, lanes, lane, s);
+    for (int l = 0; l < used; ++l)
+      for (int b = 0; b < kLineStates; ++b) lm::lanes_entering(b, l, s);
+    for (int lane = 0; lane < lanes; ++lane) lm::lane_back_pointers(v, p, f, lanes, lane, s);
+    for (int lane = 0; lane < lanes; ++lane) lm::lane_first_states(v, p, lanes, lane, s);
+    lm::lanes_last_states(v, p, lanes, s);
+    for (int lane = 0; lane < lanes; ++lane) lm::lane_path(v, p, lanes, lane, s);
+    lm::lanes_runs(v, lanes, s);
+    bool dropped = false;
+    for (int lane = 0; lane < lanes; ++lane) {
+      lm::lane_drop_short(v, p, lanes, lane, s);
+      dropped = dropped || s.dropped[lane] != 0;
+    }
+    if (!dropped) break;
+  }
+  for (int lane = 0; lane < lanes; ++lane) lm::lane_write(v, p, f, lanes, lane, s);
+}
+
+}  // namespace stripeline::kernels
