@@ -58,9 +58,15 @@ class DeviceProfiles {
   const kc::ProfileView& view() const { return view_; }
   float* points() const { return points_; }  // null unless made with points
 
-  // Enqueue the copy of the first `frames` frames' profiles into out.
+  // Enqueue the copy of the first `frames` frames' profiles into out. A full
+  // batch into a host batch of the same layout comes down in one copy (each
+  // copy costs the host microseconds: the batch-of-1 live path feels them).
   void download(ProfileBatch& out, int frames, cudaStream_t stream) const {
     if (frames <= 0) return;
+    if (frames == layout_.capacity && same_layout(out.layout())) {
+      STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.position, buffer_.data(), layout_.bytes, cudaMemcpyDeviceToHost, stream));
+      return;
+    }
     const std::size_t n = layout_.slot_values(frames), c = layout_.count_values(frames);
     STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.position, view_.position, n * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream));
     STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(out.intensity, view_.intensity, n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost, stream));
@@ -73,6 +79,11 @@ class DeviceProfiles {
   }
 
  private:
+  bool same_layout(const ProfileLayout& l) const {
+    return l.width == layout_.width && l.capacity == layout_.capacity && l.slots == layout_.slots && l.xyz == layout_.xyz && l.bytes == layout_.bytes &&
+           l.position_offset == 0;
+  }
+
   ProfileLayout layout_;
   DeviceBuffer buffer_;
   kc::ProfileView view_;
