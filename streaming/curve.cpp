@@ -134,6 +134,18 @@ void ZapHandler::loop() {
   }
 }
 
+void make_curve_client(zmq::socket_t& socket, const std::string& server_key_file, const std::string& client_key_file) {
+  if (server_key_file.empty() || client_key_file.empty()) throw InputError("--server-key and --client-key go together (CURVE)");
+  if (!curve_available()) throw InputError("this libzmq was built without CURVE");
+  const std::string server = read_curve_key(server_key_file, false);
+  const std::string secret = read_curve_key(client_key_file, true);
+  char pub[41];
+  if (zmq_curve_public(pub, secret.c_str()) != 0) throw InputError(client_key_file + ": not a valid CURVE secret key");
+  socket.set(zmq::sockopt::curve_serverkey, server);
+  socket.set(zmq::sockopt::curve_publickey, std::string(pub));
+  socket.set(zmq::sockopt::curve_secretkey, secret);
+}
+
 std::unique_ptr<ZapHandler> make_curve_server(zmq::context_t& ctx, zmq::socket_t& socket, const CurveConfig& config) {
   if (!curve_available()) throw ConfigError("security.curve = true, but this libzmq was built without CURVE");
   const std::string secret = read_curve_key(config.server_secret_key, true);

@@ -60,6 +60,11 @@ class ZapHandler {
   std::thread thread_;
 };
 
+// Makes `socket` a CURVE client of a server whose public key is in
+// `server_key_file`, with the secret key in `client_key_file` (mode 0600).
+// Both or neither: InputError naming what is missing or invalid.
+void make_curve_client(zmq::socket_t& socket, const std::string& server_key_file, const std::string& client_key_file);
+
 // Makes `socket` a CURVE server with the configured secret key, and starts
 // the ZAP handler that enforces the client allowlist. Throws ConfigError.
 std::unique_ptr<ZapHandler> make_curve_server(zmq::context_t& ctx, zmq::socket_t& socket, const CurveConfig& config);

@@ -12,17 +12,7 @@ namespace stripeline {
 Subscriber::Subscriber(const SubscriberOptions& o) {
   socket_.set(zmq::sockopt::rcvhwm, o.rcv_hwm);
   socket_.set(zmq::sockopt::linger, 0);
-  if (!o.server_key.empty() || !o.client_key.empty()) {
-    if (o.server_key.empty() || o.client_key.empty()) throw InputError("--server-key and --client-key go together (CURVE)");
-    if (!curve_available()) throw InputError("this libzmq was built without CURVE");
-    const std::string server = read_curve_key(o.server_key, false);
-    const std::string secret = read_curve_key(o.client_key, true);
-    char pub[41];
-    if (zmq_curve_public(pub, secret.c_str()) != 0) throw InputError(o.client_key + ": not a valid CURVE secret key");
-    socket_.set(zmq::sockopt::curve_serverkey, server);
-    socket_.set(zmq::sockopt::curve_publickey, std::string(pub));
-    socket_.set(zmq::sockopt::curve_secretkey, secret);
-  }
+  if (!o.server_key.empty() || !o.client_key.empty()) make_curve_client(socket_, o.server_key, o.client_key);
   try {
     socket_.connect(o.endpoint);
   } catch (const zmq::error_t& e) {

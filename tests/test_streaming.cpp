@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <zmq.hpp>
@@ -23,6 +24,7 @@
 #include "app/sources.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/file_sinks.h"
+#include "streaming/proxy.h"
 #include "streaming/publisher.h"
 #include "stages/heightmap_filters.h"
 #include "streaming/wire_format.h"
@@ -699,4 +701,126 @@ TEST(Streaming, ControlMessagesReachASlowSubscriberThatCatchesUpWithinTheTimeout
   EXPECT_EQ(c.control_dropped[0] + c.control_dropped[1], 0u);
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back(), wire::Topic::SeriesEnd) << "series-end did not reach the subscriber";
+}
+
+// ---------------------------------------------------------------------------
+// Fan-out through the proxy (streaming/proxy.h)
+
+namespace {
+
+// Every consumer of a proxied series: every row, seq contiguous from 0, the
+// same messages as the other consumers.
+void expect_complete_series(const Subscriber& sub, std::uint64_t rows) {
+  ASSERT_TRUE(sub.done) << "no series-end within the deadline";
+  ASSERT_EQ(rows_received(sub.messages), rows);
+  for (std::size_t i = 0; i < sub.messages.size(); ++i) ASSERT_EQ(sub.messages[i].seq, i) << "seq not contiguous";
+}
+
+}  // namespace
+
+TEST(Proxy, FansOneStreamOutToSeveralConsumersUnchangedAndCountsIt) {
+  Publisher pub(loopback(4));
+  ProxyConfig pc;
+  pc.frontend = pub.endpoint();
+  pc.backend = "tcp://127.0.0.1:*";
+  StreamProxy proxy(pc);
+  ASSERT_NE(proxy.backend_endpoint().find("tcp://127.0.0.1:"), std::string::npos);
+  Subscriber a(proxy.backend_endpoint()), b(proxy.backend_endpoint());
+  // Subscriptions travel upstream through the proxy: the publisher sees one subscriber (the proxy).
+  ASSERT_TRUE(pub.wait_for_subscribers(1, 10s)) << "no subscription reached the publisher through the proxy";
+  std::this_thread::sleep_for(200ms);  // both consumers' subscriptions through the proxy (one upstream subscription either way)
+  a.start(60s);
+  b.start(60s);
+  SyntheticScanner source(scan(160, 16, 600));
+  Positions positions;
+  Pipeline pipeline(cpu_options(50));
+  pipeline.run(source, {&positions, &pub});
+  a.join();
+  b.join();
+  expect_complete_series(a, 600);
+  expect_complete_series(b, 600);
+  ASSERT_EQ(a.messages.size(), b.messages.size());
+  for (std::size_t i = 0; i < a.messages.size(); ++i) {
+    ASSERT_EQ(a.messages[i].topic, b.messages[i].topic);
+    if (a.messages[i].topic != wire::Topic::Profile) continue;
+    const auto& za = a.messages[i].rows->z;
+    const auto& zb = b.messages[i].rows->z;
+    ASSERT_EQ(za.size(), zb.size());
+    ASSERT_EQ(std::memcmp(za.data(), zb.data(), za.size() * sizeof(za[0])), 0) << "message " << i << " differs (bit for bit, NaN included)";
+  }
+  const ProxyCounters c = proxy.statistics();
+  EXPECT_EQ(c.frontend_messages_in, a.messages.size()) << "every message from the publisher, counted once (multipart)";
+  EXPECT_EQ(c.backend_messages_out, c.frontend_messages_in) << "every part received from the publisher went to the consumers";
+  EXPECT_GE(c.frontend_messages_out, 1u) << "the subscription went upstream";
+  EXPECT_GT(c.backend_bytes_out, 600u * 160u * 4u) << "the rows' bytes";
+  EXPECT_EQ(pub.counters().rows_published, 600u);
+  proxy.stop();
+  proxy.stop();  // idempotent
+  EXPECT_EQ(proxy.statistics().frontend_messages_in, 0u) << "a stopped proxy has no counters to give";
+}
+
+TEST(Proxy, CurveOnBothHopsLetsOnlyTheListedConsumersRead) {
+  if (!curve_available()) GTEST_SKIP() << "libzmq was built without CURVE (zmq_has(\"curve\") is false)";
+  TempDir dir;
+  const std::string pub_public = write_curve_keypair(dir / "publisher").first;
+  write_curve_keypair(dir / "proxy-up");    // the proxy as a client of the publisher
+  const std::string proxy_public = write_curve_keypair(dir / "proxy-down").first;  // the proxy as a server to consumers
+  const auto [ok_pub, ok_sec] = write_curve_keypair(dir / "consumer");
+  const auto [bad_pub, bad_sec] = write_curve_keypair(dir / "stranger");
+  PublisherConfig cfg = loopback(5);
+  cfg.curve.enabled = true;
+  cfg.curve.server_secret_key = dir / "publisher.secret";
+  cfg.curve.client_keys = {dir / "proxy-up.pub"};
+  Publisher pub(cfg);
+  ProxyConfig pc;
+  pc.frontend = pub.endpoint();
+  pc.backend = "tcp://127.0.0.1:*";
+  pc.server_key = (dir / "publisher.pub").string();
+  pc.client_key = (dir / "proxy-up.secret").string();
+  pc.backend_curve.enabled = true;
+  pc.backend_curve.server_secret_key = dir / "proxy-down.secret";
+  pc.backend_curve.client_keys = {dir / "consumer.pub"};
+  StreamProxy proxy(pc);
+  auto client = [&](const std::string& pk, const std::string& sk) {
+    return [=](zmq::socket_t& s) {
+      s.set(zmq::sockopt::curve_serverkey, proxy_public);
+      s.set(zmq::sockopt::curve_publickey, pk);
+      s.set(zmq::sockopt::curve_secretkey, sk);
+    };
+  };
+  Subscriber allowed(proxy.backend_endpoint(), 0us, 1000, client(ok_pub, ok_sec));
+  Subscriber stranger(proxy.backend_endpoint(), 0us, 1000, client(bad_pub, bad_sec));
+  Subscriber plain(proxy.backend_endpoint());
+  ASSERT_TRUE(pub.wait_for_subscribers(1, 10s)) << "the proxy never subscribed through CURVE";
+  allowed.start(60s);
+  stranger.start(3s);
+  plain.start(3s);
+  SyntheticScanner source(scan(128, 16, 200));
+  Pipeline pipeline(cpu_options(50));
+  pipeline.run(source, {&pub});
+  allowed.join();
+  stranger.join();
+  plain.join();
+  expect_complete_series(allowed, 200);
+  EXPECT_TRUE(stranger.messages.empty()) << "an unlisted consumer received " << stranger.messages.size() << " messages";
+  EXPECT_TRUE(plain.messages.empty()) << "a consumer without CURVE received " << plain.messages.size() << " messages";
+  EXPECT_GE(proxy.denied(), 1u);
+}
+
+TEST(ProxyCli, BadEndpointsAndKeysAreOneLineAndExit2) {
+  TempDir dir;
+  std::string out;
+  EXPECT_EQ(test::run_cli("proxy tcp://127.0.0.1:5999 --backend nonsense://x --duration 1", &out), 2) << out;
+  EXPECT_NE(out.find("nonsense://x"), std::string::npos) << out;
+  EXPECT_EQ(test::run_cli("proxy tcp://127.0.0.1:5999 --backend tcp://127.0.0.1:* --server-key " + (dir / "missing.pub").string() +
+                              " --client-key " + (dir / "missing.secret").string() + " --duration 1",
+                          &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("missing"), std::string::npos) << out;
+  EXPECT_EQ(test::run_cli("proxy tcp://127.0.0.1:5999 --backend tcp://127.0.0.1:* --curve --duration 1", &out), 2) << out;
+  EXPECT_NE(out.find("server_secret_key"), std::string::npos) << out;
+  // A good one runs for its duration and reports its counters.
+  EXPECT_EQ(test::run_cli("proxy tcp://127.0.0.1:5999 --backend tcp://127.0.0.1:* --duration 0.5 --stats-interval 0.2", &out), 0) << out;
+  EXPECT_NE(out.find("proxy stopped: from the publisher 0 messages"), std::string::npos) << out;
 }

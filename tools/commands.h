@@ -27,5 +27,6 @@ Subcommand add_calibrate(CLI::App& app);         // stripeline calibrate RECORDI
 Subcommand add_bench_replay(CLI::App& app);     // stripeline bench-replay [--json FILE] [--backend B] [--threads 1,2,4,8,16]
 Subcommand add_describe(CLI::App& app);         // stripeline describe FILE... [--json]
 Subcommand add_settings(CLI::App& app);         // stripeline settings [--markdown]
+Subcommand add_proxy(CLI::App& app);            // stripeline proxy FRONTEND [--backend EP] [CURVE keys]
 
 }  // namespace stripeline::tools
