@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Peak RSS of replays against the memory budget (docs/memory.md).
+
+Writes 16-bit and 8-bit grey PNG recordings (one bright row per frame, the
+rest dark: they compress ~1000:1, so a 65,536-wide recording is a few MB on
+disk), replays each with every method through `stripeline replay` (CPU
+backend, --ply and --heightmap, an explicit --memory-budget), and records the
+child's peak resident memory (wait4's ru_maxrss) beside the geometry the
+summary reports. Prints a Markdown table; --csv writes the raw figures.
+
+  python3 bench/memory_budget_rss.py --binary build/stripeline --budget 1G \
+      --csv bench/results/memory-budget-rss.csv
+
+Each recording holds enough frames to fill every buffer of the pool at the
+budget's geometry (twice the budget in pixels, 4..1200 frames), so the peak
+is the steady state's, not a short file's.
+"""
+import argparse
+import csv
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+METHODS = [
+    ["--method", "adaptive"],
+    ["--method", "cog"],
+    ["--method", "max"],
+    ["--method", "window"],
+    ["--method", "local-max", "--selection", "all"],
+    ["--method", "all"],
+]
+
+
+def size_bytes(text):
+    units = {"K": 10, "M": 20, "G": 30}
+    if text[-1].upper() in units:
+        return int(float(text[:-1]) * (1 << units[text[-1].upper()]))
+    return int(text)
+
+
+def png_chunk(kind, data):
+    body = kind + data
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def write_recording(path, width, frame_height, frames, bits):
+    bpp = bits // 8
+    dark = b"\0" * (1 + width * bpp)
+    bright = b"\0" + (b"\xc0" * (width * bpp))
+    z = zlib.compressobj(6)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+        f.write(png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, frame_height * frames, bits, 0, 0, 0, 0)))
+        out = []
+        stripe_row = frame_height // 2
+        for _ in range(frames):
+            for y in range(frame_height):
+                out.append(z.compress(bright if y == stripe_row else dark))
+            if sum(len(o) for o in out) > (1 << 22):
+                f.write(png_chunk(b"IDAT", b"".join(out)))
+                out = []
+        out.append(z.flush())
+        f.write(png_chunk(b"IDAT", b"".join(out)))
+        f.write(png_chunk(b"IEND", b""))
+
+
+def run(binary, args):
+    log = tempfile.TemporaryFile()
+    p = subprocess.Popen([binary] + args, stdout=log, stderr=subprocess.STDOUT)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    log.seek(0)
+    return p.returncode, usage.ru_maxrss, log.read().decode(errors="replace")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default="build/stripeline")
+    ap.add_argument("--budget", default="1G")
+    ap.add_argument("--widths", default="256,2048,16384,65536")
+    ap.add_argument("--heights", default="16,64,512")
+    ap.add_argument("--bits", default="8,16")
+    ap.add_argument("--csv")
+    ap.add_argument("--dir", help="where the recordings go (default: a temporary folder)")
+    o = ap.parse_args()
+    budget = size_bytes(o.budget)
+    work = o.dir or tempfile.mkdtemp(prefix="stripeline_rss_")
+    rows = []
+    for bits in [int(b) for b in o.bits.split(",")]:
+        for width in [int(w) for w in o.widths.split(",")]:
+            for fh in [int(h) for h in o.heights.split(",")]:
+                frame_bytes = width * fh * bits // 8
+                frames = max(4, min(1200, -(-2 * budget // frame_bytes)))
+                rec = os.path.join(work, f"rec_{width}x{fh}_{bits}.png")
+                write_recording(rec, width, fh, frames, bits)
+                for method in METHODS:
+                    summary = os.path.join(work, "s.json")
+                    args = ["replay", rec, "-H", str(fh), "--backend", "cpu", "-q", "--memory-budget", o.budget,
+                            "--ply", os.path.join(work, "o.ply"), "--heightmap", os.path.join(work, "h.png"),
+                            "--summary", summary] + method
+                    if os.path.exists(summary):
+                        os.remove(summary)
+                    code, rss_kib, out = run(o.binary, args)
+                    g = json.load(open(summary))["memory"] if code == 0 else {}
+                    name = method[1] + (" (selection all)" if len(method) > 2 else "")
+                    row = {"width": width, "frame_height": fh, "bits": bits, "method": name, "file_frames": frames,
+                           "exit": code, "peak_rss_mib": round(rss_kib / 1024, 1),
+                           "budget_mib": round(budget / 2**20, 1),
+                           "planned_mib": round(g.get("host_bytes", 0) / 2**20, 1),
+                           "batch_frames": g.get("batch_frames", ""), "buffers": g.get("buffers", ""),
+                           "slots": g.get("profile_slots", ""), "requested_slots": g.get("requested_slots", ""),
+                           "over_budget_mib": round(rss_kib / 1024 - budget / 2**20, 1),
+                           "message": "" if code == 0 else out.strip().splitlines()[-1][:200]}
+                    rows.append(row)
+                    print(f"{width:>6} x {fh:>3} {bits:>2}-bit {name:<26} exit {code} peak {row['peak_rss_mib']:>8} MiB "
+                          f"planned {row['planned_mib']:>8} MiB  frames {row['batch_frames']} buffers {row['buffers']} "
+                          f"slots {row['slots']}/{row['requested_slots']} {row['message']}", flush=True)
+                os.remove(rec)
+    if o.csv:
+        with open(o.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            w.writeheader()
+            w.writerows(rows)
+    worst = max(r["peak_rss_mib"] - r["planned_mib"] for r in rows if r["exit"] == 0)
+    print(f"\nlargest peak RSS above the planned bytes: {worst:.1f} MiB; budget {budget / 2**20:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
