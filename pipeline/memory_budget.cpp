@@ -126,7 +126,8 @@ MemoryNeed memory_need(const GeometryRequest& r, int frames, int slots, int buff
 }
 
 std::string BatchGeometry::describe() const {
-  std::string s = fmt::format("{} frames x {} buffers, {} slot{} per column{}, {} lane{}: host {} of {}", frames, buffers, slots,
+  std::string s = fmt::format("{} frame{} x {} buffer{}, {} slot{} per column{}, {} lane{}: host {} of {}", frames, frames == 1 ? "" : "s",
+                              buffers, buffers == 1 ? "" : "s", slots,
                               slots == 1 ? "" : "s", slots < requested_slots ? fmt::format(" (of {}: the budget)", requested_slots) : "",
                               lanes, lanes == 1 ? "" : "s", human_bytes(host_bytes), human_bytes(host_budget));
   if (device_budget > 0) s += fmt::format(", device {} of {}", human_bytes(device_bytes), human_bytes(device_budget));

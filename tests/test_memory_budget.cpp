@@ -116,6 +116,7 @@ TEST(MemoryBudget, AFileCapsTheFramesAndTheBuffers) {
   EXPECT_EQ(g.lanes, 1);
   EXPECT_LT(g.host_bytes, 128 * MiB);
   r.source_frames = 700;
+  r.chain.column.method = ColumnMethod::Adaptive;  // one slot: 300 frames fit 6 GiB
   g = plan_batch_geometry(r);
   EXPECT_EQ(g.frames, kDefaultBatchFrames);
   EXPECT_EQ(g.buffers, 3);  // 3 batches hold 700 frames
