@@ -21,11 +21,9 @@ import argparse
 import csv
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 
 METHODS = [
     ["--method", "adaptive"],
@@ -42,11 +40,6 @@ def size_bytes(text):
     if text[-1].upper() in units:
         return int(float(text[:-1]) * (1 << units[text[-1].upper()]))
     return int(text)
-
-
-def png_chunk(kind, data):
-    body = kind + data
-    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
 
 
 def write_recording(path, width, frame_height, frames, bits):
@@ -78,6 +71,8 @@ def main():
     ap.add_argument("--widths", default="256,2048,16384,65536")
     ap.add_argument("--heights", default="16,512")
     ap.add_argument("--bits", default="8,16")
+    ap.add_argument("--backend", default="cpu", help="cpu or cuda (then the device budget is --device-budget)")
+    ap.add_argument("--device-budget", default="auto")
     ap.add_argument("--csv")
     ap.add_argument("--dir", help="where the recordings go (default: a temporary folder)")
     o = ap.parse_args()
@@ -93,7 +88,8 @@ def main():
                 write_recording(rec, width, fh, frames, bits)
                 for method in METHODS:
                     summary = os.path.join(work, "s.json")
-                    args = ["replay", rec, "-H", str(fh), "--backend", "cpu", "-q", "--memory-budget", o.budget,
+                    args = ["replay", rec, "-H", str(fh), "--backend", o.backend, "-q", "--memory-budget", o.budget,
+                            "--device-memory-budget", o.device_budget,
                             "--ply", os.path.join(work, "o.ply"), "--heightmap", os.path.join(work, "h.png"),
                             "--summary", summary] + method
                     if os.path.exists(summary):
@@ -105,6 +101,8 @@ def main():
                            "exit": code, "peak_rss_mib": round(rss_kib / 1024, 1),
                            "budget_mib": round(budget / 2**20, 1),
                            "planned_mib": round(g.get("host_bytes", 0) / 2**20, 1),
+                           "device_budget_mib": round(g.get("device_budget_bytes", 0) / 2**20, 1),
+                           "device_planned_mib": round(g.get("device_bytes", 0) / 2**20, 1),
                            "batch_frames": g.get("batch_frames", ""), "buffers": g.get("buffers", ""),
                            "slots": g.get("profile_slots", ""), "requested_slots": g.get("requested_slots", ""),
                            "heightmap_mib": round(2 * width * frames / 2**20, 1),

@@ -18,6 +18,8 @@
 #include "core/errors.h"
 #include "gpu_test.h"
 #include "pipeline/buffer_pool.h"
+#include "pipeline/file_sinks.h"
+#include "stages/heightmap_filters.h"
 #include "pipeline/memory_budget.h"
 #include "pipeline/pipeline.h"
 #include "test_helpers.h"
@@ -294,6 +296,36 @@ TEST(MemoryBudget, APipelineRefusesABudgetTooSmallBeforeAnySinkBegins) {
 }
 
 // ---------------------------------------------------------------------------
+// The height-map filters on large maps: their memory counted, a map the host
+// budget cannot filter refused before any frame is read.
+
+TEST(MemoryBudget, HeightMapFilterMemoryIsCounted) {
+  const std::vector<FilterStep> steps = parse_filter_step_list({"median 3", "dilate-h 9"});
+  const std::size_t px = 4096ull * 1000;
+  EXPECT_GE(heightmap_filter_memory(Backend::Cpu, 4096, 1000, steps).host, 4 * px);
+  EXPECT_EQ(heightmap_filter_memory(Backend::Cpu, 4096, 1000, steps).device, 0u);
+  EXPECT_GE(heightmap_filter_memory(Backend::Cuda, 4096, 1000, steps).device, 7 * px);
+  EXPECT_EQ(heightmap_filter_memory(Backend::Cuda, 4096, 1000, steps).host, 0u);
+}
+
+TEST(MemoryBudget, HeightMapFiltersBeyondTheBudgetAreRefusedBeforeAnyFrame) {
+  test::TempDir dir;
+  ScanInfo info;
+  info.layout = BatchLayout{65536, 16, 10, PixelFormat::Mono8};
+  info.host_budget = 64 * MiB;
+  HeightMapSink big(dir / "h.png", "", 6, 100000);  // 65536 x 100000 codes: 12 GiB with the filters
+  big.set_filters({"median 3"}, Backend::Cpu);
+  const std::string e = config_error([&] { big.begin(info); });
+  EXPECT_NE(e.find("height map filters: a 65536x100000 map needs"), std::string::npos) << e;
+  EXPECT_NE(e.find("memory_budget is 64.0 MiB"), std::string::npos) << e;
+  HeightMapSink small(dir / "s.png", "", 6, 100);
+  small.set_filters({"median 3"}, Backend::Cpu);
+  EXPECT_NO_THROW(small.begin(info));
+  info.host_budget = 0;  // outside a pipeline: not checked
+  EXPECT_NO_THROW(big.begin(info));
+}
+
+// ---------------------------------------------------------------------------
 // The decompression bomb of issue 29: a PNG of about 20 KB whose header
 // claims 65,536 x 128 16-bit pixels (Deflate expands that far), replayed
 // with 16-row frames, every method, PLY and height map: under 1 GiB.
@@ -454,6 +486,35 @@ TEST_F(MemoryBudgetCuda, ALaneAllocatesNoMoreThanLaneMemorySays) {
     }
   }
 #endif
+}
+
+TEST_F(MemoryBudgetCuda, HeightMapFiltersFallBackToTheCpuWhenTheDeviceBudgetIsShort) {
+  test::TempDir dir;
+  // The same profiles through a CPU-filtered sink and a CUDA one whose device budget is 1 KiB.
+  ProfileBatch p(512, 40, 1, &allocate_host);
+  p.frames = 40;
+  for (int f = 0; f < 40; ++f)
+    for (int x = 0; x < 512; ++x) {
+      p.count[static_cast<std::size_t>(f) * 512 + x] = (x * 7 + f) % 5 != 0;
+      p.position[p.slot_index(f, 0, x)] = ((x * 31 + f * 17) % 40) * kPositionOne;
+    }
+  p.meta.assign(40, FrameMeta{});
+  ScanInfo info;
+  info.layout = BatchLayout{512, 52, 40, PixelFormat::Mono8};
+  info.host_budget = 1 * GiB;
+  HeightMapSink cpu(dir / "cpu.png", "", 6), gpu(dir / "gpu.png", "", 6);
+  cpu.set_filters({"median 5", "erode-v 3"}, Backend::Cpu);
+  gpu.set_filters({"median 5", "erode-v 3"}, Backend::Cuda);
+  cpu.begin(info);
+  info.device_budget = 1024;
+  gpu.begin(info);
+  cpu.consume(p.span());
+  gpu.consume(p.span());
+  cpu.finish();
+  gpu.finish();
+  ASSERT_EQ(cpu.codes().size(), 512u * 40);
+  EXPECT_EQ(cpu.codes(), gpu.codes()) << "the CPU fallback gives the CUDA filters' codes (bit-identical)";
+  EXPECT_TRUE(std::filesystem::exists(dir / "gpu.png"));
 }
 
 TEST_F(MemoryBudgetCuda, ARunKeepsToTheDeviceBudget) {
