@@ -5,11 +5,13 @@ Writes 16-bit and 8-bit grey PGM recordings (one bright row per frame, the
 rest dark; uncompressed, so reading them costs little beside the
 processing), replays each with every method through `stripeline replay` (CPU
 backend, --ply and --heightmap, an explicit --memory-budget), and records the
-child's peak resident memory (wait4's ru_maxrss) beside the geometry the
-summary reports. Prints a Markdown table; --csv writes the raw figures.
+child's peak resident memory (/usr/bin/time's %M: wait4's ru_maxrss of a
+child forked from a small process, not from this one) beside the geometry
+the summary reports. Prints a Markdown table; --csv writes the raw figures.
 
   python3 bench/memory_budget_rss.py --binary build/stripeline --budget 1G \
       --csv bench/results/memory-budget-rss.csv
+  python3 bench/memory_budget_rss.py --table bench/results/memory-budget-rss.csv
 
 Each recording holds enough frames to fill every buffer of the pool at the
 budget's geometry (1.1 x the budget in pixels, 4..1200 frames), so the peak
@@ -56,15 +58,47 @@ def write_recording(path, width, frame_height, frames, bits):
 
 
 def run(binary, args):
+    """Exit code, peak RSS (KiB) and output of `binary args`. Through
+    /usr/bin/time: a child forked from this Python process would count
+    Python's own pages (fork shares them; ru_maxrss keeps the high-water mark
+    across exec), time's fork is small."""
     log = tempfile.TemporaryFile()
-    p = subprocess.Popen([binary] + args, stdout=log, stderr=subprocess.STDOUT)
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.NamedTemporaryFile("r") as rss:
+        code = subprocess.call(["/usr/bin/time", "-q", "-f", "%M", "-o", rss.name, binary] + args, stdout=log, stderr=subprocess.STDOUT)
+        text = rss.read().strip().splitlines()
     log.seek(0)
-    return p.returncode, usage.ru_maxrss, log.read().decode(errors="replace")
+    return code, int(text[-1]) if text else 0, log.read().decode(errors="replace")
+
+
+def markdown(rows):
+    """Peak RSS (MiB) per shape and method, with the geometry, as docs/memory.md shows it."""
+    methods = []
+    for r in rows:
+        if r["method"] not in methods:
+            methods.append(r["method"])
+    shapes = []
+    for r in rows:
+        key = (int(r["width"]), int(r["frame_height"]), int(r["bits"]))
+        if key not in shapes:
+            shapes.append(key)
+    out = ["| width x frame height, bits | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    for key in shapes:
+        cells = []
+        for m in methods:
+            r = next(x for x in rows if (int(x["width"]), int(x["frame_height"]), int(x["bits"])) == key and x["method"] == m)
+            if int(r["exit"]) != 0:
+                cells.append("exit %s" % r["exit"])
+                continue
+            slots = "" if r["slots"] == r["requested_slots"] else ", %s of %s slots" % (r["slots"], r["requested_slots"])
+            cells.append("%.0f (%s x %s%s)" % (float(r["peak_rss_mib"]), r["batch_frames"], r["buffers"], slots))
+        out.append("| %d x %d, %d-bit | " % key + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--table":
+        print(markdown(list(csv.DictReader(open(sys.argv[2])))))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default="build/stripeline")
     ap.add_argument("--budget", default="1G")
@@ -85,7 +119,7 @@ def main():
                 frame_bytes = width * fh * bits // 8
                 frames = max(4, min(1200, -(-11 * budget // (10 * frame_bytes))))
                 rec = os.path.join(work, f"rec_{width}x{fh}_{bits}.pgm")
-                write_recording(rec, width, fh, frames, bits)
+                write_recording(rec, width, fh, frames, bits)  # its buffers freed before any run
                 for method in METHODS:
                     summary = os.path.join(work, "s.json")
                     args = ["replay", rec, "-H", str(fh), "--backend", o.backend, "-q", "--memory-budget", o.budget,

@@ -376,7 +376,9 @@ struct Measured {
 };
 
 // The stripeline binary run as a child (no shell between): its exit code and
-// its peak resident memory (wait4's rusage).
+// its peak resident memory (wait4's rusage). An upper bound: ru_maxrss keeps
+// the high-water mark across exec, so the pages this test process shared
+// with the child at fork count too.
 Measured run_measured(const std::vector<std::string>& args, const std::filesystem::path& log) {
   Measured m;
   std::vector<std::string> argv_s = {test::binary_path()};
