@@ -423,14 +423,23 @@ const Setting kGenTLSettings[] = {
 };
 
 const char* const kPipe = "pipeline/pipeline.h";
+const char* const kBudget = "pipeline/memory_budget.h";
 const char* const kChain = "stages/chain.h";
 const char* const kAmbient = "stages/ambient.h";
 namespace k = chain_keys;
 const Setting kProcessingSettings[] = {
     {"backend", "--backend", "auto, cpu or cuda", "Where the chain runs (auto: CUDA when a GPU is present)", "stages/backend.h",
      CHOICE(c.pipeline.backend, parse_backend, show_backend)},
-    {k::batch_frames, "--batch-frames", "1..65536 (even with ambient = \"alternate\")", "Frames per batch (the grabber's buffer)", kPipe,
-     FIELD(c.pipeline.batch_frames)},
+    {k::batch_frames, "--batch-frames", "0 (from the memory budget, at most 300) or 1..65536 (even with ambient = \"alternate\")",
+     "Frames per batch (the grabber's buffer); refused when it does not fit the memory budget", kPipe, FIELD(c.pipeline.batch_frames)},
+    {"memory_budget", "--memory-budget", "auto (a quarter of the RAM) or a size: \"512M\", \"4G\"",
+     "Host memory the batches may take: frames per batch, buffers and profile slots derive from it (docs/memory.md)", kBudget,
+     custom([](const Config& c) { return memory_size_text(c.pipeline.memory.host); },
+            [](Config& c, const std::string& t) { c.pipeline.memory.host = parse_memory_size(t, "memory_budget"); })},
+    {"device_memory_budget", "--device-memory-budget", "auto (half the GPU's free memory) or a size",
+     "CUDA backend: device memory the lanes may take (docs/memory.md)", kBudget,
+     custom([](const Config& c) { return memory_size_text(c.pipeline.memory.device); },
+            [](Config& c, const std::string& t) { c.pipeline.memory.device = parse_memory_size(t, "device_memory_budget"); })},
     {"buffers", "--buffers", "1..64", "Slots in the pool: batches in flight", kPipe, FIELD(c.pipeline.buffers)},
     {"lanes", "--lanes", "0 (buffers - 1)..64", "Processors working at once", kPipe, FIELD(c.pipeline.lanes)},
     {k::blur_size, "-b,--blur", "0 (off) or odd 3..15", "Gaussian blur size", kChain, FIELD(c.pipeline.chain.blur_size)},

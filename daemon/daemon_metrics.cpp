@@ -69,6 +69,14 @@ DaemonMetrics::DaemonMetrics(Registry& m) {
                                                   "1 for the path the live source's frames take into batches: direct (the grabber writes "
                                                   "into the pipeline's buffers) or copy.",
                                                   std::string("path=\"") + to_string(p) + "\"");
+  batch_frames_ = &m.gauge("stripeline_batch_frames", "Frames per batch (from processing.batch_frames or the memory budget, docs/memory.md).");
+  pool_buffers_ = &m.gauge("stripeline_pool_buffers", "Batch buffers in the pool (batches in flight).");
+  profile_slots_ = &m.gauge("stripeline_profile_slots", "Output slots per column (multi-peak methods: at most what the memory budget holds).");
+  for (int i = 0; i < 2; ++i) {
+    const std::string label = i == 0 ? "memory=\"host\"" : "memory=\"device\"";
+    budget_bytes_[i] = &m.gauge("stripeline_memory_budget_bytes", "The memory budget of the batches (device: CUDA backend only, else 0).", label);
+    planned_bytes_[i] = &m.gauge("stripeline_memory_planned_bytes", "Memory the batch geometry takes within the budget.", label);
+  }
   camera_connected_ = &m.gauge("stripeline_camera_connected", "1 while the camera streams, 0 while lost or not found (no camera source: 0).");
   camera_detect_ = &m.gauge("stripeline_camera_loss_detection_seconds",
                             "Last loss: seconds from the camera's last sign of life to the loss being declared.");
@@ -107,6 +115,14 @@ void DaemonMetrics::on_batch(const PipelineStats& s, std::optional<double> laten
   overflow_->add(delta(s.overflow, last_stats_.overflow));
   bytes_->add(delta(s.bytes, last_stats_.bytes));
   batches_->add(delta(s.batches, last_stats_.batches));
+  const BatchGeometry& g = s.geometry;
+  batch_frames_->set(g.frames);
+  pool_buffers_->set(g.buffers);
+  profile_slots_->set(g.slots);
+  budget_bytes_[0]->set(static_cast<double>(g.host_budget));
+  budget_bytes_[1]->set(static_cast<double>(g.device_budget));
+  planned_bytes_[0]->set(static_cast<double>(g.host_bytes));
+  planned_bytes_[1]->set(static_cast<double>(g.device_bytes));
   last_stats_ = s;
 }
 

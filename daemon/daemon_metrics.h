@@ -78,6 +78,10 @@ class DaemonMetrics {
   // How the frames got from the grabber's buffer into the batch: bytes copied,
   // and stripeline_acquisition_path{path="direct"|"copy"} (1 for the current one).
   Counter* bytes_copied_;
+  // The batch geometry the memory budget gave (pipeline/memory_budget.h): frames, buffers,
+  // slots, and stripeline_memory_{budget,planned}_bytes{memory="host"|"device"}.
+  Gauge *batch_frames_, *pool_buffers_, *profile_slots_;
+  std::array<Gauge*, 2> budget_bytes_{}, planned_bytes_{};
   std::array<Gauge*, 2> path_{};  // indexed by AcquisitionPath
   Gauge *camera_connected_, *camera_detect_, *queue_, *subscribers_, *up_, *start_time_, *healthy_;
   Summary *latency_, *compute_per_batch_;

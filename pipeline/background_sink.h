@@ -31,6 +31,7 @@ class BackgroundSink final : public ProfileSink {
   void begin(const ScanInfo& info) override;
   void consume(const ProfileSpan& profiles) override;
   bool keeps_spans() const override { return true; }
+  std::size_t batch_bytes_per_frame(int width, int slots) const override { return inner_->batch_bytes_per_frame(width, slots); }
   void consume_kept(const ProfileSpan& profiles, SpanLease& lease) override;
   void finish() override;
   void abort() noexcept override;

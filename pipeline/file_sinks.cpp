@@ -3,6 +3,9 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -10,12 +13,18 @@
 #include "core/errors.h"
 #include "core/fixed_point.h"
 #include "io/image_writer.h"
+#include "pipeline/memory_budget.h"
 #include "pipeline/scan_metadata.h"
 #include "stages/heightmap_filters.h"
 
 namespace stripeline {
 
 PlySink::PlySink(std::filesystem::path path, io::PlyEncoding encoding) : path_(std::move(path)), encoding_(encoding) {}
+
+std::size_t PlySink::batch_bytes_per_frame(int width, int slots) const {
+  const std::size_t vertex = encoding_ == io::PlyEncoding::BinaryLittleEndian ? io::kPlyVertexBytes : sizeof(io::PlyVertex);
+  return static_cast<std::size_t>(width) * static_cast<std::size_t>(slots) * vertex + sizeof(std::size_t);
+}
 
 void PlySink::begin(const ScanInfo& info) {
   mapping_ = ProfileMapping(info.calibration, kDefaultHeightCodeBits, info.sheet);
@@ -123,6 +132,9 @@ void HeightMapSink::begin(const ScanInfo& info) {
   description_ = heightmap_description(info, mapping_.height_bits(), filters_);
   codes_.clear();
   rows_ = 0;
+  host_budget_ = info.host_budget;
+  device_budget_ = info.device_budget;
+  if (expected_rows_ && !filters_.empty()) filter_backend_within_budget(expected_rows_);  // refused before any frame is read
   if (expected_rows_) codes_.reserve(expected_rows_ * static_cast<std::size_t>(width_));
 }
 
@@ -154,12 +166,32 @@ void HeightMapSink::set_filters(const std::vector<std::string>& steps, Backend b
   filter_backend_ = resolve_backend(backend);
 }
 
+Backend HeightMapSink::filter_backend_within_budget(std::uint64_t rows) const {
+  const std::vector<FilterStep> steps = fuse_filter_steps(parse_filter_step_list(filters_));
+  const int h = static_cast<int>(std::min<std::uint64_t>(rows, std::numeric_limits<int>::max()));
+  const std::uint64_t px = static_cast<std::uint64_t>(width_) * rows;
+  Backend backend = filter_backend_;
+  if (backend == Backend::Cuda && device_budget_ > 0 && heightmap_filter_memory(Backend::Cuda, width_, h, steps).device > device_budget_) {
+    spdlog::warn("height map filters: a {}x{} map needs {} of device memory, device_memory_budget is {}: filtered on the CPU", width_, rows,
+                 human_bytes(heightmap_filter_memory(Backend::Cuda, width_, h, steps).device), human_bytes(device_budget_));
+    backend = Backend::Cpu;
+  }
+  // the filtered copy and the preview beside the map, and the filter's own
+  const std::uint64_t host = px * 3 + heightmap_filter_memory(backend, width_, h, steps).host;
+  if (host_budget_ > 0 && host > host_budget_)
+    throw ConfigError(fmt::format("height map filters: a {}x{} map needs {} of host memory, memory_budget is {} (raise --memory-budget, or "
+                                  "filter shorter scans)",
+                                  width_, rows, human_bytes(host), human_bytes(host_budget_)));
+  return backend;
+}
+
 void HeightMapSink::finish() {
   if (rows_ == 0) return;  // nothing scanned, nothing written
   const int rows = static_cast<int>(rows_);
   std::vector<std::uint8_t> preview;
   if (!filters_.empty()) {
     // Once per scan, so setting the filters up here is not on the per-frame path.
+    const Backend backend = filter_backend_within_budget(rows_);
     std::vector<FilterStep> steps = parse_filter_step_list(filters_);
     std::vector<FilterStep> to8;
     if (steps.back().op == FilterOp::To8) {
@@ -168,12 +200,12 @@ void HeightMapSink::finish() {
     }
     if (!steps.empty()) {
       std::vector<std::uint16_t> filtered(codes_.size());
-      make_heightmap_filter(filter_backend_, width_, rows, steps)->run(codes_.data(), filtered.data());
+      make_heightmap_filter(backend, width_, rows, steps)->run(codes_.data(), filtered.data());
       codes_.swap(filtered);
     }
     if (!to8.empty()) {
       preview.resize(codes_.size());
-      make_heightmap_filter(filter_backend_, width_, rows, to8)->run(codes_.data(), preview.data());
+      make_heightmap_filter(backend, width_, rows, to8)->run(codes_.data(), preview.data());
     }
   }
   io::ImageWriteOptions options;

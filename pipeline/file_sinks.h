@@ -22,6 +22,8 @@ class PlySink final : public ProfileSink {
   void consume(const ProfileSpan& profiles) override;
   void finish() override;
   void abort() noexcept override;
+  // The encoding buffer: a batch's frames of every slot of every column.
+  std::size_t batch_bytes_per_frame(int width, int slots) const override;
   std::uint64_t points() const { return points_; }
 
  private:
@@ -65,6 +67,11 @@ class HeightMapSink final : public ProfileSink {
   std::vector<std::string> filters_;
   std::string description_;  // JSON in the image's tEXt/ImageDescription: how to read its codes
   Backend filter_backend_ = Backend::Cpu;
+  std::uint64_t host_budget_ = 0, device_budget_ = 0;  // ScanInfo's (0: not checked)
+  // The filters' backend for a map of `rows` rows within the budgets: CUDA
+  // falls back to the CPU (bit-identical) when the device budget is short;
+  // ConfigError when the host budget cannot hold the CPU's maps.
+  Backend filter_backend_within_budget(std::uint64_t rows) const;
 };
 
 // 8-bit preview of a height-code map: valid codes' [min, max] -> [1, 255], 0 stays 0.

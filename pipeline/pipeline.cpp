@@ -23,11 +23,12 @@ void PipelineOptions::validate() const {
   auto bad = [](const char* key, int value, const std::string& expected) {
     throw ConfigError(std::string(key) + " = " + std::to_string(value) + " is out of range (expected " + expected + ")");
   };
-  if (batch_frames < 1 || batch_frames > kMaxBatchFrames) bad("batch_frames", batch_frames, "1.." + std::to_string(kMaxBatchFrames));
+  if (batch_frames < 0 || batch_frames > kMaxBatchFrames)
+    bad("batch_frames", batch_frames, "0 (from the memory budget) or 1.." + std::to_string(kMaxBatchFrames));
   if (buffers < 1 || buffers > 64) bad("buffers", buffers, "1..64");
   if (lanes < 0 || lanes > 64) bad("lanes", lanes, "0 (automatic)..64");
   ambient.validate();
-  if (ambient.mode == AmbientMode::Alternate && batch_frames % 2 != 0)
+  if (ambient.mode == AmbientMode::Alternate && batch_frames % 2 != 0)  // 0 (automatic) is made even
     bad("batch_frames", batch_frames, "an even number with ambient = \"alternate\" (laser-on/off pairs never straddle two batches)");
 }
 
@@ -199,18 +200,42 @@ class AttachedBuffers {
 
 Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) { options_.validate(); }
 
+BatchGeometry Pipeline::plan_geometry(const FrameSource& source, const std::vector<ProfileSink*>& sinks, const BatchLayout& frame,
+                                      const ChainConfig& chain, Backend backend) const {
+  GeometryRequest r;
+  r.frame = frame;
+  r.chain = chain;
+  r.backend = backend;
+  r.batch_frames = options_.batch_frames;
+  r.buffers = options_.buffers;
+  r.lanes = options_.lanes;
+  r.even_frames = options_.ambient.mode == AmbientMode::Alternate;
+  r.source_frames = source.total_frames();
+  r.direct_bytes = source.direct_buffer_bytes();
+  r.budget = options_.memory;
+  for (const ProfileSink* sink : sinks) r.sink_bytes_per_slot += sink->batch_bytes_per_frame(frame.width, 1);
+  return plan_batch_geometry(r);
+}
+
 PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>& sinks, const ProgressCallback& progress) {
   PipelineStats stats;
   stats.backend = resolve_backend(options_.backend);
   stats.cuda_startup_ms = stats.backend == Backend::Cuda ? cuda_startup_ms() : 0.0;
 
   BatchLayout layout = source.frame_layout();
-  layout.frames = options_.batch_frames;
   // A sheet-of-light calibration is the chain's last step: every detection
   // mapped to mm by the processor, on its backend (the GPU's inside the batch).
   ChainConfig chain = options_.chain;
   chain.calibration = options_.sheet;
+  layout.frames = std::max(1, options_.batch_frames);
   kernels::ColumnParams params = validate_chain(chain, layout);  // the configured values checked before any frame is read
+  // The batch geometry from the memory budget, before anything is allocated
+  // (pipeline/memory_budget.h): frames, buffers, lanes, slots.
+  stats.geometry = plan_geometry(source, sinks, layout, chain, stats.backend);
+  const BatchGeometry& geometry = stats.geometry;
+  layout.frames = geometry.frames;
+  chain = with_output_slots(chain, geometry.slots);
+  params = validate_chain(chain, layout);
   std::optional<AmbientSuppressor> ambient;
   if (options_.ambient.mode != AmbientMode::None) {
     AmbientConfig a = options_.ambient;
@@ -223,7 +248,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   // frame grabber that writes whole batches gets the pool's buffers (sized
   // for its payload): it fills them itself, nothing is copied (zero copy).
   const std::size_t direct_bytes = source.direct_buffer_bytes();
-  BufferPool pool(layout, params.slots, options_.buffers, host_allocator_for(stats.backend), chain.calibration != nullptr, direct_bytes);
+  BufferPool pool(layout, params.slots, geometry.buffers, host_allocator_for(stats.backend), chain.calibration != nullptr, direct_bytes);
   stats.pinned = pool.pinned();
   AttachedBuffers attached(source, pool, direct_bytes > 0);
   // The significant bits (acquisition/pixel_bits.h): from the configuration or
@@ -245,17 +270,20 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   stats.pixel_bits = decide_pixel_bits(chain.adaptive.pixel_bits, source, first_max);
   chain.adaptive.pixel_bits = stats.pixel_bits.bits;
   params = validate_chain(chain, layout);
-  const int lanes = options_.lanes > 0 ? std::min(options_.lanes, options_.buffers) : std::max(1, options_.buffers - 1);
+  const int lanes = geometry.lanes;
   std::vector<std::unique_ptr<BatchProcessor>> processors;
   tbb::concurrent_bounded_queue<BatchProcessor*> free_lanes;
   for (int i = 0; i < lanes; ++i) {
     processors.push_back(make_processor(stats.backend, layout, chain));
     free_lanes.push(processors.back().get());
   }
-  spdlog::debug("pipeline: {} backend, {} slots of {} frames ({:.1f} MB, {}), {} lanes", to_string(stats.backend), pool.size(),
-                layout.frames, pool.bytes() / 1e6, stats.pinned ? "pinned" : "pageable", lanes);
+  spdlog::info("pipeline: {} backend, {} ({})", to_string(stats.backend), geometry.describe(), stats.pinned ? "pinned" : "pageable");
+  if (geometry.slots < geometry.requested_slots)
+    spdlog::warn("pipeline: the memory budget keeps {} of {} slots per column: points beyond them are counted as overflow, not written",
+                 geometry.slots, geometry.requested_slots);
 
-  const ScanInfo info{layout, params.slots, chain, options_.calibration, source.describe(), stats.backend, options_.sheet, stats.pixel_bits};
+  const ScanInfo info{layout, params.slots, chain, options_.calibration, source.describe(), stats.backend, options_.sheet, stats.pixel_bits,
+                      geometry.host_budget, geometry.device_budget};
   std::size_t begun = 0;
   try {
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);

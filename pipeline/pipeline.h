@@ -19,6 +19,7 @@
 
 #include "acquisition/source.h"
 #include "core/calibration.h"
+#include "pipeline/memory_budget.h"
 #include "pipeline/sink.h"
 #include "stages/ambient.h"
 #include "stages/chain.h"
@@ -28,8 +29,9 @@ namespace stripeline {
 // [processing] (and [calibration]) of a configuration.
 struct PipelineOptions {
   Backend backend = Backend::Auto;  // resolved by the pipeline
-  int batch_frames = 300;           // frames per batch (the grabber's buffer)
-  int buffers = 4;                  // slots in the pool = batches in flight
+  int batch_frames = 0;             // frames per batch (the grabber's buffer); 0 = from the memory budget, at most 300 (pipeline/memory_budget.h)
+  int buffers = 4;                  // slots in the pool = batches in flight (at most the batches a file holds)
+  MemoryBudget memory;              // host and device bytes the batches may take; 0 = automatic
   int lanes = 0;                    // processors working at once (0 = buffers - 1, at least 1)
   ChainConfig chain;
   AmbientConfig ambient;            // laser-off frames: none, a dark frame, or alternate frames (stages/ambient.h)
@@ -57,6 +59,7 @@ struct PipelineStats {
   double cuda_startup_ms = 0.0;
   bool pinned = false;
   SignificantBits pixel_bits{};    // the significant bits extracted with, and where they came from (acquisition/pixel_bits.h)
+  BatchGeometry geometry;          // frames per batch, buffers, lanes, slots and the memory they take (pipeline/memory_budget.h)
   double mb_per_s() const { return seconds > 0 ? bytes / 1e6 / seconds : 0.0; }
   double profiles_per_s() const { return seconds > 0 ? profiles / seconds : 0.0; }
 };
@@ -75,6 +78,9 @@ class Pipeline {
   void stop() { stop_requested_.store(true); }
 
  private:
+  // The batch geometry for this source and these sinks (pipeline/memory_budget.h).
+  BatchGeometry plan_geometry(const FrameSource& source, const std::vector<ProfileSink*>& sinks, const BatchLayout& frame,
+                              const ChainConfig& chain, Backend backend) const;
   PipelineOptions options_;
   std::atomic<bool> stop_requested_{false};
 };

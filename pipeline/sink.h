@@ -2,6 +2,8 @@
 // Where profiles go. Sinks see profiles in acquisition order, one span at a
 // time (the pipeline's last filter is serial and in order). A span is a view
 // (core/profile.h): it is valid during consume() only.
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -23,6 +25,10 @@ struct ScanInfo {
   Backend backend = Backend::Cpu;
   std::shared_ptr<const AppliedCalibration> sheet;  // sheet-of-light calibration in use, or none
   SignificantBits pixel_bits{};    // significant bits of the pixels (chain.adaptive.pixel_bits) and where they came from
+  // The run's memory budgets, resolved (pipeline/memory_budget.h), bytes: a
+  // sink that sets up large memory of its own (the height-map filters)
+  // checks it against them. Device 0: the CPU backend.
+  std::uint64_t host_budget = 0, device_budget = 0;
 };
 
 // A batch a sink keeps after consume_kept() returns (pipeline/background_sink.h):
@@ -48,6 +54,15 @@ class ProfileSink {
   // the pipeline then calls consume_kept(), and the batch returns to the pool
   // when the sink releases the lease.
   virtual bool keeps_spans() const { return false; }
+  // Bytes this sink holds per frame of a batch while it works on one (its
+  // encoding buffers, sized at begin() for the batch's frames): the memory
+  // budget counts them (pipeline/memory_budget.h). 0: none that grows with
+  // the batch.
+  virtual std::size_t batch_bytes_per_frame(int width, int slots) const {
+    (void)width;
+    (void)slots;
+    return 0;
+  }
   virtual void consume_kept(const ProfileSpan& profiles, SpanLease& lease) {
     struct Release {
       SpanLease& lease;

@@ -59,10 +59,12 @@ const BackendStatus& backend_status() {
 bool cuda_available() { return backend_status().available; }
 std::string cuda_status() { return backend_status().description; }
 double cuda_startup_ms() { return cuda::device_status().startup_ms; }
+std::size_t cuda_free_memory() { return cuda_available() ? cuda::device_free_bytes() : 0; }
 #else
 bool cuda_available() { return false; }
 std::string cuda_status() { return "this build has no CUDA backend (configured without nvcc)"; }
 double cuda_startup_ms() { return 0.0; }
+std::size_t cuda_free_memory() { return 0; }
 #endif
 
 Backend resolve_backend(Backend requested) {

@@ -2,6 +2,7 @@
 // Which engine runs the stages. CPU and CUDA implementations of every stage
 // sit side by side behind one interface and give bit-identical results; the
 // CPU one is the test oracle.
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,8 @@ bool cuda_available();
 std::string cuda_status();
 // Milliseconds the CUDA start-up (context creation) took, 0 if never done.
 double cuda_startup_ms();
+// Free GPU memory now, bytes (0 when CUDA is not available).
+std::size_t cuda_free_memory();
 
 // Auto -> Cuda when available, else Cpu. Cuda without a GPU -> ConfigError (exit 2).
 Backend resolve_backend(Backend requested);

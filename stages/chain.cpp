@@ -1,5 +1,7 @@
 #include "stages/chain.h"
 
+#include <tbb/task_arena.h>
+
 #include <cmath>
 #include <string>
 
@@ -221,6 +223,32 @@ kernels::NeighbourCheckParams validate_neighbour_check(const ChainConfig& c, con
 
 std::unique_ptr<BatchProcessor> make_processor(Backend backend, const BatchLayout& layout, const ChainConfig& config) {
   return backend_factory(backend).processor(layout, config);
+}
+
+LaneMemory lane_memory(Backend backend, const BatchLayout& l, const ChainConfig& config) {
+  const kernels::ColumnParams p = validate_chain(config, l);
+  const kernels::LineModelParams line = validate_line_model(config, p);
+  const int k = line.candidates;  // 0: the line model is off
+  const bool xyz = config.calibration != nullptr;
+  LaneMemory m;
+  if (backend == Backend::Cuda) {  // stages/cuda/cuda_stages.cpp, CudaProcessorImpl's constructor
+    m.device = l.bytes() + ProfileLayout::make(l.width, l.frames, p.slots, xyz).bytes + l.bytes();  // pixels, profiles, per-stage scratch
+    if (k > 0) m.device += ProfileLayout::make(l.width, l.frames, k).bytes + kernels::line_model_scratch_bytes(k, l.width, l.frames);
+    if (config.neighbour_check.columns > 0) m.device += static_cast<std::size_t>(l.width) * l.frames;
+    return m;
+  }
+  // stages/cpu/cpu_stages.cpp: the candidates, and each worker thread's
+  // Scratch (tiles of 256 columns: blur rows, accumulators, the tile, the
+  // neighbour marks and line-model back-pointers of one frame).
+  constexpr std::size_t kTile = 256;
+  const std::size_t fh = static_cast<std::size_t>(l.frame_height);
+  std::size_t per_thread = fh * kTile * 4 + kTile * 4 + fh * kTile * 2 + static_cast<std::size_t>(l.width);
+  if (k > 0) {
+    per_thread += kernels::line_model_scratch_bytes(k, l.width, 1);
+    m.host += ProfileLayout::make(l.width, l.frames, k).bytes;
+  }
+  m.host += per_thread * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+  return m;
 }
 
 }  // namespace stripeline

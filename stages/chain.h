@@ -220,4 +220,17 @@ class BatchProcessor {
 // must be resolved (Cpu or Cuda).
 std::unique_ptr<BatchProcessor> make_processor(Backend backend, const BatchLayout& layout, const ChainConfig& config);
 
+// Memory one lane (processor) of `backend` takes for batches of `layout`
+// (layout.frames frames) with `config`: what its constructor allocates,
+// computed without allocating (pipeline/memory_budget.h plans with it).
+// host: the CPU lane's line-model candidates and its worker threads' scratch;
+// device: the CUDA lane's buffers (pixels, profiles, line-model candidates
+// and back-pointers, neighbour marks, and the per-stage path's blurred
+// pixels, counted whether or not the fused kernel makes it unneeded: an
+// upper bound). ConfigError as validate_chain.
+struct LaneMemory {
+  std::size_t host = 0, device = 0;
+};
+LaneMemory lane_memory(Backend backend, const BatchLayout& layout, const ChainConfig& config);
+
 }  // namespace stripeline

@@ -2,6 +2,9 @@
 // picks the backend.
 #include "stages/heightmap_filters.h"
 
+#include <tbb/task_arena.h>
+
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -120,6 +123,24 @@ std::vector<FilterStep> fuse_filter_steps(std::vector<FilterStep> steps) {
     steps.pop_back();
   }
   return steps;
+}
+
+FilterMemory heightmap_filter_memory(Backend backend, int width, int height, const std::vector<FilterStep>& steps) {
+  const std::size_t px = static_cast<std::size_t>(width) * static_cast<std::size_t>(height);
+  int longest = 1;
+  for (const auto& s : steps)
+    if (s.op == FilterOp::Dilate || s.op == FilterOp::Erode) longest = std::max(longest, s.size);
+  FilterMemory m;
+  if (backend == Backend::Cuda) {  // stages/cuda/heightmap_filters_cuda.cu; scratch as kernels' heightmap_morph_scratch, either axis
+    const std::size_t scratch = px + static_cast<std::size_t>(std::max(width, height)) * static_cast<std::size_t>(longest);
+    m.device = px * 2 * 3 + px + scratch * 2 * 2;
+    return m;
+  }
+  // stages/cpu/heightmap_filters_cpu.cpp: two maps, and each worker's lines
+  const std::size_t line = static_cast<std::size_t>(std::max(width, height));
+  m.host = px * 2 * 2 + (line * 4 + 2 * static_cast<std::size_t>(longest) + kMaxMedian * kMaxMedian) * 2 *
+                             static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+  return m;
 }
 
 std::unique_ptr<HeightMapFilter> make_heightmap_filter(Backend backend, int width, int height, const std::vector<FilterStep>& steps) {

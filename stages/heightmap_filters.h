@@ -64,6 +64,15 @@ inline std::vector<FilterStep> closing(FilterAxis axis, int length) {
   return {{FilterOp::Dilate, axis, length, 0, 0}, {FilterOp::Erode, axis, length, 0, 0}};
 }
 
+// Memory a filter chain on a width x height map takes on `backend` (resolved),
+// without allocating: host (the CPU's ping-pong maps and worker scratch) and
+// device (CUDA: input, ping-pong, 8-bit output and the van Herk scratch).
+// The height-map sink checks it against the run's memory budget.
+struct FilterMemory {
+  std::size_t host = 0, device = 0;
+};
+FilterMemory heightmap_filter_memory(Backend backend, int width, int height, const std::vector<FilterStep>& steps);
+
 // A chain of filters set up for one width x height. run() never allocates.
 class HeightMapFilter {
  public:

@@ -154,7 +154,9 @@ TEST(Config, MistakesNameTheFileAndTheKey) {
   for (const Case c : {Case{"[processing]\nthreshhold = 40\n", "threshhold"},
                        Case{"[processing]\nthreshold = \"high\"\n", "threshold"},
                        Case{"[processing]\nmethod = \"gauss\"\n", "gauss"},
-                       Case{"[processing]\nbatch_frames = 0\n", "batch_frames"},
+                       Case{"[processing]\nbatch_frames = -1\n", "batch_frames"},
+                       Case{"[processing]\nmemory_budget = \"lots\"\n", "memory_budget"},
+                       Case{"[processing]\nmemory_budget = 512\n", "memory_budget"},
                        Case{"[processing]\nbackend = \"opencl\"\n", "opencl"},
                        Case{"[synthetic]\nbeam_sigma = -1.0\n", "beam_sigma"},
                        Case{"[synthetic]\ndepth = 10\n", "depth"},
@@ -319,4 +321,12 @@ TEST(Config, FlagsAreReadLikeKeys) {
   EXPECT_NE(error({{at("output", "heightmap"), "h.jpg"}}).find("--heightmap: output.heightmap = \"h.jpg\": unsupported extension '.jpg'"),
             std::string::npos);
   EXPECT_EQ(error({{at("processing", "buffers"), "0"}}), "--buffers: processing.buffers = 0 is out of range (expected 1..64)");
+}
+
+TEST(Config, MemoryBudgetsReadWithUnits) {
+  const Config c = parse_config("[processing]\nmemory_budget = \"2G\"\ndevice_memory_budget = \"512M\"\n", "test.toml");
+  EXPECT_EQ(c.pipeline.memory.host, std::uint64_t{2} << 30);
+  EXPECT_EQ(c.pipeline.memory.device, std::uint64_t{512} << 20);
+  EXPECT_EQ(default_config().pipeline.memory.host, 0u) << "auto";
+  EXPECT_EQ(default_config().pipeline.batch_frames, 0) << "from the budget";
 }

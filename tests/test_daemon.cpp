@@ -278,6 +278,11 @@ TEST(Daemon, StartPublishMetricsSigtermFinishesFilesAndSeriesEnd) {
       EXPECT_GE(m2.at(name), v) << name << " went down between scrapes";
   EXPECT_GT(m2.at("stripeline_frames_acquired_total"), m1.at("stripeline_frames_acquired_total"));
   EXPECT_GT(m2.at("stripeline_profiles_published_total"), 0);
+  // The batch geometry the memory budget gave (docs/memory.md): the configured 20 frames, within the budget.
+  EXPECT_EQ(m2.at("stripeline_batch_frames"), 20) << m2text;
+  EXPECT_GE(m2.at("stripeline_pool_buffers"), 1);
+  EXPECT_GT(m2.at("stripeline_memory_planned_bytes{memory=\"host\"}"), 0);
+  EXPECT_LE(m2.at("stripeline_memory_planned_bytes{memory=\"host\"}"), m2.at("stripeline_memory_budget_bytes{memory=\"host\"}"));
   const auto [hs, health] = http_get(std::stoi(*port), "/healthz");
   EXPECT_EQ(hs, 200) << health;
 

@@ -363,6 +363,7 @@ class SteadyStateSink final : public ProfileSink {
 Rate steady_engine(const std::vector<std::byte>& image, BatchLayout frame, const ReplayBenchOptions& o, Backend backend) {
   PipelineOptions po;
   po.backend = backend;
+  po.batch_frames = kDefaultBatchFrames;  // the production batch, measured as such (not derived from the budget)
   const std::uint64_t warmup = static_cast<std::uint64_t>(po.buffers) * 2, batches = o.quick ? 20 : o.engine_batches;
   PrefilledSource src(image, frame, o.frames, (warmup + batches) * static_cast<std::uint64_t>(po.batch_frames));
   SteadyStateSink sink(warmup, frame.frame_pixels() * bytes_per_pixel(frame.format));

@@ -97,6 +97,14 @@ void write_summary_json(const std::filesystem::path& path, const RunReport& r) {
   j["compute_ms"] = s.compute_ms;
   j["cuda_startup_ms"] = s.cuda_startup_ms;
   j["pinned_buffers"] = s.pinned;
+  {  // the batch geometry the memory budget gave (docs/memory.md)
+    const BatchGeometry& g = s.geometry;
+    j["memory"] = {{"batch_frames", g.frames},          {"buffers", g.buffers},
+                   {"lanes", g.lanes},                  {"profile_slots", g.slots},
+                   {"requested_slots", g.requested_slots}, {"frames_from_budget", g.frames_from_budget},
+                   {"host_budget_bytes", g.host_budget}, {"host_bytes", g.host_bytes},
+                   {"device_budget_bytes", g.device_budget}, {"device_bytes", g.device_bytes}};
+  }
   if (r.acquisition) {
     const auto& a = *r.acquisition;
     j["acquisition"] = {{"frames_complete", a.frames_complete}, {"lost_total", a.lost_total()},

@@ -133,6 +133,13 @@ void require_device() {
   STRIPELINE_CUDA_CHECK(cudaSetDevice(s.device));
 }
 
+std::size_t device_free_bytes() {
+  require_device();
+  std::size_t free_bytes = 0, total = 0;
+  STRIPELINE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+  return free_bytes;
+}
+
 std::size_t max_shared_bytes_per_block() {
   static std::once_flag once;
   static std::size_t bytes = 48 * 1024;

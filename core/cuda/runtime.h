@@ -131,6 +131,10 @@ void require_device();
 // Largest dynamic shared memory one block may opt in to on the device (bytes).
 std::size_t max_shared_bytes_per_block();
 
+// Free memory on the device now (cudaMemGetInfo), bytes. Throws CudaError
+// when no device is usable.
+std::size_t device_free_bytes();
+
 // Pinned (page-locked, portable) host memory for batch buffers: the copies
 // then run asynchronously at full bus speed. Throws CudaError on failure
 // (cudaErrorMemoryAllocation included). Released with cudaFreeHost.
