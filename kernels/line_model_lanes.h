@@ -84,6 +84,14 @@ STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lan
   return out;
 }
 
+// Lanes per frame of the CUDA kernel (one warp), and the global scratch it
+// needs for `frames` frames (their column arrays, used where shared memory
+// is too small; the memory budget counts it: stages/chain.cpp).
+inline constexpr int kLineKernelLanes = 32;
+inline std::size_t line_model_device_scratch_bytes(int candidates, int width, int frames) {
+  return line_lane_layout(candidates, width, kLineKernelLanes, nullptr, nullptr).column_bytes * static_cast<std::size_t>(frames);
+}
+
 namespace line_model {
 
 inline constexpr std::uint8_t kSegmentStart = 0x10;

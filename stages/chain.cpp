@@ -1,5 +1,7 @@
 #include "stages/chain.h"
 
+#include "kernels/line_model_lanes.h"
+
 #include <tbb/task_arena.h>
 
 #include <cmath>
@@ -233,7 +235,7 @@ LaneMemory lane_memory(Backend backend, const BatchLayout& l, const ChainConfig&
   LaneMemory m;
   if (backend == Backend::Cuda) {  // stages/cuda/cuda_stages.cpp, CudaProcessorImpl's constructor
     m.device = l.bytes() + ProfileLayout::make(l.width, l.frames, p.slots, xyz).bytes + l.bytes();  // pixels, profiles, per-stage scratch
-    if (k > 0) m.device += ProfileLayout::make(l.width, l.frames, k).bytes + kernels::line_model_scratch_bytes(k, l.width, l.frames);
+    if (k > 0) m.device += ProfileLayout::make(l.width, l.frames, k).bytes + kernels::line_model_device_scratch_bytes(k, l.width, l.frames);
     if (config.neighbour_check.columns > 0) m.device += static_cast<std::size_t>(l.width) * l.frames;
     return m;
   }

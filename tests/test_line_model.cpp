@@ -522,7 +522,7 @@ TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
       Output got(frames, width);  // poisoned, and so are the device outputs
       const DeviceBuffer opos = device_copy(got.position, "out pos"), oint = device_copy(got.intensity, "out int"),
                          owid = device_copy(got.stripe_width, "out wid"), oq = device_copy(got.quality, "out q"), ocount = device_copy(got.count, "out count");
-      const DeviceBuffer back = DeviceBuffer::allocate(kernels::cuda::line_model_device_scratch_bytes(k, width, frames), "scratch");
+      const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(k, width, frames), "scratch");
       kernels::LineModelView v;
       v.in = {dpos.as<std::int32_t>(), dint.as<std::uint16_t>(), dwid.as<std::uint16_t>(), dq.as<std::uint16_t>(), dcount.as<std::uint8_t>()};
       v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};

@@ -13,7 +13,7 @@ namespace {
 
 namespace lm = line_model;
 
-constexpr int kWarp = 32;
+constexpr int kWarp = kLineKernelLanes;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 // Shared memory a block may take: the opt-in set by configure_line_model,
 // up to what a 2048-column frame with 8 candidates needs (~50 KiB), which
@@ -58,10 +58,6 @@ __global__ void line_model_kernel(LineModelView v, LineModelParams p, unsigned c
 }
 
 }  // namespace
-
-std::size_t line_model_device_scratch_bytes(int candidates, int width, int frames) {
-  return line_lane_layout(candidates, width, kWarp, nullptr, nullptr).column_bytes * static_cast<std::size_t>(frames);
-}
 
 void configure_line_model(std::size_t max_bytes) {
   const std::size_t bytes = max_bytes < kMostShared ? max_bytes : kMostShared;

@@ -18,12 +18,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/line_model.h"
+#include "kernels/line_model_lanes.h"  // line_model_device_scratch_bytes
 
 namespace stripeline::kernels::cuda {
-
-// Global scratch: every frame's column arrays (used where shared memory is too small).
-std::size_t line_model_device_scratch_bytes(int candidates, int width, int frames);
 
 // Lets the kernel use up to `max_bytes` of dynamic shared memory per block
 // (cudaFuncSetAttribute; needed beyond 48 KiB). Call once at set-up with the

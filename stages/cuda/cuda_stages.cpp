@@ -188,7 +188,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
     if (models_line()) {
       candidates_ = std::make_unique<DeviceProfiles>(l.width, l.frames, extraction_params().slots);
-      back_ = DeviceBuffer::allocate(kc::line_model_device_scratch_bytes(line_params().candidates, l.width, l.frames), "line model scratch");
+      back_ = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(line_params().candidates, l.width, l.frames), "line model scratch");
       configure_line_model_once();
     }
     if (checks_neighbours()) isolated_ = DeviceBuffer::allocate(static_cast<std::size_t>(l.width) * l.frames, "neighbour check marks");
