@@ -441,30 +441,63 @@ STRIPELINE_HD void emit_stripe(const Column& col, const Raw& raw, int height, co
        static_cast<std::uint32_t>(q > 65535 ? 65535 : q));
 }
 
-}  // namespace adaptive
-
-template <class Column, class Raw, class Emit>
-STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit) {
-  using adaptive::Stripe;
-  if (height < 2) return 0;
-  std::uint32_t lowest = col(0);
+// What the scan needs of the whole column, from one pass: its lowest pixel,
+// its total variation sum |v[y+1] - v[y]| and its brightest pixel (the
+// topmost on ties, as brightest_row).
+struct ColumnSummary {
+  std::uint32_t lowest = 0;
   std::uint64_t tv = 0;
-  std::uint32_t prev = lowest;
+  int brightest = 0;
+  std::uint32_t top = 0;
+};
+
+template <class Column>
+STRIPELINE_HD ColumnSummary summarise(const Column& col, int height) {
+  ColumnSummary c;
+  c.lowest = c.top = col(0);
+  std::uint32_t prev = c.lowest;
   for (int y = 1; y < height; ++y) {
     const std::uint32_t v = col(y);
-    tv += v > prev ? v - prev : prev - v;
-    if (v < lowest) lowest = v;
+    c.tv += v > prev ? v - prev : prev - v;
+    if (v < c.lowest) c.lowest = v;
+    if (v > c.top) c.top = v, c.brightest = y;
     prev = v;
   }
+  return c;
+}
 
+// Step 1 and the first bound: row y is a local maximum (v[y] > v[y-1],
+// v[y] >= v[y+1]; a plateau gives its top pixel) at least min_contrast (and
+// more than nothing) over the column's lowest pixel.
+template <class Column>
+STRIPELINE_HD bool is_candidate(const Column& col, int height, int y, std::uint32_t lowest, const ColumnParams& p) {
+  const std::uint32_t v = col(y);
+  if (y > 0 && col(y - 1) >= v) return false;
+  if (y + 1 < height && col(y + 1) > v) return false;
+  const std::uint32_t bound = v - lowest;
+  return bound >= p.min_contrast && bound != 0;
+}
+
+}  // namespace adaptive
+
+// The scan of column_adaptive from the column's summary; `next(y)` returns
+// the first row >= y that passes adaptive::is_candidate, or `height` when
+// none does (a loop here; the CPU's SIMD path reads it from bit masks it
+// computed across columns, stages/cpu/simd_chain.h).
+template <class Column, class Raw, class Emit, class Next>
+STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit,
+                                       const adaptive::ColumnSummary& summary, const Next& next) {
+  using adaptive::Stripe;
+  const std::uint32_t lowest = summary.lowest;
+  const std::uint64_t tv = summary.tv;
   int found = 0;
   Stripe chosen;
   int brightest = -1;
   if (p.selection == SpotSelection::Strongest) {
     // The brightest pixel (topmost) is usually the stripe: evaluated first,
     // its score lets the scan skip most other candidates unevaluated.
-    std::uint32_t top = 0;
-    brightest = brightest_row(col, height, top);
+    const std::uint32_t top = summary.top;
+    brightest = summary.brightest;
     if (top - lowest >= p.min_contrast && top > lowest) chosen = adaptive::evaluate(col, raw, height, brightest, p, tv);
   }
   int covered_until = -1;  // `all`, `bottom`: last row of the last accepted stripe's run
@@ -475,13 +508,10 @@ STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height,
   int kept_row[kMaxAdaptivePeaks];
   std::uint32_t kept_prominence[kMaxAdaptivePeaks];
   int kept = 0;
-  for (int y = 0; y < height; ++y) {
+  for (int y = next(0); y < height; y = next(y + 1)) {
     const std::uint32_t v = col(y);
-    if (y > 0 && col(y - 1) >= v) continue;
-    if (y + 1 < height && col(y + 1) > v) continue;
-    // Upper bound of the contrast: skip what cannot pass or cannot win.
+    // Upper bound of the contrast: skip what cannot win.
     const std::uint32_t bound = v - lowest;
-    if (bound < p.min_contrast || bound == 0) continue;
     if (p.selection == SpotSelection::Strongest &&
         (y == brightest || (chosen.valid && (adaptive::score_bound(v, bound) < adaptive::score(chosen) ||
                                              (adaptive::score_bound(v, bound) == adaptive::score(chosen) && y > chosen.peak)))))
@@ -530,6 +560,17 @@ STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height,
   if (!chosen.valid) return 0;
   adaptive::emit_stripe(col, raw, height, chosen, p, 0, emit);
   return 1;
+}
+
+template <class Column, class Raw, class Emit>
+STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit) {
+  if (height < 2) return 0;
+  const adaptive::ColumnSummary summary = adaptive::summarise(col, height);
+  auto next = [&](int y) {
+    while (y < height && !adaptive::is_candidate(col, height, y, summary.lowest, p)) ++y;
+    return y;
+  };
+  return column_adaptive_scan(col, raw, height, p, emit, summary, next);
 }
 
 }  // namespace stripeline::kernels
