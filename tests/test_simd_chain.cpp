@@ -158,6 +158,74 @@ TEST(SimdChain, ColumnSummaryIsTheScalarPassBitForBit) {
     }
 }
 
+// Every field of the brightest row's evaluation, where the scan asks it.
+template <class T>
+void check_brightest(int width, int height, int bits, const kernels::ColumnParams& p, unsigned seed) {
+  SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height) + " bits " + std::to_string(bits) + " seed " + std::to_string(seed));
+  const auto frame = stripe_frame<T>(width, height, bits, seed);
+  auto raw = frame;  // the unblurred data: the frame, a little changed
+  for (std::size_t i = 0; i < raw.size(); i += 7) raw[i] = static_cast<T>(raw[i] / 2);
+  const int words = cpu::simd::candidate_words(height);
+  std::vector<std::uint32_t> lowest(width), tv(width), top(width), cand(static_cast<std::size_t>(words) * width);
+  std::vector<std::int32_t> brightest(width);
+  std::vector<kernels::adaptive::Stripe> stripes(width);
+  const cpu::simd::TileSummary s{lowest.data(), tv.data(), brightest.data(), top.data(), cand.data(), stripes.data()};
+  int asked = 0, valid = 0;
+  for_each_target([&] {
+    cpu::simd::summarise_tile(frame.data(), width, width, height, p, s);
+    for (auto& st : stripes) st.peak = -999, st.valid = true, st.first = -5;  // poison
+    cpu::simd::evaluate_brightest(frame.data(), width, raw.data(), width, width, height, p, s);
+    for (int x = 0; x < width; ++x) {
+      if (!(top[x] - lowest[x] >= p.min_contrast && top[x] > lowest[x])) continue;
+      auto column = [&](int y) -> std::uint32_t { return frame[static_cast<std::size_t>(y) * width + x]; };
+      auto raw_column = [&](int y) -> std::uint32_t { return raw[static_cast<std::size_t>(y) * width + x]; };
+      const auto want = kernels::adaptive::evaluate(column, raw_column, height, brightest[x], p, tv[x]);
+      const auto& got = stripes[x];
+      ++asked;
+      valid += want.valid;
+      ASSERT_EQ(want.valid, got.valid) << "column " << x;
+      ASSERT_EQ(want.peak, got.peak) << "column " << x;
+      ASSERT_EQ(want.value, got.value) << "column " << x;
+      ASSERT_EQ(want.prominence, got.prominence) << "column " << x;
+      if (!want.valid) continue;  // the scan reads nothing else of an invalid stripe
+      ASSERT_EQ(want.anchor_lo, got.anchor_lo) << "column " << x;
+      ASSERT_EQ(want.anchor_hi, got.anchor_hi) << "column " << x;
+      ASSERT_EQ(want.bg_lo, got.bg_lo) << "column " << x;
+      ASSERT_EQ(want.bg_hi, got.bg_hi) << "column " << x;
+      ASSERT_EQ(want.slope_q12, got.slope_q12) << "column " << x;
+      ASSERT_EQ(want.contrast, got.contrast) << "column " << x;
+      ASSERT_EQ(want.valley, got.valley) << "column " << x;
+      ASSERT_EQ(want.first, got.first) << "column " << x;
+      ASSERT_EQ(want.last, got.last) << "column " << x;
+    }
+  });
+  if (width >= 200) {
+    EXPECT_GT(asked, width / 2) << "most columns are asked";
+    EXPECT_GT(valid, width / 4) << "and many hold a stripe: the comparison means something";
+  }
+}
+
+TEST(SimdChain, BrightestRowEvaluationIsTheScalarOneBitForBit) {
+  const BatchLayout l8{64, 52, 1, PixelFormat::Mono8}, l16{64, 52, 1, PixelFormat::Mono16};
+  for (const double noise : {4.0, 0.0})
+    for (const int max_width : {16, 4, 40})
+      for (const double level : {0.5, 0.25}) {
+        ChainConfig c;
+        c.adaptive.noise_factor = noise;
+        c.adaptive.max_width = max_width;
+        c.adaptive.level = level;
+        const kernels::ColumnParams p8 = validate_chain(c, l8);
+        for (const int width : {1, 7, 33, 517})
+          for (const int height : {2, 3, 17, 52, 130}) check_brightest<std::uint8_t>(width, height, 8, p8, static_cast<unsigned>(width + height));
+        for (const int bits : {10, 12, 14, 16}) {
+          c.adaptive.pixel_bits = bits;
+          const kernels::ColumnParams p16 = validate_chain(c, l16);
+          check_brightest<std::uint16_t>(517, 52, bits, p16, static_cast<unsigned>(bits));
+          check_brightest<std::uint16_t>(33, 300, bits, p16, static_cast<unsigned>(bits + 1));
+        }
+      }
+}
+
 // The whole per-tile chain, blur then adaptive extraction, both ways.
 template <class T>
 void check_extraction(int width, int height, int bits, const ChainConfig& cc, int tile) {
@@ -176,6 +244,7 @@ void check_extraction(int width, int height, int bits, const ChainConfig& cc, in
     const int words = cpu::simd::candidate_words(height);
     std::vector<std::uint32_t> lowest(tile), tv(tile), top(tile), cand(static_cast<std::size_t>(words) * tile);
     std::vector<std::int32_t> brightest(tile);
+    std::vector<kernels::adaptive::Stripe> stripes(tile);
     const cpu::simd::TileSummary s{lowest.data(), tv.data(), brightest.data(), top.data(), cand.data()};
     for (int x0 = 0; x0 < width; x0 += tile) {
       const int x1 = x0 + tile < width ? x0 + tile : width, tw = x1 - x0;
@@ -187,8 +256,13 @@ void check_extraction(int width, int height, int bits, const ChainConfig& cc, in
         continue;
       }
       cpu::simd::blur_tile(frame.data(), width, height, width, x0, x1, taps, mid.data(), blurred.data());
-      cpu::simd::summarise_tile(blurred.data(), tw, tw, height, p, s);
-      cpu::extract_tile_adaptive(pixel, raw, height, x0, x1, 0, p, s, out);
+      cpu::simd::TileSummary sum = s;
+      cpu::simd::summarise_tile(blurred.data(), tw, tw, height, p, sum);
+      if (p.selection == SpotSelection::Strongest) {  // as the backend: the brightest rows evaluated across columns
+        sum.stripes = stripes.data();
+        cpu::simd::evaluate_brightest(blurred.data(), tw, frame.data() + x0, width, tw, height, p, sum);
+      }
+      cpu::extract_tile_adaptive(pixel, raw, height, x0, x1, 0, p, sum, out);
     }
   };
   ProfileBatch want(width, 1, p.slots, &allocate_host), got(width, 1, p.slots, &allocate_host);

@@ -124,7 +124,10 @@ void extract_tile_adaptive(const Pixel& pixel, const Raw& raw, int height, int x
     summary.brightest = s.brightest[c];
     summary.top = s.top[c];
     auto next = [&s, tw, c, height](int y) { return simd::next_candidate(s.candidates, tw, c, y, height); };
-    return kernels::column_adaptive_scan(column, raw_column, height, p, emit, summary, next);
+    auto brightest = [&]() {
+      return s.stripes ? s.stripes[c] : kernels::adaptive::evaluate(column, raw_column, height, summary.brightest, p, summary.tv);
+    };
+    return kernels::column_adaptive_scan(column, raw_column, height, p, emit, summary, next, brightest);
   });
 }
 

@@ -28,8 +28,21 @@ struct Scratch {
   // The adaptive method's column summaries of one tile (simd::summarise_tile).
   std::vector<std::uint32_t> lowest, tv, top, candidates;
   std::vector<std::int32_t> brightest;
-  simd::TileSummary summary() {
-    return simd::TileSummary{lowest.data(), tv.data(), brightest.data(), top.data(), candidates.data()};
+  std::vector<kernels::adaptive::Stripe> stripes;
+
+  // The column pass of the adaptive method over a tile of pixels (row
+  // stride ps; raw: their unblurred data, stride rs), SIMD across columns:
+  // summaries, candidates and, with selection strongest, the brightest row
+  // evaluated (what extract_tile_adaptive reads).
+  template <class T>
+  simd::TileSummary summarise(const T* pixels, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t rs, int tw, int height, const kernels::ColumnParams& p) {
+    simd::TileSummary s{lowest.data(), tv.data(), brightest.data(), top.data(), candidates.data()};
+    simd::summarise_tile(pixels, ps, tw, height, p, s);
+    if (p.selection == SpotSelection::Strongest) {
+      s.stripes = stripes.data();
+      simd::evaluate_brightest(pixels, ps, raw, rs, tw, height, p, s);
+    }
+    return s;
   }
 };
 
@@ -59,6 +72,7 @@ tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l, int 
   exemplar.isolated.resize(static_cast<std::size_t>(l.width));
   for (auto* v : {&exemplar.lowest, &exemplar.tv, &exemplar.top}) v->resize(kTileWidth);
   exemplar.brightest.resize(kTileWidth);
+  exemplar.stripes.resize(kTileWidth);
   exemplar.candidates.resize(static_cast<std::size_t>(simd::candidate_words(l.frame_height)) * kTileWidth);
   if (line_candidates > 0) exemplar.back.resize(kernels::line_model_scratch_bytes(line_candidates, l.width, 1));
   return tbb::enumerable_thread_specific<Scratch>(exemplar);
@@ -132,8 +146,8 @@ class CpuExtract final : public ExtractStage {
             extract_tile(pixel, pixel, h, x0, x1, f, params(), out);
             continue;
           }
-          simd::summarise_tile(frame + x0, w, x1 - x0, h, params(), s.summary());
-          extract_tile_adaptive(pixel, pixel, h, x0, x1, f, params(), s.summary(), out);
+          const simd::TileSummary sum = s.summarise(frame + x0, w, frame + x0, w, x1 - x0, h, params());
+          extract_tile_adaptive(pixel, pixel, h, x0, x1, f, params(), sum, out);
         }
       });
     });
@@ -187,8 +201,8 @@ class CpuProcessor final : public BatchProcessor {
             extract_tile(pixel, raw, h, x0, x1, f, extraction_params(), to);
             continue;
           }
-          simd::summarise_tile(tile, tw, tw, h, extraction_params(), s.summary());
-          extract_tile_adaptive(pixel, raw, h, x0, x1, f, extraction_params(), s.summary(), to);
+          const simd::TileSummary sum = s.summarise(tile, tw, frame + x0, w, tw, h, extraction_params());
+          extract_tile_adaptive(pixel, raw, h, x0, x1, f, extraction_params(), sum, to);
         }
       });
     });

@@ -42,12 +42,27 @@ struct TileSummary {
   std::int32_t* brightest;
   std::uint32_t* top;
   std::uint32_t* candidates;  // candidate_words(height) * tw words
+  // adaptive::evaluate of each column's brightest row (evaluate_brightest),
+  // or null: the scan then evaluates it itself.
+  kernels::adaptive::Stripe* stripes = nullptr;
 };
 inline constexpr int kMaxSummaryHeight = 32768;  // 16-bit lanes' total variation fits 31 bits
 void summarise_tile(const std::uint8_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p,
                     const TileSummary& out);
 void summarise_tile(const std::uint16_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p,
                     const TileSummary& out);
+
+// After summarise_tile of the same pixels: out.stripes[c] =
+// adaptive::evaluate of column c's brightest row, for the columns where
+// kernels::column_adaptive_scan asks it (top - lowest >= min_contrast and
+// top > lowest; the others' stripes are unspecified). `raw` (row stride
+// `raw_stride`) holds the columns' unblurred pixels. The walks out from the
+// peaks run across columns, a row at a time; the rest is the scalar code's
+// own pieces (adaptive::prominence_gate, anchor_end, line_and_gates) per column.
+void evaluate_brightest(const std::uint8_t* pixels, std::ptrdiff_t stride, const std::uint8_t* raw, std::ptrdiff_t raw_stride, int tw, int height,
+                        const kernels::ColumnParams& p, const TileSummary& out);
+void evaluate_brightest(const std::uint16_t* pixels, std::ptrdiff_t stride, const std::uint16_t* raw, std::ptrdiff_t raw_stride, int tw,
+                        int height, const kernels::ColumnParams& p, const TileSummary& out);
 
 // The first candidate row >= y of column c, or `height` (the `next` of
 // kernels::column_adaptive_scan).
