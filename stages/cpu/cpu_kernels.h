@@ -2,6 +2,8 @@
 // CPU loops over the shared integer kernels (kernels/gaussian.h,
 // kernels/column_extract.h). A "tile" is one frame's columns [x0, x1): the
 // unit the CPU backend parallelises over, small enough to stay in cache.
+// The scalar loops here are the oracle of the SIMD ones the backend runs
+// (stages/cpu/simd_chain.h: blur, the adaptive method's column pass).
 #include <cstdint>
 
 #include "core/fixed_point.h"

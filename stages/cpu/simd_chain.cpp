@@ -17,6 +17,15 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DU = hn::ScalableTag<std::uint32_t>;
 using DI = hn::RebindToSigned<DU>;
 
+// Taps the same from both ends (make_gaussian_taps' always are): sums may
+// pair the pixels a tap weighs, w (a + b) = w a + w b exactly (uint32, no
+// overflow: kernels/gaussian.h).
+inline bool symmetric(const kernels::GaussianTaps& taps) {
+  for (int k = 0; k < taps.size / 2; ++k)
+    if (taps.w[k] != taps.w[taps.size - 1 - k]) return false;
+  return true;
+}
+
 // The horizontal pass of one frame row into mid (m[x] for x in [x0, x1)):
 // kernels::blur_h (blur_h_none along the columns only), vectors of
 // Lanes(DU) columns, the edges (a window past the row's ends) and the
@@ -42,9 +51,17 @@ void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTa
   for (int x = x0; x < in0; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
   int x = in0;
   const auto half = hn::Set(du, 1u << (kernels::kBlurMidShift - 1));
+  auto at = [&](int x) { return hn::PromoteTo(du, hn::LoadU(dt, row + x)); };
+  if (symmetric(taps)) {  // w[k] (p[x-r+k] + p[x+r-k]): fewer products, the same exact sum
+    for (; x + n <= in1; x += n) {
+      auto acc = hn::Add(half, hn::Mul(hn::Set(du, w[r]), at(x)));
+      for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(at(x + k - r), at(x + r - k))));
+      hn::StoreU(hn::ShiftRight<kernels::kBlurMidShift>(acc), du, m + x);
+    }
+  }
   for (; x + n <= in1; x += n) {
     auto acc = half;
-    for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::PromoteTo(du, hn::LoadU(dt, row + x + k - r))));
+    for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), at(x + k - r)));
     hn::StoreU(hn::ShiftRight<kernels::kBlurMidShift>(acc), du, m + x);
   }
   for (; x < x1; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
@@ -67,13 +84,19 @@ void blur_tile_t(const T* frame, int width, int height, std::ptrdiff_t stride, i
   const std::uint32_t* w = taps.w.data();
   const auto half = hn::Set(du, 1u << (kernels::kBlurFinalShift - 1));
   const std::uint32_t* src[kernels::kMaxBlurSize];
+  const bool folded = symmetric(taps);
   for (int y = 0; y < height; ++y) {
     for (int k = 0; k < taps.size; ++k) src[k] = mid + static_cast<std::ptrdiff_t>(kernels::clamp_index(y + k - r, height)) * tw;
     T* HWY_RESTRICT o = out + static_cast<std::ptrdiff_t>(y) * tw;
     int c = 0;
     for (; c + n <= tw; c += n) {
       auto acc = half;
-      for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::LoadU(du, src[k] + c)));
+      if (folded) {
+        acc = hn::Add(acc, hn::Mul(hn::Set(du, w[r]), hn::LoadU(du, src[r] + c)));
+        for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(hn::LoadU(du, src[k] + c), hn::LoadU(du, src[taps.size - 1 - k] + c))));
+      } else {
+        for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::LoadU(du, src[k] + c)));
+      }
       // < 2^16 after the shift: the signed demotion cannot saturate.
       hn::StoreU(hn::DemoteTo(dt, hn::BitCast(di, hn::ShiftRight<kernels::kBlurFinalShift>(acc))), dt, o + c);
     }
