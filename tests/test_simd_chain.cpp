@@ -311,5 +311,59 @@ TEST(SimdChain, AdaptiveExtractionIsTheScalarOneBitForBit) {
   check_extraction<std::uint16_t>(1000, 200, 12, c, 256);
 }
 
+// The backend itself (CpuProcessor: tiles of 256 columns over TBB, the SIMD
+// path) against the scalar loops run over each whole frame as one tile.
+template <class T>
+void check_backend(int width, int height, int frames, int bits, const ChainConfig& cc) {
+  const BatchLayout layout{width, height, frames, sizeof(T) == 1 ? PixelFormat::Mono8 : PixelFormat::Mono16};
+  ChainConfig c = cc;
+  c.adaptive.pixel_bits = bits;
+  const kernels::ColumnParams p = validate_chain(c, layout);
+  const kernels::GaussianTaps taps = chain_blur_taps(c);
+  SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height) + " x" + std::to_string(frames) + " bits " + std::to_string(bits) +
+               " selection " + to_string(c.column.selection) + (c.blur_across ? " 2-D" : " columns"));
+  Batch batch(layout, &allocate_host);
+  batch.frames = frames;
+  for (int f = 0; f < frames; ++f) {
+    const auto frame = stripe_frame<T>(width, height, bits, static_cast<unsigned>(f * 101 + bits));
+    std::memcpy(batch.frame_data(f), frame.data(), sizeof(T) * frame.size());
+  }
+  ProfileBatch got(width, frames, p.slots, &allocate_host), want(width, frames, p.slots, &allocate_host);
+  got.poison();
+  want.poison();
+  make_processor(Backend::Cpu, layout, c)->process(batch, got);
+  std::vector<std::uint32_t> mid(static_cast<std::size_t>(width) * height), acc(width);
+  std::vector<T> blurred(static_cast<std::size_t>(width) * height);
+  for (int f = 0; f < frames; ++f) {
+    const T* frame = reinterpret_cast<const T*>(batch.frame_data(f));
+    cpu::blur_tile(frame, width, height, width, 0, width, taps, mid.data(), acc.data(), blurred.data());
+    auto pixel = [&](int x, int y) -> std::uint32_t { return blurred[static_cast<std::size_t>(y) * width + x]; };
+    auto raw = [&](int x, int y) -> std::uint32_t { return frame[static_cast<std::size_t>(y) * width + x]; };
+    cpu::extract_tile(pixel, raw, height, 0, width, f, p, want);
+  }
+  const std::size_t n = static_cast<std::size_t>(frames) * p.slots * width;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(want.position[i], got.position[i]) << "element " << i;
+    ASSERT_EQ(want.intensity[i], got.intensity[i]) << "element " << i;
+    ASSERT_EQ(want.stripe_width[i], got.stripe_width[i]) << "element " << i;
+    ASSERT_EQ(want.quality[i], got.quality[i]) << "element " << i;
+  }
+  ASSERT_EQ(0, std::memcmp(want.count, got.count, static_cast<std::size_t>(frames) * width));
+}
+
+TEST(SimdChain, CpuBackendIsTheScalarChainBitForBit) {
+  ChainConfig c;  // the default chain
+  check_backend<std::uint8_t>(2049, 52, 3, 8, c);
+  check_backend<std::uint16_t>(2049, 52, 2, 12, c);
+  check_backend<std::uint16_t>(300, 1, 2, 16, c);  // one row: the scalar fallback
+  c.blur_across = false;
+  check_backend<std::uint8_t>(517, 61, 2, 8, c);
+  c.blur_across = true;
+  c.column.selection = SpotSelection::All;  // no brightest-row evaluation across columns
+  check_backend<std::uint8_t>(517, 52, 2, 8, c);
+  c.column.selection = SpotSelection::Top;
+  check_backend<std::uint16_t>(517, 52, 2, 16, c);
+}
+
 }  // namespace
 }  // namespace stripeline
