@@ -135,6 +135,25 @@ STRIPELINE_HD bool side_minimum(const Column& col, int height, int peak, std::ui
   return any;
 }
 
+// anchor's end, from its walk's results (the lowest pixel's row, the outer
+// half's lowest pixel's row, the last row walked, whether it met a valley).
+template <class Column>
+STRIPELINE_HD bool anchor_end(const Column& col, int height, int peak, int dir, std::uint32_t rise, bool valley, int lowest_at, int outer_at,
+                              int at, int& at_row, std::int32_t& background) {
+  at = valley ? lowest_at : (outer_at != peak ? outer_at : at);
+  at_row = at;
+  const int out = at + dir;
+  if (!valley && out >= 0 && out < height && col(out) <= col(at) + rise)
+    background = static_cast<std::int32_t>(((col(at) + col(out)) << kQ) / 2);
+  else
+    background = static_cast<std::int32_t>(col(at) << kQ);
+  return valley;
+}
+
+// The anchor's search distance for a half-width of `rows` rows (peak
+// included): 2.5 half-widths.
+STRIPELINE_HD int anchor_distance(int rows) { return (rows * 5 + 1) / 2; }
+
 // The background anchor on one side: `distance` rows out from the peak (2.5
 // half-widths: ~3 sigma for a Gaussian stripe), or the frame's edge; when the
 // profile rises by more than `rise` within 3 rows of the lowest pixel so far
@@ -167,46 +186,36 @@ STRIPELINE_HD bool anchor(const Column& col, int height, int peak, int dir, int 
     }
     at = y;
   }
-  at = valley ? lowest_at : (outer_at != peak ? outer_at : at);
-  at_row = at;
-  const int out = at + dir;
-  if (!valley && out >= 0 && out < height && col(out) <= col(at) + rise)
-    background = static_cast<std::int32_t>(((col(at) + col(out)) << kQ) / 2);
-  else
-    background = static_cast<std::int32_t>(col(at) << kQ);
-  return valley;
+  return anchor_end(col, height, peak, dir, rise, valley, lowest_at, outer_at, at, at_row, background);
 }
 
-// Evaluates the candidate at `peak`: prominence, background, run and gates.
-// `column_tv` is sum |v[y+1] - v[y]| over the whole column.
-template <class Column, class Raw>
-STRIPELINE_HD Stripe evaluate(const Column& col, const Raw& raw, int height, int peak, const ColumnParams& p, std::uint64_t column_tv) {
-  Stripe s;
-  s.peak = peak;
-  s.value = col(peak);
-  const int radius = p.stripe_max_width;
-  std::uint32_t min_lo = 0, min_hi = 0;
-  int at_lo = peak, at_hi = peak;
-  const bool has_lo = side_minimum(col, height, peak, s.value, -1, radius, min_lo, at_lo);
-  const bool has_hi = side_minimum(col, height, peak, s.value, +1, radius, min_hi, at_hi);
+// Step 2's gate from the side minima: both sides walked, the prominence
+// (over the higher side's minimum `base`) at least min_contrast/2 and more
+// than nothing.
+STRIPELINE_HD bool prominence_gate(Stripe& s, bool has_lo, bool has_hi, std::uint32_t min_lo, std::uint32_t min_hi, const ColumnParams& p,
+                                   std::uint32_t& base) {
   // Both sides are needed: a slope running into the frame's edge is no stripe.
-  if (!has_lo || !has_hi) return s;
-  const std::uint32_t base = min_lo > min_hi ? min_lo : min_hi;
+  if (!has_lo || !has_hi) return false;
+  base = min_lo > min_hi ? min_lo : min_hi;
   s.prominence = s.value - base;
   // Half the floor here: on a step of the background the prominence (over
   // the higher side) understates the stripe; the contrast gate below (peak
   // over the background line) decides.
-  if (s.prominence * 2 < p.min_contrast || s.prominence == 0) return s;
+  return !(s.prominence * 2 < p.min_contrast || s.prominence == 0);
+}
 
-  // Background anchors 2.5 half-widths out, the half-width measured at half
-  // the prominence on each side.
-  const std::uint32_t half = base + s.prominence / 2, rise = s.prominence / 4;
-  int lo = peak, hi = peak;
-  while (lo > 0 && peak - lo < radius && col(lo - 1) >= half) --lo;
-  while (hi < height - 1 && hi - peak < radius && col(hi + 1) >= half) ++hi;
-  const bool valley_lo = anchor(col, height, peak, -1, ((peak - lo + 1) * 5 + 1) / 2, rise, s.anchor_lo, s.bg_lo);
-  const bool valley_hi = anchor(col, height, peak, +1, ((hi - peak + 1) * 5 + 1) / 2, rise, s.anchor_hi, s.bg_hi);
-  if (s.anchor_lo == peak || s.anchor_hi == peak) return s;
+// The level the half-width is measured at, and the rise that marks a valley.
+STRIPELINE_HD std::uint32_t half_level(std::uint32_t base, std::uint32_t prominence) { return base + prominence / 2; }
+STRIPELINE_HD std::uint32_t valley_rise(std::uint32_t prominence) { return prominence / 4; }
+
+// Steps 3 (from the anchors on) and 4: the background line, the contrast,
+// the run and the gates; sets s.valid. `inside()` returns sum |v[y+1] -
+// v[y]| over [anchor_lo, anchor_hi) (asked only with the noise gate on).
+template <class Column, class Raw, class Inside>
+STRIPELINE_HD void line_and_gates(const Column& col, const Raw& raw, int height, Stripe& s, bool valley_lo, bool valley_hi, const ColumnParams& p,
+                                  std::uint64_t column_tv, const Inside& inside) {
+  const int peak = s.peak;
+  if (s.anchor_lo == peak || s.anchor_hi == peak) return;
   // A valley next to another stripe is lifted by its tail: trust the other
   // side's level (flat), or the lower valley when both are.
   // Only where the valley is deep enough for that (below `level` of the
@@ -232,8 +241,8 @@ STRIPELINE_HD Stripe evaluate(const Column& col, const Raw& raw, int height, int
   s.slope_q12 = round_div((static_cast<std::int64_t>(s.bg_hi) - s.bg_lo) * 4096, s.anchor_hi - s.anchor_lo);
 
   s.contrast = u_at(col, height, s, peak);
-  if (s.contrast <= 0) return s;
-  if (s.contrast < static_cast<std::int32_t>(p.min_contrast << kQ)) return s;  // so quality >= min_contrast
+  if (s.contrast <= 0) return;
+  if (s.contrast < static_cast<std::int32_t>(p.min_contrast << kQ)) return;  // so quality >= min_contrast
 
   // The run at level around the peak, bounded.
   const std::int32_t level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
@@ -241,27 +250,22 @@ STRIPELINE_HD Stripe evaluate(const Column& col, const Raw& raw, int height, int
   while (s.first > 0 && peak - s.first < p.stripe_max_width && u_at(col, height, s, s.first - 1) >= level) --s.first;
   s.last = peak;
   while (s.last < height - 1 && s.last - peak < p.stripe_max_width && u_at(col, height, s, s.last + 1) >= level) ++s.last;
-  if (s.last - s.first + 1 > p.stripe_max_width) return s;
+  if (s.last - s.first + 1 > p.stripe_max_width) return;
   {
     // A run wider than kWideRun must be brighter in proportion: contrast >=
     // min_contrast x width / kWideRun (a broad low hump of texture or ambient
     // light is no stripe).
     const std::int64_t w = s.last - s.first + 1;
-    if (w > kWideRun && static_cast<std::int64_t>(s.contrast) * kWideRun < (static_cast<std::int64_t>(p.min_contrast) << kQ) * w) return s;
+    if (w > kWideRun && static_cast<std::int64_t>(s.contrast) * kWideRun < (static_cast<std::int64_t>(p.min_contrast) << kQ) * w) return;
   }
 
   // Noise and texture of the column outside the stripe.
   if (p.noise_q4 > 0) {
-    std::uint64_t inside = 0;
-    for (int y = s.anchor_lo; y < s.anchor_hi; ++y) {
-      const std::uint32_t a = col(y), b = col(y + 1);
-      inside += a > b ? a - b : b - a;
-    }
-    const std::uint64_t outside_tv = column_tv - inside;
+    const std::uint64_t outside_tv = column_tv - inside();
     const std::int64_t outside_steps = static_cast<std::int64_t>(height - 1) - (s.anchor_hi - s.anchor_lo);
     if (outside_steps >= 4 && static_cast<std::uint64_t>(s.contrast) * static_cast<std::uint64_t>(outside_steps) <
                                   static_cast<std::uint64_t>(p.noise_q4) * outside_tv)
-      return s;  // contrast (Q4) < noise/16 x outside_tv/outside_steps, with both sides x16
+      return;  // contrast (Q4) < noise/16 x outside_tv/outside_steps, with both sides x16
   }
   // The column's own (unblurred) data must hold the stripe: its brightest
   // pixel of the run at least half the contrast over the background line. A
@@ -273,9 +277,43 @@ STRIPELINE_HD Stripe evaluate(const Column& col, const Raw& raw, int height, int
       const std::int32_t u = static_cast<std::int32_t>(raw(y) << kQ) - background_at(s, y);
       if (u > best) best = u;
     }
-    if (2 * best < s.contrast) return s;
+    if (2 * best < s.contrast) return;
   }
   s.valid = true;
+}
+
+// Evaluates the candidate at `peak`: prominence, background, run and gates.
+// `column_tv` is sum |v[y+1] - v[y]| over the whole column.
+template <class Column, class Raw>
+STRIPELINE_HD Stripe evaluate(const Column& col, const Raw& raw, int height, int peak, const ColumnParams& p, std::uint64_t column_tv) {
+  Stripe s;
+  s.peak = peak;
+  s.value = col(peak);
+  const int radius = p.stripe_max_width;
+  std::uint32_t min_lo = 0, min_hi = 0;
+  int at_lo = peak, at_hi = peak;
+  const bool has_lo = side_minimum(col, height, peak, s.value, -1, radius, min_lo, at_lo);
+  const bool has_hi = side_minimum(col, height, peak, s.value, +1, radius, min_hi, at_hi);
+  std::uint32_t base = 0;
+  if (!prominence_gate(s, has_lo, has_hi, min_lo, min_hi, p, base)) return s;
+
+  // Background anchors 2.5 half-widths out, the half-width measured at half
+  // the prominence on each side.
+  const std::uint32_t half = half_level(base, s.prominence), rise = valley_rise(s.prominence);
+  int lo = peak, hi = peak;
+  while (lo > 0 && peak - lo < radius && col(lo - 1) >= half) --lo;
+  while (hi < height - 1 && hi - peak < radius && col(hi + 1) >= half) ++hi;
+  const bool valley_lo = anchor(col, height, peak, -1, anchor_distance(peak - lo + 1), rise, s.anchor_lo, s.bg_lo);
+  const bool valley_hi = anchor(col, height, peak, +1, anchor_distance(hi - peak + 1), rise, s.anchor_hi, s.bg_hi);
+  auto inside = [&]() {
+    std::uint64_t sum = 0;
+    for (int y = s.anchor_lo; y < s.anchor_hi; ++y) {
+      const std::uint32_t a = col(y), b = col(y + 1);
+      sum += a > b ? a - b : b - a;
+    }
+    return sum;
+  };
+  line_and_gates(col, raw, height, s, valley_lo, valley_hi, p, column_tv, inside);
   return s;
 }
 
@@ -441,31 +479,65 @@ STRIPELINE_HD void emit_stripe(const Column& col, const Raw& raw, int height, co
        static_cast<std::uint32_t>(q > 65535 ? 65535 : q));
 }
 
-}  // namespace adaptive
-
-template <class Column, class Raw, class Emit>
-STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit) {
-  using adaptive::Stripe;
-  if (height < 2) return 0;
-  std::uint32_t lowest = col(0);
+// What the scan needs of the whole column, from one pass: its lowest pixel,
+// its total variation sum |v[y+1] - v[y]| and its brightest pixel (the
+// topmost on ties, as brightest_row).
+struct ColumnSummary {
+  std::uint32_t lowest = 0;
   std::uint64_t tv = 0;
-  std::uint32_t prev = lowest;
+  int brightest = 0;
+  std::uint32_t top = 0;
+};
+
+template <class Column>
+STRIPELINE_HD ColumnSummary summarise(const Column& col, int height) {
+  ColumnSummary c;
+  c.lowest = c.top = col(0);
+  std::uint32_t prev = c.lowest;
   for (int y = 1; y < height; ++y) {
     const std::uint32_t v = col(y);
-    tv += v > prev ? v - prev : prev - v;
-    if (v < lowest) lowest = v;
+    c.tv += v > prev ? v - prev : prev - v;
+    if (v < c.lowest) c.lowest = v;
+    if (v > c.top) c.top = v, c.brightest = y;
     prev = v;
   }
+  return c;
+}
 
+// Step 1 and the first bound: row y is a local maximum (v[y] > v[y-1],
+// v[y] >= v[y+1]; a plateau gives its top pixel) at least min_contrast (and
+// more than nothing) over the column's lowest pixel.
+template <class Column>
+STRIPELINE_HD bool is_candidate(const Column& col, int height, int y, std::uint32_t lowest, const ColumnParams& p) {
+  const std::uint32_t v = col(y);
+  if (y > 0 && col(y - 1) >= v) return false;
+  if (y + 1 < height && col(y + 1) > v) return false;
+  const std::uint32_t bound = v - lowest;
+  return bound >= p.min_contrast && bound != 0;
+}
+
+}  // namespace adaptive
+
+// The scan of column_adaptive from the column's summary; `next(y)` returns
+// the first row >= y that passes adaptive::is_candidate, or `height` when
+// none does, and `brightest()` adaptive::evaluate of the brightest row (a
+// loop and a call here; the CPU's SIMD path reads both from what it computed
+// across columns, stages/cpu/simd_chain.h).
+template <class Column, class Raw, class Emit, class Next, class Brightest>
+STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit,
+                                       const adaptive::ColumnSummary& summary, const Next& next, const Brightest& brightest_stripe) {
+  using adaptive::Stripe;
+  const std::uint32_t lowest = summary.lowest;
+  const std::uint64_t tv = summary.tv;
   int found = 0;
   Stripe chosen;
   int brightest = -1;
   if (p.selection == SpotSelection::Strongest) {
     // The brightest pixel (topmost) is usually the stripe: evaluated first,
     // its score lets the scan skip most other candidates unevaluated.
-    std::uint32_t top = 0;
-    brightest = brightest_row(col, height, top);
-    if (top - lowest >= p.min_contrast && top > lowest) chosen = adaptive::evaluate(col, raw, height, brightest, p, tv);
+    const std::uint32_t top = summary.top;
+    brightest = summary.brightest;
+    if (top - lowest >= p.min_contrast && top > lowest) chosen = brightest_stripe();
   }
   int covered_until = -1;  // `all`, `bottom`: last row of the last accepted stripe's run
   // `all`: the most prominent p.slots stripes, kept in row order (the scan
@@ -475,13 +547,10 @@ STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height,
   int kept_row[kMaxAdaptivePeaks];
   std::uint32_t kept_prominence[kMaxAdaptivePeaks];
   int kept = 0;
-  for (int y = 0; y < height; ++y) {
+  for (int y = next(0); y < height; y = next(y + 1)) {
     const std::uint32_t v = col(y);
-    if (y > 0 && col(y - 1) >= v) continue;
-    if (y + 1 < height && col(y + 1) > v) continue;
-    // Upper bound of the contrast: skip what cannot pass or cannot win.
+    // Upper bound of the contrast: skip what cannot win.
     const std::uint32_t bound = v - lowest;
-    if (bound < p.min_contrast || bound == 0) continue;
     if (p.selection == SpotSelection::Strongest &&
         (y == brightest || (chosen.valid && (adaptive::score_bound(v, bound) < adaptive::score(chosen) ||
                                              (adaptive::score_bound(v, bound) == adaptive::score(chosen) && y > chosen.peak)))))
@@ -530,6 +599,18 @@ STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height,
   if (!chosen.valid) return 0;
   adaptive::emit_stripe(col, raw, height, chosen, p, 0, emit);
   return 1;
+}
+
+template <class Column, class Raw, class Emit>
+STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit) {
+  if (height < 2) return 0;
+  const adaptive::ColumnSummary summary = adaptive::summarise(col, height);
+  auto next = [&](int y) {
+    while (y < height && !adaptive::is_candidate(col, height, y, summary.lowest, p)) ++y;
+    return y;
+  };
+  auto brightest = [&]() { return adaptive::evaluate(col, raw, height, summary.brightest, p, summary.tv); };
+  return column_adaptive_scan(col, raw, height, p, emit, summary, next, brightest);
 }
 
 }  // namespace stripeline::kernels

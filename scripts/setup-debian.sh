@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev file
           libtbb-dev libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev
           libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
-          libtiff-dev libpng-dev libdeflate-dev
+          libtiff-dev libpng-dev libdeflate-dev libhwy-dev
           nlohmann-json3-dev libsystemd-dev
           libaravis-dev libusb-1.0-0-dev zlib1g-dev
           libceres-dev)

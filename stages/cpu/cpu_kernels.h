@@ -2,12 +2,15 @@
 // CPU loops over the shared integer kernels (kernels/gaussian.h,
 // kernels/column_extract.h). A "tile" is one frame's columns [x0, x1): the
 // unit the CPU backend parallelises over, small enough to stay in cache.
+// The scalar loops here are the oracle of the SIMD ones the backend runs
+// (stages/cpu/simd_chain.h: blur, the adaptive method's column pass).
 #include <cstdint>
 
 #include "core/fixed_point.h"
 #include "core/profile.h"
 #include "kernels/column_extract.h"
 #include "kernels/gaussian.h"
+#include "stages/cpu/simd_chain.h"
 
 namespace stripeline::cpu {
 
@@ -64,10 +67,11 @@ void blur_tile(const T* frame, int width, int height, std::ptrdiff_t stride, int
   }
 }
 
-// Extract columns [x0, x1) of frame `f` from pixels addressed by `pixel(x, y)`
-// (blurred) and `raw(x, y)` (unblurred) into the profile batch.
-template <class Pixel, class Raw>
-void extract_tile(const Pixel& pixel, const Raw& raw, int height, int x0, int x1, int f, const kernels::ColumnParams& p, ProfileBatch& out) {
+// The outputs of columns [x0, x1) of frame `f`: every slot cleared, then
+// `extract(x, emit)` finds the column's stripes (emit(slot, position, value,
+// width, contrast)) and returns how many it found.
+template <class Extract>
+void extract_columns(int x0, int x1, int f, ProfileBatch& out, const Extract& extract) {
   std::int32_t* position = out.position;
   std::uint16_t* intensity = out.intensity;
   std::uint16_t* stripe_width = out.stripe_width;
@@ -81,8 +85,6 @@ void extract_tile(const Pixel& pixel, const Raw& raw, int height, int x0, int x1
       stripe_width[i] = 0;
       quality[i] = 0;
     }
-    auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
-    auto raw_column = [&raw, x](int y) -> std::uint32_t { return raw(x, y); };
     auto emit = [&](int slot, std::int32_t pos, std::uint32_t value, std::uint32_t width, std::uint32_t contrast) {
       const std::size_t i = out.slot_index(f, slot, x);
       position[i] = pos;
@@ -90,9 +92,45 @@ void extract_tile(const Pixel& pixel, const Raw& raw, int height, int x0, int x1
       stripe_width[i] = static_cast<std::uint16_t>(width);
       quality[i] = static_cast<std::uint16_t>(contrast > 65535u ? 65535u : contrast);
     };
-    const int found = kernels::extract_column(column, raw_column, height, p, emit);
+    const int found = extract(x, emit);
     count[static_cast<std::size_t>(f) * out.width + x] = static_cast<std::uint8_t>(found > 255 ? 255 : found);
   }
+}
+
+// Extract columns [x0, x1) of frame `f` from pixels addressed by `pixel(x, y)`
+// (blurred) and `raw(x, y)` (unblurred) into the profile batch.
+template <class Pixel, class Raw>
+void extract_tile(const Pixel& pixel, const Raw& raw, int height, int x0, int x1, int f, const kernels::ColumnParams& p, ProfileBatch& out) {
+  extract_columns(x0, x1, f, out, [&](int x, const auto& emit) {
+    auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
+    auto raw_column = [&raw, x](int y) -> std::uint32_t { return raw(x, y); };
+    return kernels::extract_column(column, raw_column, height, p, emit);
+  });
+}
+
+// extract_tile for method adaptive (height >= 2), from the columns'
+// summaries `s` that simd::summarise_tile made of the same pixels (column
+// x0 + c in lane c): kernels::column_adaptive_scan, candidates read from the
+// bits. Same bits as extract_tile.
+template <class Pixel, class Raw>
+void extract_tile_adaptive(const Pixel& pixel, const Raw& raw, int height, int x0, int x1, int f, const kernels::ColumnParams& p,
+                           const simd::TileSummary& s, ProfileBatch& out) {
+  const int tw = x1 - x0;
+  extract_columns(x0, x1, f, out, [&](int x, const auto& emit) {
+    auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
+    auto raw_column = [&raw, x](int y) -> std::uint32_t { return raw(x, y); };
+    const int c = x - x0;
+    kernels::adaptive::ColumnSummary summary;
+    summary.lowest = s.lowest[c];
+    summary.tv = s.tv[c];
+    summary.brightest = s.brightest[c];
+    summary.top = s.top[c];
+    auto next = [&s, tw, c, height](int y) { return simd::next_candidate(s.candidates, tw, c, y, height); };
+    auto brightest = [&]() {
+      return s.stripes ? s.stripes[c] : kernels::adaptive::evaluate(column, raw_column, height, summary.brightest, p, summary.tv);
+    };
+    return kernels::column_adaptive_scan(column, raw_column, height, p, emit, summary, next, brightest);
+  });
 }
 
 }  // namespace stripeline::cpu

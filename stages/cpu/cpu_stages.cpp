@@ -24,9 +24,33 @@ struct Scratch {
   std::vector<std::uint32_t> mid;
   std::vector<std::uint8_t> isolated;  // the neighbour check's marks of one frame
   std::vector<std::uint8_t> back;      // the line model's back-pointers of one frame
-  std::vector<std::uint32_t> acc;
   std::vector<std::uint16_t> tile;  // big enough for either pixel type
+  // The adaptive method's column summaries of one tile (simd::summarise_tile).
+  std::vector<std::uint32_t> lowest, tv, top, candidates;
+  std::vector<std::int32_t> brightest;
+  std::vector<kernels::adaptive::Stripe> stripes;
+
+  // The column pass of the adaptive method over a tile of pixels (row
+  // stride ps; raw: their unblurred data, stride rs), SIMD across columns:
+  // summaries, candidates and, with selection strongest, the brightest row
+  // evaluated (what extract_tile_adaptive reads).
+  template <class T>
+  simd::TileSummary summarise(const T* pixels, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t rs, int tw, int height, const kernels::ColumnParams& p) {
+    simd::TileSummary s{lowest.data(), tv.data(), brightest.data(), top.data(), candidates.data()};
+    simd::summarise_tile(pixels, ps, tw, height, p, s);
+    if (p.selection == SpotSelection::Strongest) {
+      s.stripes = stripes.data();
+      simd::evaluate_brightest(pixels, ps, raw, rs, tw, height, p, s);
+    }
+    return s;
+  }
 };
+
+// Whether the adaptive method's column pass runs SIMD (simd::summarise_tile)
+// for these parameters: the column data is the tile itself (no threshold).
+bool simd_adaptive(const kernels::ColumnParams& p, std::uint32_t threshold, int height) {
+  return p.method == ColumnMethod::Adaptive && threshold == 0 && height >= 2 && height <= simd::kMaxSummaryHeight;
+}
 
 class TileGrid {
  public:
@@ -44,9 +68,12 @@ class TileGrid {
 tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l, int line_candidates = 0) {
   Scratch exemplar;
   exemplar.mid.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
-  exemplar.acc.resize(kTileWidth);
   exemplar.tile.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
   exemplar.isolated.resize(static_cast<std::size_t>(l.width));
+  for (auto* v : {&exemplar.lowest, &exemplar.tv, &exemplar.top}) v->resize(kTileWidth);
+  exemplar.brightest.resize(kTileWidth);
+  exemplar.stripes.resize(kTileWidth);
+  exemplar.candidates.resize(static_cast<std::size_t>(simd::candidate_words(l.frame_height)) * kTileWidth);
   if (line_candidates > 0) exemplar.back.resize(kernels::line_model_scratch_bytes(line_candidates, l.width, 1));
   return tbb::enumerable_thread_specific<Scratch>(exemplar);
 }
@@ -67,7 +94,7 @@ class CpuBlur final : public PixelStage {
           const int f = grid_.frame(i), x0 = grid_.x0(i), x1 = grid_.x1(i);
           const T* src = reinterpret_cast<const T*>(in.frame_data(f));
           T* dst = reinterpret_cast<T*>(out.frame_data(f));
-          blur_tile(src, w, h, w, x0, x1, taps_, s.mid.data(), s.acc.data(), tile);
+          simd::blur_tile(src, w, h, w, x0, x1, taps_, s.mid.data(), tile);
           for (int y = 0; y < h; ++y) std::memcpy(dst + y * w + x0, tile + y * (x1 - x0), sizeof(T) * (x1 - x0));
         }
       });
@@ -101,25 +128,33 @@ class CpuThreshold final : public PixelStage {
 
 class CpuExtract final : public ExtractStage {
  public:
-  CpuExtract(const BatchLayout& l, const kernels::ColumnParams& p) : ExtractStage(l, p), grid_(l) {}
+  CpuExtract(const BatchLayout& l, const kernels::ColumnParams& p) : ExtractStage(l, p), grid_(l), scratch_(make_scratch(l)) {}
 
  private:
   void do_run(const Batch& in, ProfileBatch& out) override {
     with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
       const int w = layout().width, h = layout().frame_height;
+      const bool simd_pass = simd_adaptive(params(), 0, h);
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grid_.count(in.frames)), [&](const auto& r) {
+        Scratch& s = scratch_.local();
         for (std::size_t i = r.begin(); i != r.end(); ++i) {
-          const int f = grid_.frame(i);
+          const int f = grid_.frame(i), x0 = grid_.x0(i), x1 = grid_.x1(i);
           const T* frame = reinterpret_cast<const T*>(in.frame_data(f));
           auto pixel = [frame, w](int x, int y) -> std::uint32_t { return frame[y * w + x]; };
-          extract_tile(pixel, pixel, h, grid_.x0(i), grid_.x1(i), f, params(), out);
+          if (!simd_pass) {
+            extract_tile(pixel, pixel, h, x0, x1, f, params(), out);
+            continue;
+          }
+          const simd::TileSummary sum = s.summarise(frame + x0, w, frame + x0, w, x1 - x0, h, params());
+          extract_tile_adaptive(pixel, pixel, h, x0, x1, f, params(), sum, out);
         }
       });
     });
   }
 
   TileGrid grid_;
+  tbb::enumerable_thread_specific<Scratch> scratch_;
 };
 
 // The whole chain per (frame, tile): blur into a cache-resident tile,
@@ -149,18 +184,25 @@ class CpuProcessor final : public BatchProcessor {
       using T = decltype(zero);
       const int w = layout().width, h = layout().frame_height;
       const std::uint32_t t = threshold_stage_ ? params().threshold : 0u;
+      const bool simd_pass = simd_adaptive(extraction_params(), t, h);
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, grid_.count(in.frames)), [&](const auto& r) {
         Scratch& s = scratch_.local();
         T* tile = reinterpret_cast<T*>(s.tile.data());
         for (std::size_t i = r.begin(); i != r.end(); ++i) {
           const int f = grid_.frame(i), x0 = grid_.x0(i), x1 = grid_.x1(i), tw = x1 - x0;
-          blur_tile(reinterpret_cast<const T*>(in.frame_data(f)), w, h, w, x0, x1, taps_, s.mid.data(), s.acc.data(), tile);
+          simd::blur_tile(reinterpret_cast<const T*>(in.frame_data(f)), w, h, w, x0, x1, taps_, s.mid.data(), tile);
           auto pixel = [tile, tw, x0, t](int x, int y) -> std::uint32_t {
             return kernels::apply_threshold(tile[y * tw + (x - x0)], t);
           };
           const T* frame = reinterpret_cast<const T*>(in.frame_data(f));
           auto raw = [frame, w](int x, int y) -> std::uint32_t { return frame[y * w + x]; };
-          extract_tile(pixel, raw, h, x0, x1, f, extraction_params(), models_line() ? candidates_ : out);
+          ProfileBatch& to = models_line() ? candidates_ : out;
+          if (!simd_pass) {
+            extract_tile(pixel, raw, h, x0, x1, f, extraction_params(), to);
+            continue;
+          }
+          const simd::TileSummary sum = s.summarise(tile, tw, frame + x0, w, tw, h, extraction_params());
+          extract_tile_adaptive(pixel, raw, h, x0, x1, f, extraction_params(), sum, to);
         }
       });
     });

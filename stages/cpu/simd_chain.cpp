@@ -1,0 +1,422 @@
+// The CPU chain's SIMD loops (stages/cpu/simd_chain.h), compiled once per
+// instruction set by Highway's foreach_target and dispatched at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "stages/cpu/simd_chain.cpp"
+#include <hwy/foreach_target.h>  // re-includes this file once per target
+
+#include <hwy/highway.h>
+
+#include <cstring>
+
+#include "stages/cpu/simd_chain.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace stripeline::cpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DU = hn::ScalableTag<std::uint32_t>;
+using DI = hn::RebindToSigned<DU>;
+
+// Taps the same from both ends (make_gaussian_taps' always are): sums may
+// pair the pixels a tap weighs, w (a + b) = w a + w b exactly (uint32, no
+// overflow: kernels/gaussian.h).
+inline bool symmetric(const kernels::GaussianTaps& taps) {
+  for (int k = 0; k < taps.size / 2; ++k)
+    if (taps.w[k] != taps.w[taps.size - 1 - k]) return false;
+  return true;
+}
+
+// The horizontal pass of one frame row into mid (m[x] for x in [x0, x1)):
+// kernels::blur_h (blur_h_none along the columns only), vectors of
+// Lanes(DU) columns, the edges (a window past the row's ends) and the
+// columns left over scalar.
+template <class T>
+void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTaps& taps, std::uint32_t* HWY_RESTRICT m) {
+  const DU du;
+  const hn::Rebind<T, DU> dt;
+  const int n = static_cast<int>(hn::Lanes(du));
+  if (!taps.across) {
+    int x = x0;
+    for (; x + n <= x1; x += n)
+      hn::StoreU(hn::ShiftLeft<kernels::kBlurWeightBits - kernels::kBlurMidShift>(hn::PromoteTo(du, hn::LoadU(dt, row + x))), du, m + x);
+    for (; x < x1; ++x) m[x] = kernels::blur_h_none(row[x]);
+    return;
+  }
+  const int r = taps.radius();
+  const std::uint32_t* w = taps.w.data();
+  auto pixel = [row](int x) { return row[x]; };
+  // Columns whose whole window lies inside the row (as cpu::blur_tile).
+  const int in0 = x0 > r ? x0 : (r < x1 ? r : x1);
+  const int in1 = x1 < width - r ? x1 : (width - r > in0 ? width - r : in0);
+  for (int x = x0; x < in0; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
+  int x = in0;
+  const auto half = hn::Set(du, 1u << (kernels::kBlurMidShift - 1));
+  auto at = [&](int x) { return hn::PromoteTo(du, hn::LoadU(dt, row + x)); };
+  if (symmetric(taps)) {  // w[k] (p[x-r+k] + p[x+r-k]): fewer products, the same exact sum
+    for (; x + n <= in1; x += n) {
+      auto acc = hn::Add(half, hn::Mul(hn::Set(du, w[r]), at(x)));
+      for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(at(x + k - r), at(x + r - k))));
+      hn::StoreU(hn::ShiftRight<kernels::kBlurMidShift>(acc), du, m + x);
+    }
+  }
+  for (; x + n <= in1; x += n) {
+    auto acc = half;
+    for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), at(x + k - r)));
+    hn::StoreU(hn::ShiftRight<kernels::kBlurMidShift>(acc), du, m + x);
+  }
+  for (; x < x1; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
+}
+
+template <class T>
+void blur_tile_t(const T* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
+                 std::uint32_t* mid, T* out) {
+  const int tw = x1 - x0;
+  if (taps.size == 0) {
+    for (int y = 0; y < height; ++y) std::memcpy(out + static_cast<std::ptrdiff_t>(y) * tw, frame + y * stride + x0, sizeof(T) * tw);
+    return;
+  }
+  for (int y = 0; y < height; ++y) blur_row(frame + y * stride, width, x0, x1, taps, mid + static_cast<std::ptrdiff_t>(y) * tw - x0);
+  // The vertical pass: kernels::blur_v, a row of the tile at a time.
+  const DU du;
+  const DI di;
+  const hn::Rebind<T, DI> dt;
+  const int n = static_cast<int>(hn::Lanes(du)), r = taps.radius();
+  const std::uint32_t* w = taps.w.data();
+  const auto half = hn::Set(du, 1u << (kernels::kBlurFinalShift - 1));
+  const std::uint32_t* src[kernels::kMaxBlurSize];
+  const bool folded = symmetric(taps);
+  for (int y = 0; y < height; ++y) {
+    for (int k = 0; k < taps.size; ++k) src[k] = mid + static_cast<std::ptrdiff_t>(kernels::clamp_index(y + k - r, height)) * tw;
+    T* HWY_RESTRICT o = out + static_cast<std::ptrdiff_t>(y) * tw;
+    int c = 0;
+    for (; c + n <= tw; c += n) {
+      auto acc = half;
+      if (folded) {
+        acc = hn::Add(acc, hn::Mul(hn::Set(du, w[r]), hn::LoadU(du, src[r] + c)));
+        for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(hn::LoadU(du, src[k] + c), hn::LoadU(du, src[taps.size - 1 - k] + c))));
+      } else {
+        for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::LoadU(du, src[k] + c)));
+      }
+      // < 2^16 after the shift: the signed demotion cannot saturate.
+      hn::StoreU(hn::DemoteTo(dt, hn::BitCast(di, hn::ShiftRight<kernels::kBlurFinalShift>(acc))), dt, o + c);
+    }
+    for (; c < tw; ++c) {
+      auto column = [&](int yy) { return mid[static_cast<std::ptrdiff_t>(yy) * tw + c]; };
+      o[c] = static_cast<T>(kernels::blur_v(column, y, height, w, taps.size));
+    }
+  }
+}
+
+// bound = top - lowest passes `bound >= min_contrast and bound != 0` as
+// bound > candidate_floor (bound < 2^16): adaptive::is_candidate's bound, and
+// column_adaptive_scan's condition to evaluate the brightest row.
+std::int32_t candidate_floor(const kernels::ColumnParams& p) {
+  return p.min_contrast == 0 ? 0 : (p.min_contrast > 65536u ? 65535 : static_cast<std::int32_t>(p.min_contrast) - 1);
+}
+
+// adaptive::summarise and the adaptive::is_candidate bits of columns [c, c +
+// Lanes) in 32-bit signed lanes (pixels < 2^16, tv < 2^31).
+template <class T>
+void summarise_vector(const T* pixels, std::ptrdiff_t stride, int tw, int height, int c, std::int32_t floor, const TileSummary& out) {
+  const DI di;
+  const DU du;
+  const hn::Rebind<T, DI> dt;
+  auto row = [&](int y) { return hn::PromoteTo(di, hn::LoadU(dt, pixels + y * stride + c)); };
+  auto v = row(0);
+  auto lowest = v, top = v, brightest = hn::Zero(di), tv = hn::Zero(di), prev = v;
+  for (int y = 1; y < height; ++y) {
+    v = row(y);
+    tv = hn::Add(tv, hn::Abs(hn::Sub(v, prev)));
+    lowest = hn::Min(lowest, v);
+    const auto higher = hn::Gt(v, top);
+    top = hn::IfThenElse(higher, v, top);
+    brightest = hn::IfThenElse(higher, hn::Set(di, y), brightest);
+    prev = v;
+  }
+  hn::StoreU(hn::BitCast(du, lowest), du, out.lowest + c);
+  hn::StoreU(hn::BitCast(du, tv), du, out.tv + c);
+  hn::StoreU(brightest, di, out.brightest + c);
+  hn::StoreU(hn::BitCast(du, top), du, out.top + c);
+  // Candidates: v[y-1] < v[y] >= v[y+1], v - lowest > floor.
+  const auto bound_floor = hn::Add(lowest, hn::Set(di, floor));
+  auto above = hn::Zero(di);  // v[y-1]; row 0 has no row above
+  v = row(0);
+  auto bits = hn::Zero(du);
+  for (int y = 0; y < height; ++y) {
+    auto is = hn::Gt(v, bound_floor);
+    if (y > 0) is = hn::And(is, hn::Lt(above, v));
+    if (y + 1 < height) {
+      const auto below = row(y + 1);
+      is = hn::And(is, hn::Not(hn::Gt(below, v)));
+      above = v;
+      v = below;
+    }
+    bits = hn::Or(bits, hn::IfThenElseZero(hn::RebindMask(du, is), hn::Set(du, 1u << (y & 31))));
+    if ((y & 31) == 31 || y + 1 == height) {
+      hn::StoreU(bits, du, out.candidates + static_cast<std::ptrdiff_t>(y >> 5) * tw + c);
+      bits = hn::Zero(du);
+    }
+  }
+}
+
+template <class T>
+void summarise_tile_t(const T* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p, const TileSummary& out) {
+  const std::int32_t floor = candidate_floor(p);
+  const int n = static_cast<int>(hn::Lanes(DU()));
+  int c = 0;
+  for (; c + n <= tw; c += n) summarise_vector(pixels, stride, tw, height, c, floor, out);
+  for (; c < tw; ++c) {  // the columns left over: the scalar helpers themselves
+    auto column = [&](int y) -> std::uint32_t { return pixels[y * stride + c]; };
+    const kernels::adaptive::ColumnSummary s = kernels::adaptive::summarise(column, height);
+    out.lowest[c] = s.lowest;
+    out.tv[c] = static_cast<std::uint32_t>(s.tv);
+    out.brightest[c] = s.brightest;
+    out.top[c] = s.top;
+    for (int w = 0; w < candidate_words(height); ++w) out.candidates[static_cast<std::ptrdiff_t>(w) * tw + c] = 0;
+    for (int y = 0; y < height; ++y)
+      if (kernels::adaptive::is_candidate(column, height, y, s.lowest, p)) out.candidates[static_cast<std::ptrdiff_t>(y >> 5) * tw + c] |= 1u << (y & 31);
+  }
+}
+
+// Row walks across columns: each lane in `alive` visits rows `from` to `to`
+// (inclusive; dir -1: upwards, from >= to; +1: downwards, from <= to) in
+// that order, each once, until `step(y, yv, in)` (row y, lanes `in` visiting
+// it) returns it among the lanes that stop there.
+template <class Step>
+void walk(int dir, hn::Vec<DI> from, hn::Vec<DI> to, hn::Mask<DI> alive, const Step& step) {
+  const DI di;
+  alive = hn::And(alive, dir < 0 ? hn::Not(hn::Lt(from, to)) : hn::Not(hn::Gt(from, to)));
+  if (hn::AllFalse(di, alive)) return;
+  const auto low = hn::Set(di, INT32_MIN), high = hn::Set(di, INT32_MAX);
+  const int y0 = dir < 0 ? hn::GetLane(hn::MaxOfLanes(di, hn::IfThenElse(alive, from, low)))
+                         : hn::GetLane(hn::MinOfLanes(di, hn::IfThenElse(alive, from, high)));
+  const int y1 = dir < 0 ? hn::GetLane(hn::MinOfLanes(di, hn::IfThenElse(alive, to, high)))
+                         : hn::GetLane(hn::MaxOfLanes(di, hn::IfThenElse(alive, to, low)));
+  for (int y = y0; dir < 0 ? y >= y1 : y <= y1; y += dir) {
+    const auto yv = hn::Set(di, y);
+    const auto within = dir < 0 ? hn::And(hn::Not(hn::Gt(yv, from)), hn::Not(hn::Lt(yv, to))) : hn::And(hn::Not(hn::Lt(yv, from)), hn::Not(hn::Gt(yv, to)));
+    const auto in = hn::And(alive, within);
+    if (!hn::AllFalse(di, in)) alive = hn::AndNot(step(y, yv, in), alive);
+    if (hn::AllFalse(di, alive)) return;
+  }
+}
+
+constexpr int kMaxLanes = 64;  // 32-bit lanes of the widest vector Highway has
+struct Lanes {
+  HWY_ALIGN std::int32_t v[kMaxLanes];
+};
+
+// adaptive::evaluate of the brightest rows of columns [c, c + Lanes): the
+// walks (side minima, half-widths, anchors, the noise gate's sum) across
+// the columns; the rest per column, the scalar code's own pieces.
+template <class T>
+void evaluate_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t rs, int height, int c, const kernels::ColumnParams& p,
+                     const TileSummary& out) {
+  namespace ad = kernels::adaptive;
+  const DI di;
+  const DU du;
+  const hn::Rebind<T, DI> dt;
+  const int n = static_cast<int>(hn::Lanes(di));
+  auto row = [&](int y) { return hn::PromoteTo(di, hn::LoadU(dt, pix + y * ps + c)); };
+  const auto peak = hn::LoadU(di, out.brightest + c), value = hn::BitCast(di, hn::LoadU(du, out.top + c));
+  const auto zero = hn::Zero(di), one = hn::Set(di, 1), last = hn::Set(di, height - 1), radius = hn::Set(di, p.stripe_max_width);
+  const auto asked = hn::Gt(hn::Sub(value, hn::BitCast(di, hn::LoadU(du, out.lowest + c))), hn::Set(di, candidate_floor(p)));
+  const auto none = hn::Lt(zero, zero);
+  Lanes l_ok, l_half, l_rise, l_a, l_b, l_c, l_d;
+  // Side minima (adaptive::side_minimum).
+  auto min_lo = value, min_hi = value;
+  auto any_lo = none, any_hi = none;
+  auto side = [&](auto& minimum, auto& any) {
+    return [&](int y, hn::Vec<DI>, hn::Mask<DI> in) {
+      const auto v = row(y);
+      const auto stop = hn::And(in, hn::Gt(v, value)), go = hn::AndNot(stop, in);
+      any = hn::Or(any, go);
+      minimum = hn::IfThenElse(hn::And(go, hn::Lt(v, minimum)), v, minimum);
+      return stop;
+    };
+  };
+  walk(-1, hn::Sub(peak, one), hn::Max(hn::Sub(peak, radius), zero), asked, side(min_lo, any_lo));
+  walk(+1, hn::Add(peak, one), hn::Min(hn::Add(peak, radius), last), asked, side(min_hi, any_hi));
+  hn::Store(hn::VecFromMask(di, asked), di, l_ok.v);
+  hn::Store(hn::VecFromMask(di, any_lo), di, l_a.v);
+  hn::Store(hn::VecFromMask(di, any_hi), di, l_b.v);
+  hn::Store(min_lo, di, l_c.v);
+  hn::Store(min_hi, di, l_d.v);
+  for (int l = 0; l < n; ++l) {
+    ad::Stripe& s = out.stripes[c + l];
+    s = ad::Stripe{};
+    s.peak = out.brightest[c + l];
+    s.value = out.top[c + l];
+    std::uint32_t base = 0;
+    const bool ok = l_ok.v[l] && ad::prominence_gate(s, l_a.v[l] != 0, l_b.v[l] != 0, static_cast<std::uint32_t>(l_c.v[l]),
+                                                     static_cast<std::uint32_t>(l_d.v[l]), p, base);
+    l_ok.v[l] = ok ? -1 : 0;
+    l_half.v[l] = ok ? static_cast<std::int32_t>(ad::half_level(base, s.prominence)) : 0;
+    l_rise.v[l] = ok ? static_cast<std::int32_t>(ad::valley_rise(s.prominence)) : 0;
+  }
+  const auto ok = hn::Ne(hn::Load(di, l_ok.v), zero);
+  if (hn::AllFalse(di, ok)) return;
+  // Half-widths.
+  const auto half = hn::Load(di, l_half.v), rise = hn::Load(di, l_rise.v);
+  auto lo = peak, hi = peak;
+  auto width = [&](auto& edge) {
+    return [&](int y, hn::Vec<DI> yv, hn::Mask<DI> in) {
+      const auto stop = hn::And(in, hn::Lt(row(y), half));
+      edge = hn::IfThenElse(hn::AndNot(stop, in), yv, edge);
+      return stop;
+    };
+  };
+  walk(-1, hn::Sub(peak, one), hn::Max(hn::Sub(peak, radius), zero), ok, width(lo));
+  walk(+1, hn::Add(peak, one), hn::Min(hn::Add(peak, radius), last), ok, width(hi));
+  hn::Store(hn::Sub(peak, lo), di, l_a.v);
+  hn::Store(hn::Sub(hi, peak), di, l_b.v);
+  for (int l = 0; l < n; ++l) l_a.v[l] = ad::anchor_distance(l_a.v[l] + 1), l_b.v[l] = ad::anchor_distance(l_b.v[l] + 1);
+  // Anchors (adaptive::anchor's walk; its end per column below).
+  struct AnchorWalk {
+    hn::Vec<DI> lowest, outer_lowest, lowest_at, outer_at, at;
+    hn::Mask<DI> valley;
+  };
+  auto anchor_walk = [&](int dir, hn::Vec<DI> distance) {
+    AnchorWalk a{value, value, peak, peak, peak, none};
+    const auto to = dir < 0 ? hn::Max(hn::Sub(peak, distance), zero) : hn::Min(hn::Add(peak, distance), last);
+    walk(dir, dir < 0 ? hn::Sub(peak, one) : hn::Add(peak, one), to, ok, [&](int y, hn::Vec<DI> yv, hn::Mask<DI> in) {
+      const auto v = row(y);
+      const auto k = dir < 0 ? hn::Sub(peak, yv) : hn::Sub(yv, peak);
+      const auto lower = hn::And(in, hn::Lt(v, a.lowest));
+      a.lowest = hn::IfThenElse(lower, v, a.lowest);
+      a.lowest_at = hn::IfThenElse(lower, yv, a.lowest_at);
+      const auto outer =
+          hn::And(in, hn::And(hn::Not(hn::Lt(hn::Add(k, k), distance)), hn::Or(hn::Lt(v, a.outer_lowest), hn::Eq(a.outer_at, peak))));
+      a.outer_lowest = hn::IfThenElse(outer, v, a.outer_lowest);
+      a.outer_at = hn::IfThenElse(outer, yv, a.outer_at);
+      const auto since = dir < 0 ? hn::Sub(a.lowest_at, yv) : hn::Sub(yv, a.lowest_at);
+      const auto valley = hn::And(in, hn::And(hn::Gt(v, hn::Add(a.lowest, rise)), hn::Not(hn::Gt(since, hn::Set(di, 3)))));
+      a.valley = hn::Or(a.valley, valley);
+      a.at = hn::IfThenElse(hn::AndNot(valley, in), yv, a.at);
+      return valley;
+    });
+    return a;
+  };
+  Lanes l_valley_lo, l_valley_hi;
+  for (int dir : {-1, +1}) {
+    const AnchorWalk a = anchor_walk(dir, hn::Load(di, dir < 0 ? l_a.v : l_b.v));
+    Lanes l_lowest_at, l_outer_at, l_at, l_valley;
+    hn::Store(a.lowest_at, di, l_lowest_at.v);
+    hn::Store(a.outer_at, di, l_outer_at.v);
+    hn::Store(a.at, di, l_at.v);
+    hn::Store(hn::VecFromMask(di, a.valley), di, l_valley.v);
+    for (int l = 0; l < n; ++l) {
+      if (!l_ok.v[l]) continue;
+      ad::Stripe& s = out.stripes[c + l];
+      auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
+      const bool valley = ad::anchor_end(column, height, s.peak, dir, static_cast<std::uint32_t>(l_rise.v[l]), l_valley.v[l] != 0, l_lowest_at.v[l],
+                                         l_outer_at.v[l], l_at.v[l], dir < 0 ? s.anchor_lo : s.anchor_hi, dir < 0 ? s.bg_lo : s.bg_hi);
+      (dir < 0 ? l_valley_lo : l_valley_hi).v[l] = valley;
+      (dir < 0 ? l_c : l_d).v[l] = dir < 0 ? s.anchor_lo : s.anchor_hi;
+    }
+  }
+  // The noise gate's sum |v[y+1] - v[y]| over [anchor_lo, anchor_hi).
+  Lanes l_inside;
+  if (p.noise_q4 > 0) {
+    auto inside = zero;
+    walk(+1, hn::Load(di, l_c.v), hn::Sub(hn::Load(di, l_d.v), one), ok, [&](int y, hn::Vec<DI>, hn::Mask<DI> in) {
+      inside = hn::Add(inside, hn::IfThenElseZero(in, hn::Abs(hn::Sub(row(y + 1), row(y)))));
+      return none;
+    });
+    hn::Store(inside, di, l_inside.v);
+  }
+  for (int l = 0; l < n; ++l) {
+    if (!l_ok.v[l]) continue;
+    auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
+    auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
+    auto inside = [&]() { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(l_inside.v[l])); };
+    ad::line_and_gates(column, raw_column, height, out.stripes[c + l], l_valley_lo.v[l] != 0, l_valley_hi.v[l] != 0, p, out.tv[c + l], inside);
+  }
+}
+
+template <class T>
+void evaluate_brightest_t(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t rs, int tw, int height, const kernels::ColumnParams& p,
+                          const TileSummary& out) {
+  const int n = static_cast<int>(hn::Lanes(DI()));
+  int c = 0;
+  for (; c + n <= tw; c += n) evaluate_vector(pix, ps, raw, rs, height, c, p, out);
+  for (; c < tw; ++c) {  // the columns left over: adaptive::evaluate itself
+    auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c]; };
+    auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c]; };
+    out.stripes[c] = kernels::adaptive::evaluate(column, raw_column, height, out.brightest[c], p, out.tv[c]);
+  }
+}
+
+void EvaluateBrightest8(const std::uint8_t* pix, std::ptrdiff_t ps, const std::uint8_t* raw, std::ptrdiff_t rs, int tw, int height,
+                        const kernels::ColumnParams& p, const TileSummary& out) {
+  evaluate_brightest_t(pix, ps, raw, rs, tw, height, p, out);
+}
+void EvaluateBrightest16(const std::uint16_t* pix, std::ptrdiff_t ps, const std::uint16_t* raw, std::ptrdiff_t rs, int tw, int height,
+                         const kernels::ColumnParams& p, const TileSummary& out) {
+  evaluate_brightest_t(pix, ps, raw, rs, tw, height, p, out);
+}
+
+void BlurTile8(const std::uint8_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
+               std::uint32_t* mid, std::uint8_t* out) {
+  blur_tile_t(frame, width, height, stride, x0, x1, taps, mid, out);
+}
+void BlurTile16(const std::uint16_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
+                std::uint32_t* mid, std::uint16_t* out) {
+  blur_tile_t(frame, width, height, stride, x0, x1, taps, mid, out);
+}
+void SummariseTile8(const std::uint8_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p, const TileSummary& out) {
+  summarise_tile_t(pixels, stride, tw, height, p, out);
+}
+void SummariseTile16(const std::uint16_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p,
+                     const TileSummary& out) {
+  summarise_tile_t(pixels, stride, tw, height, p, out);
+}
+std::int64_t Target() { return HWY_TARGET; }
+
+}  // namespace stripeline::cpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace stripeline::cpu::simd {
+
+HWY_EXPORT(BlurTile8);
+HWY_EXPORT(BlurTile16);
+HWY_EXPORT(SummariseTile8);
+HWY_EXPORT(SummariseTile16);
+HWY_EXPORT(EvaluateBrightest8);
+HWY_EXPORT(EvaluateBrightest16);
+HWY_EXPORT(Target);
+
+void blur_tile(const std::uint8_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
+               std::uint32_t* mid, std::uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(BlurTile8)(frame, width, height, stride, x0, x1, taps, mid, out);
+}
+void blur_tile(const std::uint16_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
+               std::uint32_t* mid, std::uint16_t* out) {
+  HWY_DYNAMIC_DISPATCH(BlurTile16)(frame, width, height, stride, x0, x1, taps, mid, out);
+}
+void summarise_tile(const std::uint8_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p,
+                    const TileSummary& out) {
+  HWY_DYNAMIC_DISPATCH(SummariseTile8)(pixels, stride, tw, height, p, out);
+}
+void summarise_tile(const std::uint16_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p,
+                    const TileSummary& out) {
+  HWY_DYNAMIC_DISPATCH(SummariseTile16)(pixels, stride, tw, height, p, out);
+}
+
+void evaluate_brightest(const std::uint8_t* pixels, std::ptrdiff_t stride, const std::uint8_t* raw, std::ptrdiff_t raw_stride, int tw, int height,
+                        const kernels::ColumnParams& p, const TileSummary& out) {
+  HWY_DYNAMIC_DISPATCH(EvaluateBrightest8)(pixels, stride, raw, raw_stride, tw, height, p, out);
+}
+void evaluate_brightest(const std::uint16_t* pixels, std::ptrdiff_t stride, const std::uint16_t* raw, std::ptrdiff_t raw_stride, int tw,
+                        int height, const kernels::ColumnParams& p, const TileSummary& out) {
+  HWY_DYNAMIC_DISPATCH(EvaluateBrightest16)(pixels, stride, raw, raw_stride, tw, height, p, out);
+}
+
+std::string target_name(std::int64_t target) { return hwy::TargetName(target); }
+std::string target_name() { return target_name(HWY_DYNAMIC_DISPATCH(Target)()); }
+std::vector<std::int64_t> available_targets() { return hwy::SupportedAndGeneratedTargets(); }
+void force_target(std::int64_t target) { hwy::SetSupportedTargetsForTest(target); }
+
+}  // namespace stripeline::cpu::simd
+#endif
