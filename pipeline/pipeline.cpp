@@ -278,6 +278,9 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
     free_lanes.push(processors.back().get());
   }
   spdlog::info("pipeline: {} backend, {} ({})", to_string(stats.backend), geometry.describe(), stats.pinned ? "pinned" : "pageable");
+  spdlog::debug("pipeline: memory plan: frames per batch {} ({}), slots {} of {} asked, host {} of {} bytes, device {} of {} bytes", geometry.frames,
+                geometry.frames_from_budget ? "cut by the budget" : "the target", geometry.slots, geometry.requested_slots, geometry.host_bytes,
+                geometry.host_budget, geometry.device_bytes, geometry.device_budget);
   if (geometry.slots < geometry.requested_slots)
     spdlog::warn("pipeline: the memory budget keeps {} of {} slots per column: points beyond them are counted as overflow, not written",
                  geometry.slots, geometry.requested_slots);

@@ -1,6 +1,7 @@
 #include "stages/chain.h"
 
 #include "kernels/line_model_lanes.h"
+#include "stages/cpu/cpu_kernels.h"
 
 #include <tbb/task_arena.h>
 
@@ -240,15 +241,9 @@ LaneMemory lane_memory(Backend backend, const BatchLayout& l, const ChainConfig&
     return m;
   }
   // stages/cpu/cpu_stages.cpp: the candidates, and each worker thread's
-  // Scratch (tiles of 256 columns: blur rows, accumulators, the tile, the
-  // neighbour marks and line-model back-pointers of one frame).
-  constexpr std::size_t kTile = 256;
-  const std::size_t fh = static_cast<std::size_t>(l.frame_height);
-  std::size_t per_thread = fh * kTile * 4 + kTile * 4 + fh * kTile * 2 + static_cast<std::size_t>(l.width);
-  if (k > 0) {
-    per_thread += kernels::line_model_scratch_bytes(k, l.width, 1);
-    m.host += ProfileLayout::make(l.width, l.frames, k).bytes;
-  }
+  // scratch (as that file sizes it).
+  const std::size_t per_thread = cpu::thread_scratch_bytes(l, k);
+  if (k > 0) m.host += ProfileLayout::make(l.width, l.frames, k).bytes;
   m.host += per_thread * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
   return m;
 }

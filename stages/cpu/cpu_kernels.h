@@ -4,15 +4,22 @@
 // unit the CPU backend parallelises over, small enough to stay in cache.
 // The scalar loops here are the oracle of the SIMD ones the backend runs
 // (stages/cpu/simd_chain.h: blur, the adaptive method's column pass).
+#include <cstddef>
 #include <cstdint>
 
 #include "core/fixed_point.h"
 #include "core/profile.h"
+#include "core/types.h"
 #include "kernels/column_extract.h"
 #include "kernels/gaussian.h"
 #include "stages/cpu/simd_chain.h"
 
 namespace stripeline::cpu {
+
+// Bytes of one worker thread's scratch of the CPU backend for this layout
+// (with the line model's back-pointers when line_candidates > 0): what the
+// memory budget counts per thread (stages/chain.cpp, lane_memory).
+std::size_t thread_scratch_bytes(const BatchLayout& l, int line_candidates);
 
 // Blur columns [x0, x1) of one frame (width x height, row stride `stride`)
 // into `out` (height rows of x1-x0 pixels). `mid` is scratch of

@@ -65,7 +65,7 @@ class TileGrid {
   std::size_t tiles_;
 };
 
-tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l, int line_candidates = 0) {
+Scratch scratch_exemplar(const BatchLayout& l, int line_candidates) {
   Scratch exemplar;
   exemplar.mid.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
   exemplar.tile.resize(static_cast<std::size_t>(l.frame_height) * kTileWidth);
@@ -75,7 +75,16 @@ tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l, int 
   exemplar.stripes.resize(kTileWidth);
   exemplar.candidates.resize(static_cast<std::size_t>(simd::candidate_words(l.frame_height)) * kTileWidth);
   if (line_candidates > 0) exemplar.back.resize(kernels::line_model_scratch_bytes(line_candidates, l.width, 1));
-  return tbb::enumerable_thread_specific<Scratch>(exemplar);
+  return exemplar;
+}
+
+template <class V>
+std::size_t bytes_of(const V& v) {
+  return v.size() * sizeof(typename V::value_type);
+}
+
+tbb::enumerable_thread_specific<Scratch> make_scratch(const BatchLayout& l, int line_candidates = 0) {
+  return tbb::enumerable_thread_specific<Scratch>(scratch_exemplar(l, line_candidates));
 }
 
 class CpuBlur final : public PixelStage {
@@ -249,6 +258,12 @@ class CpuProcessor final : public BatchProcessor {
 };
 
 }  // namespace
+
+std::size_t thread_scratch_bytes(const BatchLayout& l, int line_candidates) {
+  const Scratch s = scratch_exemplar(l, line_candidates);
+  return bytes_of(s.mid) + bytes_of(s.isolated) + bytes_of(s.back) + bytes_of(s.tile) + bytes_of(s.lowest) + bytes_of(s.tv) + bytes_of(s.top) +
+         bytes_of(s.candidates) + bytes_of(s.brightest) + bytes_of(s.stripes);
+}
 
 const BackendFactory& factory() {
   static const BackendFactory f{
