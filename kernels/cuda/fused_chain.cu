@@ -230,11 +230,12 @@ __device__ __forceinline__ HPass make_hpass(const T* s_in, int c, const BlurTaps
     return HPass(s_in, c, taps);
 }
 
-// __launch_bounds__(64) alone: ptxas then keeps sm_90 at 40-48 registers
-// (24 blocks = 48 warps per SM); asking for more blocks spills, allowing
-// fewer measured no faster on an H100.
+// At least 16 blocks (1,024 threads) per SM: at most 64 registers. Without
+// the minimum, the adaptive code split for the CPU's SIMD path
+// (kernels/adaptive_extract.h) took 72 registers on sm_90 and the kernel
+// 11 % longer on an H100 (occupancy 45 -> 39 %).
 template <class T, int SIZE, bool ACROSS>
-__global__ void __launch_bounds__(kStrip)
+__global__ void __launch_bounds__(kStrip, 16)
     fused_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out) {
   using G = Geometry<T>;
   constexpr int R = SIZE / 2;
