@@ -24,6 +24,7 @@ SKIPS = [  # (pattern on the command, reason)
     (r"--backend\s+cuda", "needs a GPU"),
     (r"\bdaemon\b", "a service that runs until stopped: tests/test_daemon.cpp and Install.UnitServesCurveClient run it"),
     (r"\bsubscribe\b|--publish", "needs a partner publisher/subscriber: tests/test_streaming.cpp and python/tests run the pair"),
+    (r"\bproxy\b", "a service that runs until stopped, between a publisher and its consumers: tests/test_streaming.cpp Proxy.* and ProxyCli.* run it"),
     (r"\bbench\b", "minutes of benchmarking on this machine (bench/README.md; scripts/gpu-check.sh runs it on a GPU host)"),
 ]
 
