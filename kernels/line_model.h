@@ -135,6 +135,13 @@ STRIPELINE_HD int slots_filled(const LineModelView& v, const LineModelParams& p,
   return c < p.candidates ? c : p.candidates;
 }
 
+// Column x's candidates into c; returns their number.
+STRIPELINE_HD int load_candidates(const LineModelView& v, const LineModelParams& p, int f, int x, Candidate* c) {
+  const int n = slots_filled(v, p, f, x);
+  for (int s = 0; s < n; ++s) c[s] = candidate(v, p, f, s, x);
+  return n;
+}
+
 // Column x of frame f's output: candidate state s (1..K) of the input, or empty (s = 0).
 STRIPELINE_HD void write_column(const LineModelView& v, const LineModelParams& p, int f, int x, int s) {
   const std::size_t o = static_cast<std::size_t>(f) * v.width + x;
@@ -221,8 +228,7 @@ STRIPELINE_HD int solve_frame(const LineModelView& v, const LineModelParams& p, 
   score[1][0] = 0;  // before column 0: "no line", nothing else
   for (int x = 0; x < v.width; ++x) {
     const int cur = x & 1, prev = cur ^ 1;
-    n[cur] = slots_filled(v, p, f, x);
-    for (int s = 0; s < n[cur]; ++s) cand[cur][s] = candidate(v, p, f, s, x);
+    n[cur] = load_candidates(v, p, f, x, cand[cur]);
     if (pass == 0) excluded_at(v, p, f, x) = 0;
     advance_column(cand[prev], n[prev], score[prev], cand[cur], n[cur], excluded_at(v, p, f, x), p, score[cur], &back_at(v, p, f, x, 0), v.back_stride);
   }

@@ -113,13 +113,6 @@ STRIPELINE_HD int lanes_used(int width, int lanes) {
   return (width + per - 1) / per;
 }
 
-// Column x's candidates into c; returns their number.
-STRIPELINE_HD int load_candidates(const LineModelView& v, const LineModelParams& p, int f, int x, Candidate* c) {
-  const int n = slots_filled(v, p, f, x);
-  for (int s = 0; s < n; ++s) c[s] = candidate(v, p, f, s, x);
-  return n;
-}
-
 STRIPELINE_HD std::int64_t* transfer_row(const LineModelLaneScratch& s, int lane, int a) {
   return s.transfer + (static_cast<std::size_t>(lane) * kLineStates + a) * kLineStates;
 }

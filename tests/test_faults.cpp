@@ -27,6 +27,7 @@
 #include "io/atomic_file.h"
 #include "io/image_reader.h"
 #include "io/ply_writer.h"
+#include "crafted_png.h"
 #include "test_helpers.h"
 
 using namespace stripeline;
@@ -453,35 +454,15 @@ TEST(OutputChecks, BadNamesAreRefusedBeforeTheRunWithOneLine) {
 
 namespace {
 
-std::uint32_t be32(std::uint32_t v) { return __builtin_bswap32(v); }
-
-void png_chunk(std::string& out, const char* type, const std::string& data) {
-  const std::uint32_t len = be32(static_cast<std::uint32_t>(data.size()));
-  out.append(reinterpret_cast<const char*>(&len), 4);
-  std::string body = std::string(type, 4) + data;
-  out += body;
-  const std::uint32_t crc = be32(static_cast<std::uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
-  out.append(reinterpret_cast<const char*>(&crc), 4);
-}
-
 // A valid-looking 16-bit grey PNG header claiming width x height, with a few
 // bytes of compressed data.
 std::string crafted_png(std::uint32_t width, std::uint32_t height) {
-  std::string out = "\x89PNG\r\n\x1a\n";
-  std::string ihdr;
-  const std::uint32_t w = be32(width), h = be32(height);
-  ihdr.append(reinterpret_cast<const char*>(&w), 4);
-  ihdr.append(reinterpret_cast<const char*>(&h), 4);
-  ihdr += std::string("\x10\x00\x00\x00\x00", 5);  // 16-bit, grey, deflate, filter 0, no interlace
-  png_chunk(out, "IHDR", ihdr);
   std::string zeros(4096, '\0');
   uLongf n = compressBound(static_cast<uLong>(zeros.size()));
   std::string z(n, '\0');
   ::compress(reinterpret_cast<Bytef*>(z.data()), &n, reinterpret_cast<const Bytef*>(zeros.data()), static_cast<uLong>(zeros.size()));
   z.resize(n);
-  png_chunk(out, "IDAT", z);
-  png_chunk(out, "IEND", "");
-  return out;
+  return test::grey16_png(width, height, z);
 }
 
 // A TIFF (libtiff) whose one strip claims width x height 16-bit pixels, with a few bytes in it.

@@ -22,6 +22,7 @@
 #include "stages/heightmap_filters.h"
 #include "pipeline/memory_budget.h"
 #include "pipeline/pipeline.h"
+#include "crafted_png.h"
 #include "test_helpers.h"
 
 #if STRIPELINE_HAVE_CUDA
@@ -330,17 +331,6 @@ TEST(MemoryBudget, HeightMapFiltersBeyondTheBudgetAreRefusedBeforeAnyFrame) {
 // claims 65,536 x 128 16-bit pixels (Deflate expands that far), replayed
 // with 16-row frames, every method, PLY and height map: under 1 GiB.
 
-std::uint32_t be32(std::uint32_t v) { return __builtin_bswap32(v); }
-
-void png_chunk(std::string& out, const char* type, const std::string& data) {
-  const std::uint32_t len = be32(static_cast<std::uint32_t>(data.size()));
-  out.append(reinterpret_cast<const char*>(&len), 4);
-  const std::string body = std::string(type, 4) + data;
-  out += body;
-  const std::uint32_t crc = be32(static_cast<std::uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
-  out.append(reinterpret_cast<const char*>(&crc), 4);
-}
-
 // 16-bit grey, width x height, all zero but a bright row every 16 (a stripe
 // per frame); `corrupt`: bytes of the zlib stream near its end garbled (the
 // chunk's CRC matches them: the data is what is corrupt).
@@ -357,16 +347,7 @@ std::string bomb_png(std::uint32_t width, std::uint32_t height, bool corrupt) {
   z.resize(n);
   if (corrupt)
     for (std::size_t i = n * 9 / 10; i < n * 9 / 10 + 64 && i < n; ++i) z[i] = static_cast<char>(z[i] ^ 0x5a);
-  std::string out = "\x89PNG\r\n\x1a\n";
-  std::string ihdr;
-  const std::uint32_t w = be32(width), h = be32(height);
-  ihdr.append(reinterpret_cast<const char*>(&w), 4);
-  ihdr.append(reinterpret_cast<const char*>(&h), 4);
-  ihdr += std::string("\x10\x00\x00\x00\x00", 5);  // 16-bit, grey, deflate, filter 0, no interlace
-  png_chunk(out, "IHDR", ihdr);
-  png_chunk(out, "IDAT", z);
-  png_chunk(out, "IEND", "");
-  return out;
+  return test::grey16_png(width, height, z);
 }
 
 struct Measured {

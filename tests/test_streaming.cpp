@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -114,6 +115,16 @@ class Subscriber {
   std::chrono::microseconds delay_;
   std::thread thread_;
 };
+
+// The set-up of a CURVE client socket: the server's public key, this client's keys (Z85).
+std::function<void(zmq::socket_t&)> curve_client(const std::string& server_public, const std::string& client_public,
+                                                 const std::string& client_secret) {
+  return [=](zmq::socket_t& s) {
+    s.set(zmq::sockopt::curve_serverkey, server_public);
+    s.set(zmq::sockopt::curve_publickey, client_public);
+    s.set(zmq::sockopt::curve_secretkey, client_secret);
+  };
+}
 
 std::uint64_t rows_received(const std::vector<wire::Decoded>& msgs) {
   std::uint64_t n = 0;
@@ -406,15 +417,8 @@ TEST(Streaming, CurveAllowsListedClientsAndAnUnknownClientReceivesNothing) {
   cfg.curve.server_secret_key = dir / "server.secret";
   cfg.curve.client_keys = {dir / "allowed.pub"};
   Publisher pub(cfg);
-  auto client = [&](const std::string& pub_key, const std::string& sec_key) {
-    return [=](zmq::socket_t& s) {
-      s.set(zmq::sockopt::curve_serverkey, server_pub);
-      s.set(zmq::sockopt::curve_publickey, pub_key);
-      s.set(zmq::sockopt::curve_secretkey, sec_key);
-    };
-  };
-  Subscriber allowed(pub.endpoint(), 0us, 1000, client(ok_pub, ok_sec));
-  Subscriber unknown(pub.endpoint(), 0us, 1000, client(bad_pub, bad_sec));
+  Subscriber allowed(pub.endpoint(), 0us, 1000, curve_client(server_pub, ok_pub, ok_sec));
+  Subscriber unknown(pub.endpoint(), 0us, 1000, curve_client(server_pub, bad_pub, bad_sec));
   Subscriber plain(pub.endpoint());  // no CURVE at all
   ASSERT_TRUE(pub.wait_for_subscribers(1, 10s));
   allowed.start(60s);
@@ -781,15 +785,8 @@ TEST(Proxy, CurveOnBothHopsLetsOnlyTheListedConsumersRead) {
   pc.backend_curve.server_secret_key = dir / "proxy-down.secret";
   pc.backend_curve.client_keys = {dir / "consumer.pub"};
   StreamProxy proxy(pc);
-  auto client = [&](const std::string& pk, const std::string& sk) {
-    return [=](zmq::socket_t& s) {
-      s.set(zmq::sockopt::curve_serverkey, proxy_public);
-      s.set(zmq::sockopt::curve_publickey, pk);
-      s.set(zmq::sockopt::curve_secretkey, sk);
-    };
-  };
-  Subscriber allowed(proxy.backend_endpoint(), 0us, 1000, client(ok_pub, ok_sec));
-  Subscriber stranger(proxy.backend_endpoint(), 0us, 1000, client(bad_pub, bad_sec));
+  Subscriber allowed(proxy.backend_endpoint(), 0us, 1000, curve_client(proxy_public, ok_pub, ok_sec));
+  Subscriber stranger(proxy.backend_endpoint(), 0us, 1000, curve_client(proxy_public, bad_pub, bad_sec));
   Subscriber plain(proxy.backend_endpoint());
   ASSERT_TRUE(pub.wait_for_subscribers(1, 10s)) << "the proxy never subscribed through CURVE";
   allowed.start(60s);
