@@ -489,7 +489,7 @@ const Setting kProcessingSettings[] = {
      "Remove detections that none of this many columns on each side continues", kChain, FIELD(c.pipeline.chain.neighbour_check.columns)},
     {k::neighbour_step, "--neighbour-step", "0 < step <= 64", "Neighbour check: rows per column a continuing detection may move", kChain,
      FIELD(c.pipeline.chain.neighbour_check.step)},
-    {k::line_model, "--line-model", "needs method adaptive, selection strongest", "Choose the laser line as a path across the columns (docs/extraction.md)",
+    {k::line_model, "--line-model", "runs with method adaptive, selection strongest", "Choose the laser line as a path across the columns (--line-model=false: each column alone; docs/extraction.md)",
      kChain, FIELD(c.pipeline.chain.line_model.enabled)},
     {k::line_candidates, "--line-candidates", "2..8", "Line model: stripes kept per column for the choice", kChain, FIELD(c.pipeline.chain.line_model.candidates)},
     {k::line_step, "--line-step", "0..64", "Line model: rows per column the line moves at no cost", kChain, FIELD(c.pipeline.chain.line_model.step)},

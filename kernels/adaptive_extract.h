@@ -557,6 +557,9 @@ STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int he
       continue;
     if (p.selection == SpotSelection::Top && chosen.valid) break;
     if (y <= covered_until) continue;
+    // The prominence gate cannot pass (prominence <= v - lowest): an invalid
+    // stripe changes nothing, so it need not be evaluated.
+    if (bound == 0 || 2 * bound < p.min_contrast) continue;
     const Stripe s = adaptive::evaluate(col, raw, height, y, p, tv);
     if (!s.valid) continue;
     switch (p.selection) {

@@ -44,6 +44,7 @@ struct LineModelLaneScratch {
   std::uint16_t* run_in = nullptr;    // [lane + 1]: segment columns up to the chunk's last column (run_in[l]: before chunk l)
   std::uint16_t* run_out = nullptr;   // [lane + 1]: segment columns from the chunk's first column on
   std::uint8_t* dropped = nullptr;    // [lane]: a segment was dropped in the chunk
+  int states = kLineStates;            // K + 1: the stride of a transfer matrix's rows
 };
 
 // The scratch of one frame laid out in two regions: `fixed` (8-byte
@@ -63,7 +64,9 @@ STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lan
     return p;
   };
   LineModelLaneScratch& s = out.scratch;
-  s.transfer = reinterpret_cast<std::int64_t*>(take(fixed, 8 * l * kLineStates * kLineStates));
+  s.states = candidates + 1;
+  const auto states = static_cast<std::size_t>(s.states);
+  s.transfer = reinterpret_cast<std::int64_t*>(take(fixed, 8 * l * states * states));
   s.entering = reinterpret_cast<std::int64_t*>(take(fixed, 8 * (l + 1) * kLineStates));
   s.tail = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
   s.head = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
@@ -88,6 +91,7 @@ STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lan
 // needs for `frames` frames (their column arrays, used where shared memory
 // is too small; the memory budget counts it: stages/chain.cpp).
 inline constexpr int kLineKernelLanes = 32;
+inline constexpr int kLineBlockLanes = 256;  // the block kernel's lanes (column arrays: the same bytes)
 inline std::size_t line_model_device_scratch_bytes(int candidates, int width, int frames) {
   return line_lane_layout(candidates, width, kLineKernelLanes, nullptr, nullptr).column_bytes * static_cast<std::size_t>(frames);
 }
@@ -114,7 +118,7 @@ STRIPELINE_HD int lanes_used(int width, int lanes) {
 }
 
 STRIPELINE_HD std::int64_t* transfer_row(const LineModelLaneScratch& s, int lane, int a) {
-  return s.transfer + (static_cast<std::size_t>(lane) * kLineStates + a) * kLineStates;
+  return s.transfer + (static_cast<std::size_t>(lane) * s.states + a) * s.states;
 }
 
 // Phase 1 (per lane): the chunk's transfer matrix; pass 0 clears its masks.
@@ -144,19 +148,23 @@ STRIPELINE_HD void lane_transfer(const LineModelView& v, const LineModelParams& 
 }
 
 // Phase 2 (per state b, one chunk after the other): the scores entering each
-// chunk, from the previous chunk's and its transfer matrix. Scores of states
-// no path reaches stay at kNone (clamped, so sums of them cannot overflow).
-STRIPELINE_HD void lanes_entering(int b, int l, const LineModelLaneScratch& s) {
+// chunk, from the previous chunk's (`in`: the scores at the column before
+// chunk l) and its transfer matrix. Scores of states no path reaches stay at
+// kNone (clamped, so sums of them cannot overflow).
+STRIPELINE_HD void lanes_entering(int b, int l, const LineModelLaneScratch& s, const std::int64_t* in) {
   const int in_n = l == 0 ? 0 : s.n_last[l - 1];
   if (b > s.n_last[l]) return;
   std::int64_t best = kNone;
   for (int a = 0; a <= in_n; ++a) {
-    const std::int64_t in = l == 0 ? 0 : s.entering[static_cast<std::size_t>(l) * kLineStates + a];
+    const std::int64_t from = l == 0 ? 0 : in[a];
     const std::int64_t through = transfer_row(s, l, a)[b];
-    const std::int64_t score = in <= kNone || through <= kNone ? kNone : in + through;
+    const std::int64_t score = from <= kNone || through <= kNone ? kNone : from + through;
     if (score > best) best = score;
   }
   s.entering[static_cast<std::size_t>(l + 1) * kLineStates + b] = best;
+}
+STRIPELINE_HD void lanes_entering(int b, int l, const LineModelLaneScratch& s) {
+  lanes_entering(b, l, s, s.entering + static_cast<std::size_t>(l) * kLineStates);
 }
 
 // Phase 3 (per lane): the chunk walked again from its exact entering scores

@@ -102,7 +102,7 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 ChainConfig with_output_slots(ChainConfig chain, int slots) {
-  if (chain.line_model.enabled) return chain;  // one output slot; the candidates are not cut
+  if (line_model_runs(chain)) return chain;  // one output slot; the candidates are not cut
   if (chain.column.method == ColumnMethod::All) chain.max_points = slots;
   else if ((chain.column.method == ColumnMethod::LocalMax || chain.column.method == ColumnMethod::Adaptive) &&
            chain.column.selection == SpotSelection::All)
@@ -219,7 +219,7 @@ BatchGeometry plan_batch_geometry(const GeometryRequest& r) {
     } else {
       // Not one frame with every slot: a multi-peak method keeps the slots that fit.
       g.frames = step;
-      const bool multi = g.slots > 1 && !r.chain.line_model.enabled;
+      const bool multi = g.slots > 1 && !line_model_runs(r.chain);
       const int slots = multi ? Planner::largest(1, g.slots - 1, [&](int s) { return p.fits(step, s); }) : 0;
       if (slots < 1) {
         const int least = multi ? 1 : g.slots;

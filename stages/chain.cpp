@@ -71,8 +71,12 @@ kernels::GaussianTaps chain_blur_taps(const ChainConfig& c) {
   return taps;
 }
 
+bool line_model_runs(const ChainConfig& c) {
+  return c.line_model.enabled && c.column.method == ColumnMethod::Adaptive && c.column.selection == SpotSelection::Strongest;
+}
+
 int output_slots(const ChainConfig& c, int frame_height) {
-  if (c.line_model.enabled) return 1;  // the chosen candidate (validate_line_model refuses it with selection all)
+  if (line_model_runs(c)) return 1;  // the chosen candidate
   switch (c.column.method) {
     case ColumnMethod::LocalMax:
     case ColumnMethod::Adaptive: return c.column.selection == SpotSelection::All ? c.max_peaks : 1;
@@ -181,12 +185,7 @@ kernels::LineModelParams validate_line_model(const ChainConfig& c, const kernels
   if (m.min_length < 1 || m.min_length > kMaxFrameHeight) bad(k::line_min_length, m.min_length, "1..4096 columns");
   if (m.line_width < 1 || m.line_width > 256) bad(k::line_width, m.line_width, "1..256 pixels");
   kernels::LineModelParams l;
-  if (!m.enabled) return l;  // candidates 0: off
-  if (p.method != ColumnMethod::Adaptive)
-    throw ConfigError(std::string(k::line_model) + " = true needs " + k::method + " = adaptive (the method is " + to_string(p.method) + ")");
-  if (c.column.selection != SpotSelection::Strongest)
-    throw ConfigError(std::string(k::line_model) + " = true needs " + k::selection + " = strongest (the line model makes the choice; it is " +
-                      to_string(c.column.selection) + ")");
+  if (!line_model_runs(c)) return l;  // candidates 0: off (or another method or selection)
   int bits = 8;
   while (bits < 16 && (p.saturation >> bits) != 0) ++bits;  // saturation = 2^bits - 1
   l.candidates = m.candidates;

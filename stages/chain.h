@@ -46,12 +46,14 @@ struct NeighbourCheckConfig {
 
 // After extraction, before the neighbour check: the laser line chosen per
 // frame as a path across the columns (kernels/line_model.h,
-// docs/extraction.md "Line model"). Needs method adaptive with selection
-// strongest: extraction then keeps `candidates` stripes per column and the
-// step writes the chosen one as the column's single detection (one slot).
+// docs/extraction.md "Line model"). On by default; it runs with method
+// adaptive and selection strongest (the default chain): extraction then
+// keeps `candidates` stripes per column and the step writes the chosen one
+// as the column's single detection (one slot). Other methods and selections
+// report per column as they always have (line_model_runs() is false).
 // Costs in 8-bit levels of contrast (x 2^(pixel_bits - 8) for deeper pixels).
 struct LineModelConfig {
-  bool enabled = false;
+  bool enabled = true;
   int candidates = 8;          // stripes kept per column for the choice, 2..8
   double step = 2.0;           // rows per column the line may move freely (0..64)
   double jump_cost = 32.0;     // levels per row moved beyond the step (0..255)
@@ -111,6 +113,9 @@ kernels::ColumnParams extraction_params(const kernels::ColumnParams& params, con
 // The chain's blur: make_gaussian_taps(blur_size, blur_sigma) with
 // `across` = blur_across. ConfigError for a bad size or sigma.
 kernels::GaussianTaps chain_blur_taps(const ChainConfig& config);
+// Whether the line model runs: enabled, with method adaptive and selection
+// strongest (what it chooses among).
+bool line_model_runs(const ChainConfig& config);
 // Output slots per column for this config and frame height (1 with the line model).
 int output_slots(const ChainConfig& config, int frame_height);
 // Pixels below this are zeroed before extraction (the threshold stage); 0 =

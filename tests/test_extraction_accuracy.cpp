@@ -113,14 +113,18 @@ TEST(DefaultExtraction, HoldsOnRealPhotographsAgainstTheStegerReference) {
   // targets", with the picture). Bounded at today's figure.
   const std::map<std::string, double> extra_bound = {{"gravel_top_line_red.png", 9.5}};
   // print_board_red.png: a thin line over a printed black-and-white board;
-  // in 45 % of the columns the brightest stripe-shaped candidate is a printed
-  // edge of the white paper, not the line (a per-column choice cannot tell;
-  // the line model across columns of issue 21 is not built yet). Bounded at
-  // today's figures (median 2.14 px, > 3 px 45.1 %). wood_slice_red.png:
-  // 2.79 % of the reference's columns missed (not yet investigated).
-  const std::map<std::string, double> median_bound = {{"print_board_red.png", 2.2}};
-  const std::map<std::string, double> over_3px_bound = {{"print_board_red.png", 46.0}};
-  const std::map<std::string, double> missed_bound = {{"wood_slice_red.png", 3.0}};
+  // each column alone, in 45 % of the columns the brightest stripe-shaped
+  // candidate is a printed edge of the white paper. The line model (the
+  // default) brings it to 0.201 px and 8.05 % > 3 px (9.65 % as 16 bits); in
+  // 31 of its 69 columns > 3 px off the reference itself is > 3 px from the
+  // laser's two straight segments (docs/extraction.md, "Line model"):
+  // bounded at today's figure. wood_slice_red.png: 5.16 % (5.30 % as 16
+  // bits) of the reference's columns missed, most of them short segments
+  // between breaks that the model drops (line_min_length): bounded at today's.
+  // Missing columns are no issue-21 target; wrong and extra points are.
+  const std::map<std::string, double> median_bound = {};
+  const std::map<std::string, double> over_3px_bound = {{"print_board_red.png", 10.0}};
+  const std::map<std::string, double> missed_bound = {{"wood_slice_red.png", 5.5}, {"print_board_red.png", 3.5}, {"gravel_top_line_red.png", 2.5}};
   for (const std::string& name : real_image_names()) {
     const RealImage img = load_real_image(name);
     const auto ref = steger_reference(img);
@@ -148,8 +152,11 @@ TEST(NeighbourCheck, RemovesMostlyWrongPointsOnRealPhotographs) {
   for (const std::string& name : real_image_names()) {
     const RealImage img = load_real_image(name);
     const auto ref = steger_reference(img);
-    const auto before = extract_real(img, ChainConfig{});
-    const auto after = extract_real(img, neighbour_checked_chain());
+    // Each column alone (the line model off: it removes most of these points itself).
+    ChainConfig per_column, checked = neighbour_checked_chain();
+    per_column.line_model.enabled = checked.line_model.enabled = false;
+    const auto before = extract_real(img, per_column);
+    const auto after = extract_real(img, checked);
     for (std::size_t x = 0; x < before.size(); ++x) {
       if (std::isnan(before[x])) {
         EXPECT_TRUE(std::isnan(after[x])) << name << " column " << x << ": the check only removes";

@@ -1,7 +1,7 @@
 // The extraction evaluation table: every hard case of the synthetic scanner
 // (8, 12 and 16 bits) against its truth, and the real photographs against the
-// Steger reference, for the old default chain and the adaptive method with
-// each estimator. Run it alone to read the table:
+// Steger reference, for the old default chain, the adaptive method each
+// column alone, and with the line model (the default) and each estimator. Run it alone to read the table:
 //
 //   build/tests/unit_tests --gtest_filter='ExtractionEval.*'
 //
@@ -24,8 +24,11 @@ struct Named {
 };
 
 std::vector<Named> compared_chains() {
+  ChainConfig per_column = adaptive_chain(SubpixelEstimator::Centroid);
+  per_column.line_model.enabled = false;
   return {{"old default (cog 40/50)", old_default_chain()},
-          {"adaptive centroid", adaptive_chain(SubpixelEstimator::Centroid)},
+          {"adaptive centroid, each column alone", per_column},
+          {"adaptive centroid + line model (default)", adaptive_chain(SubpixelEstimator::Centroid)},
           {"adaptive gauss", adaptive_chain(SubpixelEstimator::Gauss)},
           {"adaptive parabola", adaptive_chain(SubpixelEstimator::Parabola)},
           {"adaptive steger", adaptive_chain(SubpixelEstimator::Steger)},

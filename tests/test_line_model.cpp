@@ -285,6 +285,7 @@ TEST(LineModel, TheProcessorKeepsTheLineAndOneSlot) {
   for (int x = 30; x < 36; ++x) stripe(x, 10, 220);
   ChainConfig chain;
   chain.blur_size = 0;
+  chain.line_model.enabled = false;
   ProfileBatch off(w, 1, 1, &allocate_host);
   make_processor(Backend::Cpu, b.layout, chain)->process(b, off);
   EXPECT_NEAR(position_to_row(off.position[32]), 10.0, 0.1) << "per column, the bright stripe";
@@ -338,9 +339,21 @@ TEST(LineModel, KeysAreValidatedNamingTheKey) {
   { ChainConfig c = on; c.line_model.line_width = 0; expect_key(c, "line_width"); }
   // Bad values are refused even with the model off (a typo never waits for the day it is turned on).
   { ChainConfig c; c.line_model.candidates = 0; expect_key(c, "line_candidates"); }
-  // Another method or selection: refused, not ignored.
-  { ChainConfig c = on; c.column.method = ColumnMethod::Cog; expect_key(c, "method = adaptive"); }
-  { ChainConfig c = on; c.column.selection = SpotSelection::All; expect_key(c, "selection = strongest"); }
+  // Another method or selection: the model does not run (it chooses among the adaptive method's strongest stripes), and that is no error.
+  {
+    ChainConfig c = on;
+    c.column.method = ColumnMethod::Cog;
+    EXPECT_EQ(message(c), "");
+    EXPECT_EQ(validate_line_model(c, validate_chain(c, l)).candidates, 0);
+    EXPECT_FALSE(line_model_runs(c));
+  }
+  {
+    ChainConfig c = on;
+    c.column.selection = SpotSelection::All;
+    EXPECT_EQ(message(c), "");
+    EXPECT_FALSE(line_model_runs(c));
+    EXPECT_EQ(output_slots(c, 16), c.max_peaks);
+  }
   // The kernel parameters: costs in Q8 8-bit levels, 16-bit data scaled down by 8 bits.
   const kernels::LineModelParams p8 = validate_line_model(on, validate_chain(on, l));
   EXPECT_EQ(p8.candidates, on.line_model.candidates);
@@ -352,13 +365,17 @@ TEST(LineModel, KeysAreValidatedNamingTheKey) {
   ChainConfig twelve = on;
   twelve.adaptive.pixel_bits = 12;
   EXPECT_EQ(validate_line_model(twelve, validate_chain(twelve, l16)).strength_shift, 4);
-  EXPECT_EQ(validate_line_model(ChainConfig{}, validate_chain(ChainConfig{}, l)).candidates, 0) << "off by default";
+  EXPECT_EQ(validate_line_model(ChainConfig{}, validate_chain(ChainConfig{}, l)).candidates, 8) << "on by default";
+  ChainConfig off;
+  off.line_model.enabled = false;
+  EXPECT_EQ(validate_line_model(off, validate_chain(off, l)).candidates, 0);
 }
 
 // Every output's metadata says when the line model chose the points, and with what.
 TEST(LineModel, TheScanMetadataRecordsIt) {
   ScanInfo info;
   info.layout = BatchLayout{64, 16, 10, PixelFormat::Mono8};
+  info.chain.line_model.enabled = false;
   EXPECT_FALSE(scan_document("summary", info).contains("line_model")) << "off: not written";
   info.chain.line_model.enabled = true;
   info.chain.line_model.segment_cost = 300.0;
@@ -470,7 +487,7 @@ TEST(LineModel, TheLaneDecompositionGivesTheOraclesBits) {
   for (int k : {1, 2, 8})
     for (auto [width, frames] : {std::array{1, 2}, std::array{13, 3}, std::array{33, 4}, std::array{64, 5}, std::array{65, 3}, std::array{1937, 4},
                                  std::array{2048, 4}})
-      for (int lanes : {32, 7, 1})
+      for (int lanes : {256, 32, 7, 1})
         for (int min_length : {1, 3 + static_cast<int>(seed % 7), 45, 400}) {
           SCOPED_TRACE("K " + std::to_string(k) + " width " + std::to_string(width) + " lanes " + std::to_string(lanes) + " min_length " +
                        std::to_string(min_length));
@@ -497,37 +514,38 @@ TEST(LineModel, TheLaneDecompositionGivesTheOraclesBits) {
 
 class LineModelCuda : public test::CudaTest {};
 
-// The kernel alone: random candidates, K = 2..8, odd widths, 1..300 frames,
-// outputs poisoned on both sides.
-TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
 #if STRIPELINE_HAVE_CUDA
-  std::uint64_t seed = 5;
-  // The first pass keeps to 48 KiB of shared memory (wide frames' columns in
-  // global memory); the second uses the opt-in, as the processor does.
-  for (bool configured : {false, true}) {
-  if (configured) kernels::cuda::configure_line_model(cuda::max_shared_bytes_per_block());
-  for (int k : {2, 4, 8})
-    for (auto [width, frames] : {std::array{1, 1}, std::array{13, 3}, std::array{33, 17}, std::array{1937, 5}, std::array{2048, 300}, std::array{176, 299}, std::array{64, 7}, std::array{65, 2}, std::array{5000, 3}}) {
-      SCOPED_TRACE("K " + std::to_string(k) + " width " + std::to_string(width) + " frames " + std::to_string(frames));
-      Candidates c = random_candidates(frames, width, k, seed++);
-      // Minimum lengths short, and longer than the kernel's 32-column chunks (drops reaching back into written chunks).
-      for (int min_length : {1 + static_cast<int>(seed % 9), 45}) {
-      SCOPED_TRACE("min_length " + std::to_string(min_length));
-      kernels::LineModelParams p = params(k, 20.0 + static_cast<double>(seed % 5) * 30.0, min_length, 1.5, 6.0, 1.0, 6);
-      p.intensity_cost_q8 = static_cast<std::int32_t>(seed % 3) * 40;
-      Output expected(frames, width);
-      choose(c, p, &expected);
-      const DeviceBuffer dpos = device_copy(c.position, "pos"), dint = device_copy(c.intensity, "int"), dwid = device_copy(c.stripe_width, "wid"),
-                         dq = device_copy(c.quality, "q"), dcount = device_copy(c.count, "count");
-      Output got(frames, width);  // poisoned, and so are the device outputs
-      const DeviceBuffer opos = device_copy(got.position, "out pos"), oint = device_copy(got.intensity, "out int"),
-                         owid = device_copy(got.stripe_width, "out wid"), oq = device_copy(got.quality, "out q"), ocount = device_copy(got.count, "out count");
-      const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(k, width, frames), "scratch");
-      kernels::LineModelView v;
-      v.in = {dpos.as<std::int32_t>(), dint.as<std::uint16_t>(), dwid.as<std::uint16_t>(), dq.as<std::uint16_t>(), dcount.as<std::uint8_t>()};
-      v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
-      v.back = back.as<std::uint8_t>(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
-      kernels::cuda::launch_line_model(v, p, nullptr);
+namespace {
+// Random candidates of `frames` frames through each design (the block one
+// only once configured: its shared memory needs the opt-in), outputs
+// poisoned on both sides, against the oracle; minimum lengths short, and
+// longer than the kernels' chunks (drops reaching back into written chunks).
+void check_kernels(int k, int width, int frames, bool configured, std::uint64_t& seed) {
+  SCOPED_TRACE("K " + std::to_string(k) + " width " + std::to_string(width) + " frames " + std::to_string(frames));
+  Candidates c = random_candidates(frames, width, k, seed++);
+  for (int min_length : {1 + static_cast<int>(seed % 9), 45}) {
+    SCOPED_TRACE("min_length " + std::to_string(min_length));
+    kernels::LineModelParams p = params(k, 20.0 + static_cast<double>(seed % 5) * 30.0, min_length, 1.5, 6.0, 1.0, 6);
+    p.intensity_cost_q8 = static_cast<std::int32_t>(seed % 3) * 40;
+    Output expected(frames, width);
+    choose(c, p, &expected);
+    const DeviceBuffer dpos = device_copy(c.position, "pos"), dint = device_copy(c.intensity, "int"), dwid = device_copy(c.stripe_width, "wid"),
+                       dq = device_copy(c.quality, "q"), dcount = device_copy(c.count, "count");
+    Output got(frames, width);
+    const DeviceBuffer opos = device_copy(got.position, "out pos"), oint = device_copy(got.intensity, "out int"),
+                       owid = device_copy(got.stripe_width, "out wid"), oq = device_copy(got.quality, "out q"), ocount = device_copy(got.count, "out count");
+    const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(k, width, frames), "scratch");
+    kernels::LineModelView v;
+    v.in = {dpos.as<std::int32_t>(), dint.as<std::uint16_t>(), dwid.as<std::uint16_t>(), dq.as<std::uint16_t>(), dcount.as<std::uint8_t>()};
+    v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
+    v.back = back.as<std::uint8_t>(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
+    for (kernels::cuda::LineKernel design : {kernels::cuda::LineKernel::Warp, kernels::cuda::LineKernel::Block}) {
+      if (design == kernels::cuda::LineKernel::Block && !configured) continue;
+      SCOPED_TRACE(design == kernels::cuda::LineKernel::Block ? "block per frame" : "warp per frame");
+      got = Output(frames, width);  // poisoned again, on both sides
+      to_device(opos, got.position), to_device(oint, got.intensity), to_device(owid, got.stripe_width), to_device(oq, got.quality),
+          to_device(ocount, got.count);
+      kernels::cuda::launch_line_model(v, p, nullptr, design);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       to_host(got.position, opos), to_host(got.intensity, oint), to_host(got.stripe_width, owid), to_host(got.quality, oq), to_host(got.count, ocount);
       ASSERT_EQ(got.position, expected.position);
@@ -535,9 +553,38 @@ TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
       ASSERT_EQ(got.stripe_width, expected.stripe_width);
       ASSERT_EQ(got.quality, expected.quality);
       ASSERT_EQ(got.count, expected.count);
-      }
     }
   }
+}
+}  // namespace
+#endif
+
+// The kernels alone: random candidates, K = 2..8, odd widths, 1..300 frames.
+TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
+#if STRIPELINE_HAVE_CUDA
+  std::uint64_t seed = 5;
+  // The first pass keeps to 48 KiB of shared memory (wide frames' columns in
+  // global memory); the second uses the opt-in, as the processor does.
+  for (bool configured : {false, true}) {
+    if (configured) kernels::cuda::configure_line_model(cuda::max_shared_bytes_per_block());
+    for (int k : {2, 4, 8})
+      for (auto [width, frames] : {std::array{1, 1}, std::array{13, 3}, std::array{33, 17}, std::array{1937, 5}, std::array{2048, 300},
+                                   std::array{176, 299}, std::array{64, 7}, std::array{65, 2}, std::array{5000, 3}})
+        check_kernels(k, width, frames, configured, seed);
+  }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// A few frames through both kernels (what compute-sanitizer's racecheck runs:
+// the test above takes it too long): every width class of the block kernel,
+// its columns in shared memory (2048) and in global memory (5000).
+TEST_F(LineModelCuda, BothKernelsOnAFewFrames) {
+#if STRIPELINE_HAVE_CUDA
+  std::uint64_t seed = 77;
+  kernels::cuda::configure_line_model(cuda::max_shared_bytes_per_block());
+  for (auto [width, frames] : {std::array{33, 2}, std::array{2048, 2}, std::array{5000, 1}}) check_kernels(8, width, frames, true, seed);
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif
@@ -582,9 +629,10 @@ TEST_F(LineModelCuda, ProcessorMatchesCpuBitForBit) {
 // docs/line-model-status.md quote it). Asserts only what the branch meets.
 
 namespace {
-ChainConfig line_model_chain() {
+ChainConfig line_model_chain() { return ChainConfig{}; }  // the default
+ChainConfig per_column_chain() {  // the default before the line model: each column alone
   ChainConfig c;
-  c.line_model.enabled = true;
+  c.line_model.enabled = false;
   return c;
 }
 }  // namespace
@@ -595,7 +643,7 @@ TEST(LineModelEval, RealImagesOnAndOff) {
   for (const std::string& name : test::real_image_names()) {
     const test::RealImage img = test::load_real_image(name);
     const auto ref = test::steger_reference(img);
-    const auto off = test::score_against_reference(test::extract_real(img, ChainConfig{}), ref);
+    const auto off = test::score_against_reference(test::extract_real(img, per_column_chain()), ref);
     const auto on = test::score_against_reference(test::extract_real(img, line_model_chain()), ref);
     std::printf("| %s | %d/%d | %.3f / %.2f / %.2f / %.2f | %.3f / %.2f / %.2f / %.2f |\n", name.c_str(), off.reference, off.columns, off.median,
                 off.over_3px_percent(), off.extra_percent(), off.missed_percent(), on.median, on.over_3px_percent(), on.extra_percent(),
@@ -611,7 +659,7 @@ TEST(LineModelEval, SyntheticHardCasesOnAndOff) {
     auto cases = test::hard_cases(bits, 60);
     for (const auto& oc : test::occlusion_cases(bits, 60)) cases.push_back(oc);
     for (const test::HardCase& hc : cases) {
-      const auto s = test::score_synthetic(hc.config, std::vector<ChainConfig>{ChainConfig{}, line_model_chain()});
+      const auto s = test::score_synthetic(hc.config, std::vector<ChainConfig>{per_column_chain(), line_model_chain()});
       std::printf("| %s | %d | %.4f / %.3f / %.3f / %.2f | %.4f / %.3f / %.3f / %.2f | %+.4f |\n", hc.name.c_str(), bits, s[0].rms(),
                   s[0].detection_percent(), s[0].outlier_percent(), s[0].false_percent(), s[1].rms(), s[1].detection_percent(),
                   s[1].outlier_percent(), s[1].false_percent(), s[1].rms() - s[0].rms());
@@ -632,7 +680,7 @@ TEST(LineModelEval, CpuCostPrinted) {
   for (int rep = 0; rep < 2; ++rep)
     for (int k : {0, 8, 4}) {  // 0: off
       const bool on = k > 0;
-      ChainConfig c = on ? line_model_chain() : ChainConfig{};
+      ChainConfig c = on ? line_model_chain() : per_column_chain();
       if (on) c.line_model.candidates = k;
       auto p = make_processor(Backend::Cpu, l, c);
       ProfileBatch out(l.width, l.frames, 1, &allocate_host);

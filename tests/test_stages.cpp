@@ -183,6 +183,7 @@ TEST(ExtractQuality, AdaptiveQualityIsThePeakAboveTheBackground) {
   ChainConfig cc;
   cc.column.method = ColumnMethod::Adaptive;
   cc.blur_size = 0;
+  cc.line_model.enabled = false;  // two columns: each alone (the model drops segments shorter than line_min_length)
   const auto p = validate_chain(cc, b.layout);
   ProfileBatch out(2, 1, p.slots, &allocate_host);
   out.poison();

@@ -27,6 +27,13 @@ namespace stripeline::kernels::cuda {
 // device's opt-in maximum; without it the kernel keeps to 48 KiB.
 void configure_line_model(std::size_t max_bytes);
 
-void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream);
+// The two designs: a warp per frame (32 chunks of columns; 20 KiB of shared
+// memory for 8 candidates, so any GPU) and a block of kLineBlockLanes per
+// frame (256 chunks, scans in log depth; ~190 KiB for 8 candidates). Auto:
+// the block when its shared memory fits what configure_line_model allowed.
+enum class LineKernel { Auto, Warp, Block };
+LineKernel line_kernel_for(const LineModelParams& params, int width);
+
+void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel = LineKernel::Auto);
 
 }  // namespace stripeline::kernels::cuda

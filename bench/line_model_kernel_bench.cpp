@@ -1,0 +1,123 @@
+// The line model's two CUDA kernels (kernels/cuda/line_model_kernels.h: a
+// warp per frame, a block per frame) on the candidates of the production
+// shape: 2048x52 frames of the benchmark's synthetic scanner, extracted on
+// the CPU with the line model's extraction (adaptive, selection all, K
+// slots). Times each kernel with CUDA events for 1, 4, 16 and 300 frames
+// per launch (launch after launch on one stream, after a warm-up), checks
+// both against the CPU oracle once, and prints the medians. Not a test:
+// nothing but the bits is checked.
+//
+//   line_model_kernel_bench [K=8] [REPS=200]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "acquisition/synthetic_scanner.h"
+#include "core/cuda/check.h"
+#include "core/cuda/runtime.h"
+#include "kernels/cuda/line_model_kernels.h"
+#include "stages/chain.h"
+
+using namespace stripeline;
+using stripeline::cuda::DeviceBuffer;
+using stripeline::cuda::Event;
+using stripeline::cuda::Stream;
+using stripeline::cuda::elapsed_ms;
+namespace kc = stripeline::kernels::cuda;
+
+namespace {
+
+template <class T>
+DeviceBuffer upload(const T* host, std::size_t n, const char* what) {
+  DeviceBuffer d = DeviceBuffer::allocate(n * sizeof(T), what);
+  STRIPELINE_CUDA_CHECK(cudaMemcpy(d.data(), host, n * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int k = argc > 1 ? std::atoi(argv[1]) : 8;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 200;
+  constexpr int kWidth = 2048, kHeight = 52, kFrames = 300;
+  SyntheticConfig sc;
+  sc.width = kWidth, sc.frame_height = kHeight, sc.frames = 0;
+  SyntheticScanner scanner(sc);
+  BatchLayout layout = scanner.frame_layout();
+  layout.frames = kFrames;
+  Batch batch(layout, &allocate_host);
+  scanner.fill(batch);
+
+  ChainConfig model;
+  model.line_model.enabled = true;
+  model.line_model.candidates = k;
+  const kernels::ColumnParams params = validate_chain(model, layout);
+  const kernels::LineModelParams line = validate_line_model(model, params);
+  ChainConfig extract;  // what extraction_params() gives the model: selection all, K slots
+  extract.column.selection = SpotSelection::All;
+  extract.max_peaks = k;
+  auto cpu = make_processor(Backend::Cpu, layout, extract);
+  ProfileBatch cand(kWidth, kFrames, k, &allocate_host);
+  cpu->process(batch, cand);
+  auto oracle_cpu = make_processor(Backend::Cpu, layout, model);
+  ProfileBatch expected(kWidth, kFrames, 1, &allocate_host);
+  oracle_cpu->process(batch, expected);
+
+  const std::size_t nk = static_cast<std::size_t>(kWidth) * kFrames * k, n1 = static_cast<std::size_t>(kWidth) * kFrames;
+  const DeviceBuffer pos = upload(cand.position, nk, "pos"), inten = upload(cand.intensity, nk, "int"), wid = upload(cand.stripe_width, nk, "wid"),
+                     q = upload(cand.quality, nk, "q"), count = upload(cand.count, n1, "count");
+  const DeviceBuffer opos = DeviceBuffer::allocate(n1 * 4, "out pos"), oint = DeviceBuffer::allocate(n1 * 2, "out int"),
+                     owid = DeviceBuffer::allocate(n1 * 2, "out wid"), oq = DeviceBuffer::allocate(n1 * 2, "out q"),
+                     ocount = DeviceBuffer::allocate(n1, "out count");
+  const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(k, kWidth, kFrames), "scratch");
+  kc::configure_line_model(cuda::max_shared_bytes_per_block());
+  const Stream stream = Stream::create();
+  const Event start = Event::create_timing(), stop = Event::create_timing();
+
+  cudaDeviceProp prop{};
+  STRIPELINE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  long candidates = 0;
+  for (std::size_t i = 0; i < n1; ++i) candidates += std::min<int>(cand.count[i], k);
+  std::printf("%s, %d SMs; production shape %dx%d, K %d, %.2f candidates per column; auto kernel: %s\n", prop.name, prop.multiProcessorCount, kWidth,
+              kHeight, k, static_cast<double>(candidates) / static_cast<double>(n1),
+              kc::line_kernel_for(line, kWidth) == kc::LineKernel::Block ? "block" : "warp");
+  for (kc::LineKernel design : {kc::LineKernel::Warp, kc::LineKernel::Block}) {
+    const char* name = design == kc::LineKernel::Warp ? "warp per frame " : "block per frame";
+    for (int frames : {1, 4, 16, kFrames}) {
+      kernels::LineModelView v;
+      v.in = {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()};
+      v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
+      v.back = back.as<std::uint8_t>(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = kWidth;
+      std::vector<double> ms;
+      for (int r = 0; r < reps + 20; ++r) {
+        STRIPELINE_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+        kc::launch_line_model(v, line, stream.get(), design);
+        STRIPELINE_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+        STRIPELINE_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+        if (r >= 20) ms.push_back(static_cast<double>(elapsed_ms(start.get(), stop.get())));
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("  %s  %3d frames: median %8.1f us  p99 %8.1f us  (%.1f us per frame)\n", name, frames, median(ms) * 1e3,
+                  ms[ms.size() * 99 / 100] * 1e3, median(ms) * 1e3 / frames);
+      if (frames == kFrames) {
+        std::vector<std::int32_t> got(n1);
+        std::vector<std::uint8_t> got_count(n1);
+        STRIPELINE_CUDA_CHECK(cudaMemcpy(got.data(), opos.data(), n1 * 4, cudaMemcpyDeviceToHost));
+        STRIPELINE_CUDA_CHECK(cudaMemcpy(got_count.data(), ocount.data(), n1, cudaMemcpyDeviceToHost));
+        const bool same = std::memcmp(got.data(), expected.position, n1 * 4) == 0 && std::memcmp(got_count.data(), expected.count, n1) == 0;
+        std::printf("  %s  positions and counts %s the CPU oracle's\n", name, same ? "equal" : "DIFFER FROM");
+        if (!same) return 1;
+      }
+    }
+  }
+  return 0;
+}
