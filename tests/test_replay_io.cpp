@@ -569,6 +569,40 @@ TEST(ReplaySeek, EveryLayoutReadsFromTheRowAsAWholeReadDoes) {
   }
 }
 
+// "Decoding only what it needs": the strips before a part are never read, so
+// a corrupt one there does not stop it (the whole replay does stop there).
+TEST(ReplaySeek, StripsBeforeThePartAreNotRead) {
+  TempDir dir;
+  const auto all = make_pixels(48, 20 * 5, 8, 4);
+  const fs::path path = dir / "r.tif";
+  write_recording(path, all.data(), 48, 5, 20, PixelFormat::Mono8, RecordingWriteOptions{true, 1});
+  TIFF* t = TIFFOpen(path.c_str(), "r");
+  ASSERT_NE(t, nullptr);
+  const std::uint64_t offset = TIFFGetStrileOffset(t, 2), bytes = TIFFGetStrileByteCount(t, 2);  // frame 2's strip
+  TIFFClose(t);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(offset));
+    const std::string junk(static_cast<std::size_t>(bytes), '\xff');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  FileSourceConfig fc;
+  fc.path = path;
+  fc.frame_height = 5;
+  fc.frames = FrameSpan{3, 20, ""};
+  FileSource part(fc);
+  Batch b = test::make_poisoned_batch(part.frame_layout(), 20);
+  ASSERT_TRUE(part.fill(b));
+  EXPECT_EQ(b.frames, 17);
+  EXPECT_EQ(first_difference(std::vector<std::uint8_t>(reinterpret_cast<std::uint8_t*>(b.pixels.data()),
+                                                        reinterpret_cast<std::uint8_t*>(b.pixels.data()) + b.filled_bytes()),
+                             std::vector<std::uint8_t>(all.begin() + 3 * 240, all.end())),
+            "");
+  fc.frames.reset();
+  FileSource whole(fc);
+  EXPECT_THROW(whole.fill(b), InputError);
+}
+
 TEST(ReplaySeek, APartOfARecordingKeepsItsFrameNumbersAndSeesOnlyItsFrames) {
   TempDir dir;
   const auto all = make_pixels(40, 30 * 6, 8, 3);

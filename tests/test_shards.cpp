@@ -73,9 +73,8 @@ TEST(Shards, EveryKindJoinsToTheUnshardedReplayByteForByte) {
   const std::string rec = (dir / "rec.tiff").string();
   ASSERT_EQ(run_cli("synth " + rec + " --width 320 --frame-height 40 --frames 47"), 0);
   const std::vector<std::string> ranges = {"0:13", "13:14", "14:40", "40:47"};
-  expect_parts_join_to_the_whole(rec, "40", ranges, "",
-                                 {{"--ply", ".ply"}, {"--heightmap", ".png"}, {"--heightmap", "-h.tif"}, {"--xyz-tiff", "-x.tif"}});
-  expect_parts_join_to_the_whole(rec, "40", ranges, "--ply-format ascii --height-bits 4", {{"--ply", ".ply"}, {"--heightmap", ".png"}});
+  expect_parts_join_to_the_whole(rec, "40", ranges, "", {{"--ply", ".ply"}, {"--heightmap", ".png"}, {"--xyz-tiff", "-x.tif"}});
+  expect_parts_join_to_the_whole(rec, "40", ranges, "--ply-format ascii --height-bits 4", {{"--ply", ".ply"}, {"--heightmap", "-h.tif"}});
   // Calibrated: points in mm, range maps (float TIFF and 16-bit codes).
   const std::string gauge = (dir / "gauge.tiff").string();
   ASSERT_EQ(run_cli("synth " + gauge + " --scene gauge --roi 160,460,256,232 --frames 21"), 0);
@@ -150,7 +149,7 @@ TEST(Shards, BadRangesAreOneLineExitTwoAndWriteNothing) {
   TempDir dir;
   const std::string rec = (dir / "rec.tiff").string();
   ASSERT_EQ(run_cli("synth " + rec + " --width 160 --frame-height 20 --frames 30"), 0);
-  const std::string outputs = " --ply " + (dir / "o/s.ply").string() + " --heightmap " + (dir / "o/h.png").string();
+  const std::string outputs = " --ply " + (dir / "s.ply").string() + " --heightmap " + (dir / "h.png").string();
   const std::string head = "replay " + rec + " -H 20 -q --frames ";
   expect_refused(head + "10:10" + outputs, dir, "START must be below END");
   expect_refused(head + "12:3" + outputs, dir, "START must be below END");
