@@ -14,6 +14,7 @@
 
 #include "core/metadata.h"
 #include "io/metadata_reader.h"
+#include "gpu_test.h"
 #include "test_helpers.h"
 
 namespace stripeline {
@@ -44,12 +45,13 @@ void replay(const std::string& rec, const std::string& h, const std::string& ran
   ASSERT_EQ(run_cli(args, &out), 0) << args << "\n" << out;
 }
 
-// Parts of `rec` (given out of order) joined per kind equal the whole replay's files.
+// Parts of `rec` (given out of order) joined per kind equal the whole replay's
+// files; the whole replay also gets `whole_more`, the parts `part_more` (the backends, say).
 void expect_parts_join_to_the_whole(const std::string& rec, const std::string& h, const std::vector<std::string>& ranges, const std::string& more,
-                                    const std::vector<Kind>& kinds) {
+                                    const std::vector<Kind>& kinds, const std::string& whole_more = "", const std::string& part_more = "") {
   TempDir dir;
-  replay(rec, h, "", more, dir, "whole", kinds);
-  for (std::size_t i = 0; i < ranges.size(); ++i) replay(rec, h, ranges[i], more, dir, "part" + std::to_string(i), kinds);
+  replay(rec, h, "", more + " " + whole_more, dir, "whole", kinds);
+  for (std::size_t i = 0; i < ranges.size(); ++i) replay(rec, h, ranges[i], more + " " + part_more, dir, "part" + std::to_string(i), kinds);
   for (const Kind& k : kinds) {
     SCOPED_TRACE(k.flag + " " + more);
     std::string args = "join";
@@ -81,6 +83,23 @@ TEST(Shards, EveryKindJoinsToTheUnshardedReplayByteForByte) {
   expect_parts_join_to_the_whole(gauge, "232", {"0:8", "8:21"},
                                  "--calibration " + calibration() + " --roi-offset 160,460 --range-grid -45:-17:0.25",
                                  {{"--ply", ".ply"}, {"--xyz-tiff", "-x.tif"}, {"--range-map", "-r.tif"}, {"--range-codes", "-rc.png"}});
+}
+
+// CPU and CUDA give the same bits, and the metadata records no backend: parts
+// replayed on the GPU join into the CPU's whole replay, byte for byte.
+class ShardsOnCuda : public test::CudaTest {};
+
+TEST_F(ShardsOnCuda, GpuPartsJoinToTheCpuWholeReplay) {
+  TempDir dir;
+  const std::string rec = (dir / "rec.tiff").string();
+  ASSERT_EQ(run_cli("synth " + rec + " --width 333 --frame-height 41 --frames 37"), 0);  // odd sizes
+  expect_parts_join_to_the_whole(rec, "41", {"0:1", "1:20", "20:37"}, "", {{"--ply", ".ply"}, {"--heightmap", ".png"}, {"--xyz-tiff", "-x.tif"}},
+                                 "--backend cpu", "--backend cuda");
+  const std::string gauge = (dir / "gauge.tiff").string();
+  ASSERT_EQ(run_cli("synth " + gauge + " --scene gauge --roi 160,460,256,232 --frames 21"), 0);
+  expect_parts_join_to_the_whole(gauge, "232", {"0:8", "8:21"},
+                                 "--calibration " + calibration() + " --roi-offset 160,460 --range-grid -45:-17:0.25",
+                                 {{"--ply", ".ply"}, {"--xyz-tiff", "-x.tif"}, {"--range-map", "-r.tif"}}, "--backend cpu", "--backend cuda");
 }
 
 TEST(Shards, AlternateFramesAndTheirPairsJoinToo) {
