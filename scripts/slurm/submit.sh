@@ -10,7 +10,7 @@
 # Options:
 #   --tasks N           parts (array tasks), default 4
 #   --outputs LIST      comma-separated: ply, heightmap, xyz, range-map, range-codes (default ply,heightmap)
-#   --frames F          frames in the recording (default: what `stripeline describe` reads from it)
+#   --frame-count F     frames in the recording (default: what `stripeline describe` reads from it)
 #   --stripeline PATH   the program on the nodes (default: `stripeline` on PATH here, as an absolute path)
 #   --gres SPEC         each part's generic resources (default gpu:1, or $STRIPELINE_SLURM_GRES;
 #                       "none": ask for none, e.g. CPU nodes, the CPU backend)
@@ -32,7 +32,7 @@ while (($#)); do
     --out) out=${2:?}; shift 2 ;;
     --tasks) tasks=${2:?}; shift 2 ;;
     --outputs) outputs=${2:?}; shift 2 ;;
-    --frames) frames=${2:?}; shift 2 ;;
+    --frame-count) frames=${2:?}; shift 2 ;;
     --stripeline) stripeline=${2:?}; shift 2 ;;
     --gres) gres=${2?}; shift 2 ;;
     --sbatch) sbatch_args+=("${2:?}"); shift 2 ;;
@@ -52,9 +52,9 @@ out=$(realpath "$out")
 
 if [[ -z $frames ]]; then  # the recording's own count (stripeline synth and io/recording.h write it)
   frames=$("$stripeline" describe --json "$rec" | sed -n 's/.*"frames":\([0-9][0-9]*\).*/\1/p')
-  [[ -n $frames ]] || die "$rec records no frame count (expected --frames F: its height / $frame_height)"
+  [[ -n $frames ]] || die "$rec records no frame count (expected --frame-count F: its height / $frame_height)"
 fi
-[[ $frames =~ ^[0-9]+$ ]] && ((frames >= tasks)) || die "--frames '$frames' for $tasks tasks (expected at least one frame per task)"
+[[ $frames =~ ^[0-9]+$ ]] && ((frames >= tasks)) || die "--frame-count '$frames' for $tasks tasks (expected at least one frame per task)"
 
 gres_args=()
 [[ -z $gres || $gres == none ]] || gres_args=(--gres="$gres")

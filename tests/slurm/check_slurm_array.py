@@ -3,7 +3,8 @@
 (scripts/slurm/submit.sh: a 4-task job array of `stripeline replay --frames`
 parts, then the dependent join job) over a synthetic recording; the joined
 PLY, height map, range map and XYZ TIFF must be byte for byte those of one
-unsharded replay. docs/scale-out.md, "Recordings on a cluster".
+unsharded replay; a part that fails keeps the join from running. docs/scale-out.md,
+"Recordings on a cluster".
 
 Debian's slurmctld, slurmd and munge (scripts/setup-debian.sh --tests), as
 root: a munge key made here, munged, slurmctld and slurmd in the foreground
@@ -182,7 +183,7 @@ def main():
         print(__doc__)
         return 2
     source, stripeline = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    names = ["munged", "munge", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "squeue"]
+    names = ["munged", "munge", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "squeue", "scancel"]
     tools = {n: which(n) for n in names}
     missing = [n for n, p in tools.items() if p is None]
     if missing:
@@ -240,6 +241,24 @@ def main():
                 raise RuntimeError(f"{name}: the joined file ({os.path.getsize(joined)} bytes) differs from the unsharded "
                                    f"replay's ({os.path.getsize(single)} bytes)")
             print(f"{name}: {os.path.getsize(joined)} bytes, identical to one unsharded replay")
+
+        # A part that fails (here: a frame count beyond the recording, so the last
+        # task's END is): the join never runs (afterok) and writes nothing.
+        bad = os.path.join(work, "bad")
+        submitted = subprocess.run([os.path.join(source, "scripts", "slurm", "submit.sh"), rec, "-H", "232", "--out", bad, "--tasks", str(TASKS),
+                                    "--outputs", "heightmap", "--stripeline", stripeline, "--gres", "none", "--frame-count", str(FRAMES + 5), "--",
+                                    "--backend", "cpu"], env=cluster.env, capture_output=True, text=True, timeout=120)
+        ids = re.search(r"job array (\d+) .*join: job (\d+)", submitted.stdout)
+        if submitted.returncode != 0 or not ids:
+            raise RuntimeError(f"submit.sh failed ({submitted.returncode}): {submitted.stdout}{submitted.stderr}")
+        array, join = ids.group(1), ids.group(2)
+        never = lambda: "DependencyNeverSatisfied" in cluster.run([tools["scontrol"], "show", "job", "-o", join], check=False)
+        wait_for("the join to wait on a dependency never satisfied", never, 300)
+        states = job_states(cluster, tools["scontrol"], array)
+        print("a failing part: " + ", ".join(f"{k} {s} {c}" for k, (s, c) in sorted(states.items())) + f"; join {join} DependencyNeverSatisfied")
+        if states.get(f"{array}_{TASKS - 1}", ("?",))[0] != "FAILED" or os.path.exists(os.path.join(bad, "heightmap.png")):
+            raise RuntimeError(f"expected the last part FAILED and no joined height map: {states}")
+        cluster.run([tools["scancel"], join], check=False)
         ok = True
         print(f"passed: a {TASKS}-task array on slurmctld/slurmd, then the join, gave the unsharded replay's files byte for byte")
     except (RuntimeError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
