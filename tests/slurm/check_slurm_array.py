@@ -42,6 +42,13 @@ def which(name):
     return shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN))
 
 
+def die_with_parent():
+    """In a daemon's child before exec: SIGKILL when this driver dies, even by
+    SIGKILL (ctest's timeout), so that no daemon outlives the test."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -71,7 +78,7 @@ class Cluster:
 
     def start(self, name, argv):
         log = open(self.path(name + ".out"), "w")
-        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True, preexec_fn=die_with_parent)
         self.procs.append((name, p))
         return p
 
@@ -190,6 +197,9 @@ def main():
         skip(f"no {', '.join(missing)} (Debian: apt-get install slurmctld slurmd slurm-client munge; scripts/setup-debian.sh --tests)")
     if os.geteuid() != 0:
         skip("needs root: the test's own slurmctld and slurmd run as root (SlurmUser=root) to start jobs")
+    # SIGTERM/SIGINT (ctest, Ctrl-C) unwind through the `finally` below, which stops the daemons.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda number, frame: sys.exit(f"stopped by signal {number}"))
     cal = os.path.join(source, "tests", "data", "slurm", "sheet-of-light.toml")
     root = tempfile.mkdtemp(prefix="stripeline-slurm-")
     os.chmod(root, 0o755)  # munged's socket directory must be searchable by all
