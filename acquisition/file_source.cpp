@@ -9,6 +9,8 @@
 #include "acquisition/file_source.h"
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
 #include <chrono>
 #include <cmath>
 #include <sstream>
@@ -29,6 +31,24 @@ std::int64_t steady_now_ns() {
 }
 
 }  // namespace
+
+FrameSpan parse_frame_span(const std::string& text, const std::string& what) {
+  const auto bad = [&](const std::string& why) {
+    throw InputError(what + " '" + text + "': " + why + " (expected START:END, frame numbers from 0 with START < END, END exclusive)");
+  };
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) bad("no ':'");
+  const auto number = [&](std::string_view t, const char* name) {
+    std::uint64_t v = 0;
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size()) bad(std::string(name) + " '" + std::string(t) + "' is not a frame number");
+    return v;
+  };
+  const std::string_view all(text);
+  const FrameSpan span{number(all.substr(0, colon), "START"), number(all.substr(colon + 1), "END"), {}};
+  if (span.start >= span.end) bad("START must be below END");
+  return span;
+}
 
 void FileSourceConfig::validate() const {
   if (frame_height < 0 || frame_height > kMaxFrameHeight)
@@ -59,12 +79,28 @@ FileSource::FileSource(FileSourceConfig config) : config_(std::move(config)) {
   if (info.height == 0)
     throw InputError(file + ": image height 0 holds no frame (expected at least " + std::to_string(config_.frame_height) +
                      " rows)");
-  frames_per_pass_ = static_cast<std::uint64_t>(info.height / config_.frame_height);
+  recording_frames_ = frames_per_pass_ = static_cast<std::uint64_t>(info.height / config_.frame_height);
   if (info.recorded_frame_height > 0 && info.recorded_frame_height != config_.frame_height)
     throw InputError(file + ": the file records frames of " + std::to_string(info.recorded_frame_height) +
                      " rows (its TIFF ImageDescription / PNG tEXt Description), but the frame height given is " +
                      std::to_string(config_.frame_height) + " (-H / source.frame_height; expected " +
                      std::to_string(info.recorded_frame_height) + ")");
+  if (const auto& span = config_.frames) {
+    const std::string flag = "--frames " + std::to_string(span->start) + ":" + std::to_string(span->end);
+    if (span->start >= span->end || span->end > recording_frames_)
+      throw InputError(file + ": " + flag + " is beyond the recording's " + std::to_string(recording_frames_) + " frames of " +
+                       std::to_string(config_.frame_height) + " rows (expected START < END <= " + std::to_string(recording_frames_) + ")");
+    if (config_.loops != 1)
+      throw InputError(file + ": " + flag + " with " + (config_.loops == 0 ? std::string("endless loops") : std::to_string(config_.loops) + " loops") +
+                       " (expected one pass over a part of a recording: --loops 1)");
+    first_frame_ = span->start;
+    frames_per_pass_ = span->end - span->start;
+  }
+}
+
+std::optional<FrameRange> FileSource::frame_range() const {
+  if (!config_.frames) return std::nullopt;
+  return FrameRange{config_.frames->start, config_.frames->end, recording_frames_, config_.frames->settings};
 }
 
 FileSource::~FileSource() = default;
@@ -82,8 +118,10 @@ std::optional<std::uint64_t> FileSource::total_frames() const {
 std::string FileSource::describe() const {
   const io::ImageInfo& info = reader_->info();
   std::ostringstream s;
+  // The recording's own description, whatever part of it is replayed: every
+  // part's outputs record the same source as the whole replay's (frame_range() says which part).
   s << "file " << config_.path.string() << " " << info.width << "x" << config_.frame_height << " "
-    << to_string(info.format) << ", " << frames_per_pass_ << " frames per pass, ";
+    << to_string(info.format) << ", " << recording_frames_ << " frames per pass, ";
   if (config_.loops == 0)
     s << "looping forever";
   else
@@ -113,6 +151,9 @@ bool FileSource::fill(Batch& batch) {
   if (!started_) {
     start_ns_ = steady_now_ns();
     started_ = true;
+    // A part of the recording: straight to its first row (io/image_reader.h
+    // seek_row: strips and rows before it are not decoded where the file allows).
+    if (first_frame_ > 0) reader_->seek_row(static_cast<std::int64_t>(first_frame_) * config_.frame_height);
   }
 
   int n = 0;
@@ -131,7 +172,7 @@ bool FileSource::fill(Batch& batch) {
       reader_->read_rows(batch.frame_data(n), config_.frame_height);
       FrameMeta& m = batch.meta[static_cast<std::size_t>(n)];
       m = FrameMeta{};
-      m.frame_id = delivered_;
+      m.frame_id = first_frame_ + delivered_;
       const auto due_ns =
           static_cast<std::int64_t>(std::llround(static_cast<double>(delivered_) * 1e9 / config_.rate));
       if (!wait_until_due(start_ns_ + due_ns)) break;  // stopped: this frame is not handed on
@@ -148,7 +189,7 @@ bool FileSource::fill(Batch& batch) {
     for (int i = 0; i < k; ++i) {
       FrameMeta& m = batch.meta[static_cast<std::size_t>(n + i)];
       m = FrameMeta{};
-      m.frame_id = delivered_ + static_cast<std::uint64_t>(i);
+      m.frame_id = first_frame_ + delivered_ + static_cast<std::uint64_t>(i);
       m.timestamp_ns = now;
     }
     delivered_ += static_cast<std::uint64_t>(k);

@@ -60,6 +60,11 @@ class FrameSource {
   virtual bool fill(Batch& batch) = 0;
   // Frames this source will deliver, when known (progress bars).
   virtual std::optional<std::uint64_t> total_frames() const { return std::nullopt; }
+  // A recording replayed in part (`replay --frames`): which frames, numbered
+  // as the whole recording numbers them. The pipeline numbers the profiles
+  // from there, so a part's rows, frame ids and motion Y are the whole
+  // replay's (docs/scale-out.md). nullopt: the whole source, from 0.
+  virtual std::optional<FrameRange> frame_range() const { return std::nullopt; }
   // Why the last fill() returned false.
   virtual SourceEnd end_reason() const { return SourceEnd::Exhausted; }
   // Ask a source that waits for frames (a camera) to return from fill() now:

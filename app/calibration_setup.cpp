@@ -1,5 +1,7 @@
 #include "app/calibration_setup.h"
 
+#include "core/metadata.h"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -33,14 +35,7 @@ std::string file_fnv1a(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s.str()) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return metadata::fnv1a_hex(s.str());
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 // kSections.
 #include "app/settings.h"
 
+#include "core/metadata.h"
+
 #include <toml++/toml.h>
 
 #include <charconv>
@@ -747,6 +749,21 @@ const std::vector<SettingInfo>& settings() {
     return out;
   }();
   return all;
+}
+
+std::string settings_digest(const Config& config) {
+  // The file names say where outputs go, not how they are made.
+  static const std::set<std::string> names = {"output.dir", "output.ply", "output.heightmap", "output.preview", "output.summary", "output.xyz_tiff"};
+  std::string text;
+  for (const char* section : {"source", "processing", "output", "calibration"})
+    for (const SectionRule& rule : kSections) {
+      if (std::string_view(rule.name) != section) continue;
+      for (const Setting& s : rule.settings) {
+        const std::string key = std::string(section) + "." + s.key;
+        if (!names.contains(key)) text += key + " = " + s.bind.show(config) + "\n";
+      }
+    }
+  return metadata::fnv1a_hex(text);
 }
 
 void apply_setting_flags(Config& config, const std::vector<GivenSetting>& given) {

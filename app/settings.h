@@ -52,6 +52,13 @@ struct GivenSetting {
 };
 void apply_setting_flags(Config& config, const std::vector<GivenSetting>& given);
 
+// 16 hex digits (FNV-1a 64) of every [source], [processing], [output] and
+// [calibration] value of `config` but the output file names: two runs with
+// the same digest process frames alike. The parts of a replay record it
+// (`replay --frames`, core/metadata.h "frame_range"); `stripeline join`
+// refuses parts whose digests differ.
+std::string settings_digest(const Config& config);
+
 // The reference: docs/settings.md (Markdown) and `stripeline settings` (text).
 std::string settings_markdown();
 std::string settings_text();

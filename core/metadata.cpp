@@ -1,5 +1,6 @@
 #include "core/metadata.h"
 
+#include <cstdio>
 #include <vector>
 
 #include "core/errors.h"
@@ -27,7 +28,44 @@ Json scan_document(std::string_view kind, const Scan& s) {
   d["unit"] = s.linear.unit();                           // rows and codes: the linear keys' unit
   d["point_unit"] = s.sheet ? "mm" : s.linear.unit();    // x, y, z of points
   d["calibration"] = calibration(s.linear, s.sheet.get());
+  if (s.frames) d[kFrameRangeKey] = frame_range(*s.frames);
   return d;
+}
+
+std::string fnv1a_hex(std::string_view bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Json frame_range(const FrameRange& r) {
+  Json j = {{"start", r.start}, {"end", r.end}, {"of", r.of}};
+  if (!r.settings.empty()) j["settings"] = r.settings;
+  return j;
+}
+
+std::optional<FrameRange> frame_range_of(const Json& d, const std::string& where) {
+  const auto it = d.find(kFrameRangeKey);
+  if (it == d.end()) return std::nullopt;
+  const auto number = [&](const char* key) {
+    const auto v = it->find(key);
+    if (!it->is_object() || v == it->end() || !v->is_number_unsigned())
+      throw InputError(where + ": malformed frame_range " + text(*it) + " (expected {\"start\", \"end\", \"of\"} frame numbers)");
+    return v->get<std::uint64_t>();
+  };
+  FrameRange r{number("start"), number("end"), number("of"), {}};
+  if (const auto v = it->find("settings"); v != it->end()) {
+    if (!v->is_string()) throw InputError(where + ": malformed frame_range " + text(*it) + " (expected \"settings\": a digest string)");
+    r.settings = v->get<std::string>();
+  }
+  if (r.start >= r.end || r.end > r.of)
+    throw InputError(where + ": frame_range " + text(*it) + " is empty or beyond the recording (expected start < end <= of)");
+  return r;
 }
 
 Json calibration(const LinearCalibration& linear, const AppliedCalibration* sheet) {

@@ -23,11 +23,13 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/applied_calibration.h"
 #include "core/calibration.h"
+#include "core/types.h"
 
 namespace stripeline::metadata {
 
@@ -54,12 +56,26 @@ struct Scan {
   std::string pixel_bits_origin;  // where they came from (docs/data-model.md, "Significant bits")
   LinearCalibration linear;    // [calibration] linear keys
   std::shared_ptr<const AppliedCalibration> sheet;  // sheet-of-light calibration applied, or none
+  // A shard (`replay --frames`): the frames of the recording it holds, written
+  // as "frame_range": {"start", "end", "of"} after the common fields; none: the whole source.
+  std::optional<FrameRange> frames;
 };
 
 // {"stripeline": kind, "schema": kSchema, "software": "stripeline <version>"}.
 Json document(std::string_view kind);
 // document(kind) plus the scan's common fields.
 Json scan_document(std::string_view kind, const Scan& scan);
+
+// 16 lowercase hex digits: FNV-1a 64 of `bytes` (file and settings digests).
+std::string fnv1a_hex(std::string_view bytes);
+
+// The "frame_range" field of a shard's document; the key (`stripeline join`
+// replaces or drops it).
+inline constexpr const char* kFrameRangeKey = "frame_range";
+Json frame_range(const FrameRange& r);
+// The range a document records; nullopt when it records none. InputError
+// naming `where` when the field is there but malformed.
+std::optional<FrameRange> frame_range_of(const Json& document, const std::string& where);
 
 // The "calibration" field: the sheet-of-light model when one is applied,
 // else the linear keys ({"model": "none"} block when they are off).

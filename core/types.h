@@ -31,6 +31,18 @@ struct FrameMeta {
   bool missing = false;            // the frame never arrived (gap): its profile is all invalid
 };
 
+// Part of a recording replayed alone (`replay --frames START:END`, a shard of
+// a cluster job; docs/scale-out.md): frames [start, end) of the `of` frames
+// the recording holds, numbered as an unsharded replay numbers them. Outputs
+// record it (core/metadata.h "frame_range"), `stripeline join` reads it.
+struct FrameRange {
+  std::uint64_t start = 0, end = 0, of = 0;
+  std::string settings;  // digest of the settings the part was made with (app/settings.h settings_digest); "" = not recorded
+  std::uint64_t frames() const { return end - start; }
+  bool whole() const { return start == 0 && end == of; }
+  bool operator==(const FrameRange&) const = default;
+};
+
 // Geometry of a batch: `frames` frames of width x frame_height, concatenated
 // vertically in one buffer exactly as a frame grabber delivers them.
 struct BatchLayout {

@@ -83,6 +83,7 @@ class ColourTiffReader final : public ReaderBase {
   }
 
   void do_rewind() override { check_same(open()); }
+  void do_skip(std::int64_t) override {}  // TIFFReadScanline goes to the row's strip itself
 
   ChannelMix channel_;
   TiffMessages messages_;

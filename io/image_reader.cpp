@@ -116,6 +116,7 @@ class PlainReader final : public ReaderBase {
     if (swap_) swap16(dst, static_cast<std::size_t>(rows) * static_cast<std::size_t>(info_.width));
   }
   void do_rewind() override {}
+  void do_skip(std::int64_t) override {}  // rows are read by offset
 
   long offset_ = 0;
   bool swap_ = false;

@@ -75,6 +75,12 @@ class ImageReader {
   virtual void read_rows(std::byte* dst, std::int64_t rows) = 0;
   // Back to the first row (for looping replays).
   virtual void rewind() = 0;
+  // The next read_rows() starts at `row` (0 <= row <= height; InputError
+  // beyond). Random-access files go straight there: a TIFF's strips or tiles
+  // before the row are not read, raw and PGM rows are read by offset. A PNG
+  // is one zlib stream: its rows before `row` are decoded and dropped.
+  // Backwards: rewind(), then forwards.
+  virtual void seek_row(std::int64_t row) = 0;
   // Rows still to be read.
   virtual std::int64_t rows_left() const = 0;
 };

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/errors.h"
 #include "io/tiff_support.h"
@@ -75,28 +76,49 @@ std::string ply_comment(const fs::path& path) {
   return "";
 }
 
-metadata::Json with_format(const char* format, metadata::Json document, const fs::path& path) {
+metadata::Json checked(metadata::Json document, const fs::path& path) {
   if (document.is_null())
     throw InputError(path.string() + ": carries no stripeline metadata (written before it, or not by stripeline; docs/data-model.md)");
-  metadata::Json out = {{"format", format}};
-  out.update(document);
-  return out;
+  return document;
 }
 
 }  // namespace
 
-metadata::Json read_metadata(const fs::path& path) {
+metadata::Json read_document(const fs::path& path, std::string* format) {
   const std::string magic = head(path, 8);
-  if (magic.size() == 8 && magic == std::string("\x89PNG\r\n\x1a\n", 8)) return with_format("PNG", metadata::find_document(png_description(path)), path);
-  if (magic.size() >= 4 && (magic.compare(0, 4, std::string("II*\0", 4)) == 0 || magic.compare(0, 4, std::string("MM\0*", 4)) == 0 ||
-                            magic.compare(0, 4, std::string("II+\0", 4)) == 0 || magic.compare(0, 4, std::string("MM\0+", 4)) == 0))
-    return with_format("TIFF", metadata::find_document(tiff_description(path)), path);
-  if (magic.compare(0, 4, "ply\n") == 0 || magic.compare(0, 5, "ply\r\n") == 0) return with_format("PLY", metadata::find_document(ply_comment(path)), path);
-  const std::string text = head(path, kMaxText);
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || text[first] != '{')
-    throw InputError(path.string() + ": not a PNG, TIFF, PLY or JSON file (expected a stripeline output)");
-  return with_format("JSON", metadata::find_document(std::string_view(text).substr(first)), path);
+  const auto is_tiff = [&] {
+    return magic.size() >= 4 && (magic.compare(0, 4, std::string("II*\0", 4)) == 0 || magic.compare(0, 4, std::string("MM\0*", 4)) == 0 ||
+                                 magic.compare(0, 4, std::string("II+\0", 4)) == 0 || magic.compare(0, 4, std::string("MM\0+", 4)) == 0);
+  };
+  std::string kind;
+  metadata::Json document;
+  if (magic.size() == 8 && magic == std::string("\x89PNG\r\n\x1a\n", 8)) {
+    kind = "PNG";
+    document = metadata::find_document(png_description(path));
+  } else if (is_tiff()) {
+    kind = "TIFF";
+    document = metadata::find_document(tiff_description(path));
+  } else if (magic.compare(0, 4, "ply\n") == 0 || magic.compare(0, 5, "ply\r\n") == 0) {
+    kind = "PLY";
+    document = metadata::find_document(ply_comment(path));
+  } else {
+    const std::string text = head(path, kMaxText);
+    const std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || text[first] != '{')
+      throw InputError(path.string() + ": not a PNG, TIFF, PLY or JSON file (expected a stripeline output)");
+    kind = "JSON";
+    document = metadata::find_document(std::string_view(text).substr(first));
+  }
+  if (format != nullptr) *format = kind;
+  return checked(std::move(document), path);
+}
+
+metadata::Json read_metadata(const fs::path& path) {
+  std::string format;
+  metadata::Json document = read_document(path, &format);
+  metadata::Json out = {{"format", format}};
+  out.update(document);
+  return out;
 }
 
 }  // namespace stripeline::io

@@ -5,6 +5,7 @@
 // `stripeline describe` and tests; python/stripeline/describe.py reads the
 // same places.
 #include <filesystem>
+#include <string>
 
 #include "core/metadata.h"
 
@@ -14,5 +15,8 @@ namespace stripeline::io {
 // Throws InputError naming the file when it cannot be read, is none of
 // these, or carries no stripeline document.
 metadata::Json read_metadata(const std::filesystem::path& path);
+// The document alone, as written (no "format" key); `format` gets "PNG",
+// "TIFF", "PLY" or "JSON". Throws as read_metadata().
+metadata::Json read_document(const std::filesystem::path& path, std::string* format = nullptr);
 
 }  // namespace stripeline::io

@@ -49,7 +49,9 @@ constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
   throw InputError(path.string() + ": " + message);
 }
 
-std::string header_text(PlyEncoding encoding, const std::vector<std::string>& comments, std::uint64_t count) {
+}  // namespace
+
+std::string ply_header(PlyEncoding encoding, const std::vector<std::string>& comments, std::uint64_t count) {
   std::string h = "ply\n";
   h += encoding == PlyEncoding::Ascii ? "format ascii 1.0\n" : "format binary_little_endian 1.0\n";
   for (const std::string& c : comments) h += "comment " + c + "\n";
@@ -60,6 +62,8 @@ std::string header_text(PlyEncoding encoding, const std::vector<std::string>& co
        "property uchar slot\nproperty ushort width\nend_header\n";
   return h;
 }
+
+namespace {
 
 // Stores `value` little-endian at p; returns the byte after it.
 template <class T>
@@ -93,7 +97,7 @@ class PlyWriter::Impl {
     for (std::string& c : comments_) {
       std::replace_if(c.begin(), c.end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
     }
-    header_ = header_text(encoding_, comments_, 0);
+    header_ = ply_header(encoding_, comments_, 0);
     file_.write(header_.data(), header_.size());
     buffer_.reserve(kBufferBytes);
   }
@@ -147,7 +151,7 @@ class PlyWriter::Impl {
     if (finished_) throw std::logic_error("PlyWriter::finish called twice for " + file_.target().string());
     finished_ = true;
     flush();
-    const std::string header = header_text(encoding_, comments_, count);
+    const std::string header = ply_header(encoding_, comments_, count);
     if (header.size() != header_.size()) {
       throw std::logic_error("PlyWriter: the rewritten header changed length");  // cannot happen
     }
@@ -557,6 +561,43 @@ void read_generic(const fs::path& path, Source& src, const PlyHeader& h, const P
 }
 
 }  // namespace
+
+PlyFileHeader read_own_ply_header(const std::filesystem::path& path) {
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rbe"));
+  if (!file) input_error(path, std::string("cannot open: ") + std::strerror(errno));
+  // The header ends at the first "end_header" line; ours stay far below 1 MiB.
+  std::string head(std::size_t{1} << 20, '\0');
+  head.resize(std::fread(head.data(), 1, head.size(), file.get()));
+  const auto not_ours = [&](const std::string& why) {
+    input_error(path, why + " (expected a PLY as stripeline writes it: replay's --ply)");
+  };
+  const std::size_t end = head.find("\nend_header\n");
+  if (head.compare(0, 4, "ply\n") != 0 || end == std::string::npos) not_ours("not a PLY, or its header does not end within 1 MiB");
+  PlyFileHeader h;
+  h.bytes = end + std::string_view("\nend_header\n").size();
+  std::size_t at = 4;
+  const auto line = [&]() {
+    const std::size_t eol = head.find('\n', at);
+    std::string_view l(head.data() + at, eol - at);
+    at = eol + 1;
+    return l;
+  };
+  const std::string_view format = line();
+  if (format == "format ascii 1.0") h.encoding = PlyEncoding::Ascii;
+  else if (format != "format binary_little_endian 1.0") not_ours("format line '" + std::string(format) + "'");
+  constexpr std::string_view kComment = "comment ", kPadding = "comment padding ", kElement = "element vertex ";
+  std::string_view l = line();
+  for (; l.substr(0, kComment.size()) == kComment && l.substr(0, kPadding.size()) != kPadding; l = line())
+    h.comments.emplace_back(l.substr(kComment.size()));
+  if (l.substr(0, kPadding.size()) != kPadding) not_ours("no padding comment");
+  l = line();
+  const std::string_view digits = l.substr(std::min(l.size(), kElement.size()));
+  const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), h.vertices);
+  if (l.substr(0, kElement.size()) != kElement || parsed.ec != std::errc() || parsed.ptr != digits.data() + digits.size())
+    not_ours("no 'element vertex N' after the padding");
+  if (head.compare(0, h.bytes, ply_header(h.encoding, h.comments, h.vertices)) != 0) not_ours("a header PlyWriter would not write");
+  return h;
+}
 
 std::vector<PlyVertex> read_ply(const std::filesystem::path& path) {
   std::error_code ec;

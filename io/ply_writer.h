@@ -59,6 +59,23 @@ class PlyWriter {
   std::uint64_t count_ = 0;
 };
 
+// The header PlyWriter writes for these comments and `count` vertices (its
+// padding comment included): a joined file's header is made here too.
+std::string ply_header(PlyEncoding encoding, const std::vector<std::string>& comments, std::uint64_t count);
+
+// The header of a PLY that PlyWriter wrote, read back: its encoding, its
+// comments (without "comment ", the padding left out), its vertex count and
+// the header's length in bytes (the records follow). InputError naming the
+// file when the header is not exactly one PlyWriter writes (`stripeline join`
+// copies the records of such files as they are).
+struct PlyFileHeader {
+  PlyEncoding encoding = PlyEncoding::BinaryLittleEndian;
+  std::vector<std::string> comments;
+  std::uint64_t vertices = 0;
+  std::uint64_t bytes = 0;
+};
+PlyFileHeader read_own_ply_header(const std::filesystem::path& path);
+
 // Read back a PLY written by PlyWriter (or any PLY whose vertex element has
 // x, y, z [, intensity] [, quality] [, slot] [, width] of any scalar type; missing
 // ones read as 0); for tests and tools. Throws InputError.

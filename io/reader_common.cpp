@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <vector>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -165,6 +166,21 @@ std::size_t pread_parallel(int fd, std::byte* dst, std::size_t bytes, std::uint6
     });
   });
   return short_at;
+}
+
+void ReaderBase::do_skip(std::int64_t rows) {
+  // Bands of about 4 MiB, decoded and dropped.
+  const std::size_t rb = row_bytes();
+  const std::int64_t band = std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{4} << 20) / std::max<std::size_t>(rb, 1)));
+  std::vector<std::byte> scratch(static_cast<std::size_t>(std::min(rows, band)) * rb);
+  const std::int64_t start = next_row_;
+  for (std::int64_t done = 0; done < rows;) {
+    const std::int64_t n = std::min(band, rows - done);
+    next_row_ = start + done;  // do_read reads from next_row_
+    do_read(scratch.data(), n);
+    done += n;
+  }
+  next_row_ = start;
 }
 
 }  // namespace stripeline::io::detail

@@ -95,6 +95,17 @@ class ReaderBase : public ImageReader {
     failed_ = false;
   }
 
+  void seek_row(std::int64_t row) final {
+    if (row < 0 || row > info_.height)
+      input_error(path_, "row " + std::to_string(row) + " is beyond the image (expected 0.." + std::to_string(info_.height) + ")");
+    if (row < next_row_ || failed_) rewind();
+    if (row == next_row_) return;
+    failed_ = true;  // until the rows before it are passed
+    do_skip(row - next_row_);
+    next_row_ = row;
+    failed_ = false;
+  }
+
  protected:
   std::size_t row_bytes() const { return static_cast<std::size_t>(info_.width) * bytes_per_pixel(info_.format); }
   // Throw if a reopened file does not describe the same image any more.
@@ -107,6 +118,10 @@ class ReaderBase : public ImageReader {
   // Read exactly `rows` rows from next_row_ (already bounds-checked).
   virtual void do_read(std::byte* dst, std::int64_t rows) = 0;
   virtual void do_rewind() = 0;
+  // Pass `rows` rows from next_row_ (already bounds-checked) without handing
+  // them out. The default decodes them into a scratch band (sequential
+  // formats: PNG); readers that address rows directly override it with nothing.
+  virtual void do_skip(std::int64_t rows);
 
   std::filesystem::path path_;
   ImageInfo info_;

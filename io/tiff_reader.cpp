@@ -637,6 +637,10 @@ class TiffReader final : public ReaderBase {
     }
   }
 
+  // Rows are addressed by their strip or tile (and libtiff's scanline path
+  // seeks itself): nothing before the next read is decoded.
+  void do_skip(std::int64_t) override {}
+
   void do_rewind() override {
     // An unchanged file keeps its tables; a changed one is opened again and
     // must still describe the same image.

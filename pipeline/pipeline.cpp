@@ -70,9 +70,10 @@ bool fill_slot(FrameSource& source, Slot* slot, const AmbientSuppressor* ambient
 // bits' inference), handed on first; null when none.
 class AcquireFilter {
  public:
+  // `first_index`: the first profile's global index (0, or where a part of a recording starts).
   AcquireFilter(FrameSource& source, BufferPool& pool, const std::atomic<bool>& stop, const AmbientSuppressor* ambient, std::uint64_t& consumed,
-                Slot* first)
-      : source_(source), pool_(pool), stop_(stop), ambient_(ambient), consumed_(consumed), first_(first) {}
+                Slot* first, std::uint64_t first_index)
+      : source_(source), pool_(pool), stop_(stop), ambient_(ambient), consumed_(consumed), next_index_(first_index), first_(first) {}
   Slot* operator()(tbb::flow_control& fc) const {
     Slot* slot = first_;
     first_ = nullptr;
@@ -101,7 +102,7 @@ class AcquireFilter {
   const AmbientSuppressor* ambient_;  // null: none
   std::uint64_t& consumed_;
   // Serial filter: one call at a time, so plain counters (mutable: TBB takes the filter by const reference).
-  mutable std::uint64_t next_sequence_ = 0, next_index_ = 0;
+  mutable std::uint64_t next_sequence_ = 0, next_index_;
   mutable Slot* first_;
 };
 
@@ -196,6 +197,25 @@ class AttachedBuffers {
   FrameSource* source_;
 };
 
+// The first profile's index of a run over `range` (a part of a recording):
+// its first frame's, or half of it where laser-off frames alternate (a pair
+// is one profile). InputError where the part cannot give the whole replay's
+// rows: an alternate part that splits a pair, significant bits that the whole
+// replay would infer from its first batch.
+std::uint64_t first_profile_index(const std::optional<FrameRange>& range, const FrameSource& source, const PipelineOptions& options,
+                                  bool bits_need_data) {
+  if (!range) return 0;
+  const std::string part = "frames " + std::to_string(range->start) + ":" + std::to_string(range->end);
+  if (bits_need_data)
+    throw InputError(source.describe() + ": " + part + ": 16-bit frames whose significant bits the file does not record: the whole replay "
+                     "infers them from its first batch, which a part does not see (expected --pixel-bits N, or [processing] pixel_bits)");
+  if (options.ambient.mode != AmbientMode::Alternate) return range->start;
+  if (range->start % 2 != 0 || (range->end % 2 != 0 && range->end != range->of))
+    throw InputError(source.describe() + ": " + part + " splits a laser-on/off pair (expected even START and END, or END the last frame, " +
+                     "with ambient = \"alternate\")");
+  return range->start / 2;
+}
+
 }  // namespace
 
 Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) { options_.validate(); }
@@ -256,6 +276,9 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   std::optional<clock::time_point> first_fill;
   Slot* first = nullptr;
   std::optional<std::uint32_t> first_max;
+  const std::optional<FrameRange> range = source.frame_range();
+  const std::uint64_t first_index =
+      first_profile_index(range, source, options_, pixel_bits_need_data(chain.adaptive.pixel_bits, source));
   if (pixel_bits_need_data(chain.adaptive.pixel_bits, source)) {
     first_fill = clock::now();
     first = pool.acquire();
@@ -286,13 +309,13 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
                  geometry.slots, geometry.requested_slots);
 
   const ScanInfo info{layout, params.slots, chain, options_.calibration, source.describe(), stats.backend, options_.sheet, stats.pixel_bits,
-                      geometry.host_budget, geometry.device_budget};
+                      geometry.host_budget, geometry.device_budget, range};
   std::size_t begun = 0;
   try {
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);
     const auto start = first_fill.value_or(clock::now());
     tbb::parallel_pipeline(static_cast<std::size_t>(pool.size()),
-                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames, first)) &
+                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames, first, first_index)) &
                                tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, ProcessFilter(free_lanes, pool)) &
                                tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order,
                                                              SinkFilter(sinks, pool, stats, start, progress)));

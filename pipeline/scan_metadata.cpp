@@ -17,6 +17,7 @@ metadata::Scan scan_metadata(const ScanInfo& info) {
   }
   s.linear = info.calibration;
   s.sheet = info.sheet;
+  s.frames = info.frames;
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/applied_calibration.h"
@@ -29,6 +30,9 @@ struct ScanInfo {
   // sink that sets up large memory of its own (the height-map filters)
   // checks it against them. Device 0: the CPU backend.
   std::uint64_t host_budget = 0, device_budget = 0;
+  // The part of the recording this run replays (FrameSource::frame_range()),
+  // recorded by every output's metadata; none: the whole source.
+  std::optional<FrameRange> frames;
 };
 
 // A batch a sink keeps after consume_kept() returns (pipeline/background_sink.h):

@@ -3,7 +3,7 @@
 # available). Safe to run again: it installs only what is missing.
 #   scripts/setup-debian.sh           build dependencies
 #   scripts/setup-debian.sh --viewers PCL's and CloudCompare's command lines, Open3D (ctest Viewers.ReadTheNewPly)
-#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq and numpy for the python/ package and its offline venv test, clang for the fuzzing run) and mmdebstrap (scripts/bare-debian-check.sh)
+#   scripts/setup-debian.sh --tests   plus what the test suite uses (Open3D to read PLYs back, pyzmq and numpy for the python/ package and its offline venv test, clang for the fuzzing run, Slurm and munge for the job-array test) and mmdebstrap (scripts/bare-debian-check.sh)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev file
@@ -30,6 +30,8 @@ if [[ "${1:-}" == "--tests" ]]; then
   packages+=(mmdebstrap)
   # ctest Install.Tree checks the installed unit with systemd-analyze (verify, security --offline).
   packages+=(systemd)
+  # ctest Slurm.JobArrayJoinsToTheUnshardedReplay starts its own one-node Slurm (tests/slurm/check_slurm_array.py).
+  packages+=(slurmctld slurmd slurm-client munge)
 fi
 # The point-cloud viewers ctest Viewers.ReadTheNewPly opens our PLYs with
 # (PCL's pcl_ply2pcd, CloudCompare's command line; a large Qt stack, so opt-in:

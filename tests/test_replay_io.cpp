@@ -520,6 +520,131 @@ TEST(ReplayPlain, LargeReadsInParallelChunksAreExact) {
 }
 
 // ---------------------------------------------------------------------------
+// Seeking (replay --frames): a read after seek_row(r) gives the rows a whole
+// read gives from r, in every layout; backwards too.
+
+void expect_seeks_like_a_whole_read(const fs::path& path, const std::vector<std::uint8_t>& all, std::size_t row_bytes) {
+  auto reader = open_image(path);
+  const std::int64_t h = reader->info().height;
+  ASSERT_EQ(all.size(), static_cast<std::size_t>(h) * row_bytes);
+  for (const std::int64_t row : {std::int64_t{1}, std::int64_t{11}, std::int64_t{12}, std::int64_t{37}, h / 2 + 3, std::int64_t{5}, h - 1, std::int64_t{0}, h}) {
+    SCOPED_TRACE(path.filename().string() + " from row " + std::to_string(row));
+    std::vector<std::uint8_t> got(static_cast<std::size_t>(std::min<std::int64_t>(17, h - row)) * row_bytes, 0xA5);
+    reader->seek_row(row);
+    EXPECT_EQ(reader->rows_left(), h - row);
+    reader->read_rows(reinterpret_cast<std::byte*>(got.data()), static_cast<std::int64_t>(got.size() / row_bytes));
+    const std::vector<std::uint8_t> want(all.begin() + static_cast<std::ptrdiff_t>(row * row_bytes),
+                                         all.begin() + static_cast<std::ptrdiff_t>(row * row_bytes + got.size()));
+    EXPECT_EQ(first_difference(got, want), "");
+  }
+  EXPECT_THROW(reader->seek_row(h + 1), InputError);
+  EXPECT_THROW(reader->seek_row(-1), InputError);
+}
+
+TEST(ReplaySeek, EveryLayoutReadsFromTheRowAsAWholeReadDoes) {
+  TempDir dir;
+  for (int bits : {8, 16}) {
+    // Pages of strips straddling the frames, uncompressed, LZW (libtiff) and tiles.
+    std::vector<Layout> pages(4);
+    pages[0] = Layout{64, 3 * 12, bits, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 12};
+    pages[1] = Layout{64, 12, bits, COMPRESSION_NONE, 0, 5};
+    pages[2] = Layout{64, 5 * 12, bits, COMPRESSION_LZW, 0, 7};
+    pages[3] = Layout{64, 2 * 12, bits, COMPRESSION_ADOBE_DEFLATE, 0, 0, 16, 16};
+    std::vector<std::vector<std::uint8_t>> pixels;
+    std::vector<std::uint8_t> all;
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+      pixels.push_back(make_pixels(pages[i].width, pages[i].height, bits, static_cast<unsigned>(i)));
+      all.insert(all.end(), pixels.back().begin(), pixels.back().end());
+    }
+    const fs::path tiff = dir / ("pages" + std::to_string(bits) + ".tif");
+    write_tiff(tiff, pages, pixels);
+    expect_seeks_like_a_whole_read(tiff, all, 64 * static_cast<std::size_t>(bits / 8));
+    // PNG (one zlib stream: the rows before are decoded and dropped), PGM (by offset).
+    const PixelFormat format = bits == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
+    for (const char* name : {"r.png", "r.pgm", "r.tif"}) {
+      const fs::path path = dir / (std::to_string(bits) + name);
+      write_recording(path, all.data(), 64, 12, 11, format, RecordingWriteOptions{true, 3});
+      expect_seeks_like_a_whole_read(path, all, 64 * static_cast<std::size_t>(bits / 8));
+    }
+  }
+}
+
+// "Decoding only what it needs": the strips before a part are never read, so
+// a corrupt one there does not stop it (the whole replay does stop there).
+TEST(ReplaySeek, StripsBeforeThePartAreNotRead) {
+  TempDir dir;
+  const auto all = make_pixels(48, 20 * 5, 8, 4);
+  const fs::path path = dir / "r.tif";
+  write_recording(path, all.data(), 48, 5, 20, PixelFormat::Mono8, RecordingWriteOptions{true, 1});
+  TIFF* t = TIFFOpen(path.c_str(), "r");
+  ASSERT_NE(t, nullptr);
+  const std::uint64_t offset = TIFFGetStrileOffset(t, 2), bytes = TIFFGetStrileByteCount(t, 2);  // frame 2's strip
+  TIFFClose(t);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(offset));
+    const std::string junk(static_cast<std::size_t>(bytes), '\xff');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  FileSourceConfig fc;
+  fc.path = path;
+  fc.frame_height = 5;
+  fc.frames = FrameSpan{3, 20, ""};
+  FileSource part(fc);
+  Batch b = test::make_poisoned_batch(part.frame_layout(), 20);
+  ASSERT_TRUE(part.fill(b));
+  EXPECT_EQ(b.frames, 17);
+  EXPECT_EQ(first_difference(std::vector<std::uint8_t>(reinterpret_cast<std::uint8_t*>(b.pixels.data()),
+                                                        reinterpret_cast<std::uint8_t*>(b.pixels.data()) + b.filled_bytes()),
+                             std::vector<std::uint8_t>(all.begin() + 3 * 240, all.end())),
+            "");
+  fc.frames.reset();
+  FileSource whole(fc);
+  EXPECT_THROW(whole.fill(b), InputError);
+}
+
+TEST(ReplaySeek, APartOfARecordingKeepsItsFrameNumbersAndSeesOnlyItsFrames) {
+  TempDir dir;
+  const auto all = make_pixels(40, 30 * 6, 8, 3);
+  const fs::path path = dir / "r.tif";
+  write_recording(path, all.data(), 40, 6, 30, PixelFormat::Mono8, RecordingWriteOptions{true, 4});
+  FileSourceConfig fc;
+  fc.path = path;
+  fc.frame_height = 6;
+  fc.frames = FrameSpan{7, 19, "digest"};
+  FileSource src(fc);
+  EXPECT_EQ(src.total_frames(), std::optional<std::uint64_t>(12));
+  ASSERT_TRUE(src.frame_range());
+  EXPECT_EQ(*src.frame_range(), (FrameRange{7, 19, 30, "digest"}));
+  EXPECT_NE(src.describe().find("30 frames per pass"), std::string::npos) << src.describe();  // the recording's, as the whole replay says
+  Batch b = test::make_poisoned_batch(src.frame_layout(), 5);
+  std::vector<std::uint8_t> got;
+  std::vector<std::uint64_t> ids;
+  while (src.fill(b)) {
+    got.insert(got.end(), reinterpret_cast<std::uint8_t*>(b.pixels.data()), reinterpret_cast<std::uint8_t*>(b.pixels.data()) + b.filled_bytes());
+    for (int i = 0; i < b.frames; ++i) ids.push_back(b.meta[i].frame_id);
+  }
+  EXPECT_EQ(first_difference(got, std::vector<std::uint8_t>(all.begin() + 7 * 240, all.begin() + 19 * 240)), "");
+  ASSERT_EQ(ids.size(), 12u);
+  for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], 7 + i);
+  // Beyond the recording, empty, or looped: one line naming the file.
+  for (const FrameSpan bad : {FrameSpan{20, 31, ""}, FrameSpan{5, 5, ""}, FrameSpan{30, 31, ""}}) {
+    fc.frames = bad;
+    try {
+      FileSource s(fc);
+      ADD_FAILURE() << bad.start << ":" << bad.end << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("r.tif: --frames"), std::string::npos) << e.what();
+    }
+  }
+  fc.frames = FrameSpan{0, 10, ""};
+  fc.loops = 2;
+  EXPECT_THROW(FileSource{fc}, InputError);
+  EXPECT_EQ(parse_frame_span("3:9").end, 9u);
+  for (const char* text : {"3", "3:", ":9", "9:3", "4:4", "a:b", "-1:4", "3:9:12", " 3:9"}) EXPECT_THROW(parse_frame_span(text), InputError) << text;
+}
+
+// ---------------------------------------------------------------------------
 // Recordings: the frame height round trip, synth's layout
 
 TEST(ReplayRecording, FrameHeightRoundTripsThroughTiffAndPng) {

@@ -14,6 +14,7 @@
 #include "app/outputs.h"
 #include "pipeline/scan_metadata.h"
 #include "app/run_session.h"
+#include "app/settings.h"
 #include "core/errors.h"
 #include "pipeline/coverage_check.h"
 #include "tools/calibration_flags.h"
@@ -167,7 +168,7 @@ Subcommand add_run(CLI::App& app) {
 Subcommand add_replay(CLI::App& app) {
   auto* sub = app.add_subcommand("replay", "Replay a recorded concatenated stripe image (TIFF, PNG, PGM, raw)");
   struct Flags : CommonFlags {
-    std::string input, publish;
+    std::string input, publish, frames;
     bool alternate = false, ascii = false, publish_no_points = false;
     int frame_height = 0;
     RangeMapFlags range;
@@ -176,6 +177,9 @@ Subcommand add_replay(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   sub->add_option("input", f->input, "Recorded image: frames concatenated vertically")->required();
   sub->add_option("-H,--frame-height", f->frame_height, "Rows per frame (the image height must be a multiple)")->required();
+  sub->add_option("--frames", f->frames,
+                  "Only frames START:END of the recording (0-based, END exclusive: 0:300 = the first 300), numbered as in the whole "
+                  "replay; the outputs join exactly (stripeline join, docs/scale-out.md)");
   sub->add_flag("--ascii", f->ascii, "ASCII PLY instead of binary little-endian (--ply-format ascii)");
   sub->add_flag("--alternate", f->alternate, "Frames alternate laser on/off: each pair becomes one frame, on minus off (--ambient alternate)");
   sub->add_option("-c,--config", f->config, "TOML configuration (see configs/replay.toml); flags override it");
@@ -210,6 +214,18 @@ Subcommand add_replay(CLI::App& app) {
             }
             if (f->publish_no_points) more.push_back({&setting_at("publisher", "points"), "false"});
             f->settings.apply(c, more);
+            if (!f->frames.empty()) {
+              FrameSpan span = parse_frame_span(f->frames);
+              span.settings = settings_digest(c);  // join tells parts made otherwise apart (app/settings.h)
+              c.file.frames = span;
+              // What is made from the whole map cannot be joined from parts.
+              if (!c.output.preview.empty())
+                throw InputError("--frames " + f->frames + " with a preview (" + c.output.preview +
+                                 "): its grey range is the whole scan's, a part's would differ (expected output.preview = \"\" with --frames)");
+              if (!c.output.heightmap_filters.empty())
+                throw InputError("--frames " + f->frames + " with height-map filters: they see rows across the parts' edges (expected none; " +
+                                 "filter the joined map: stripeline filter)");
+            }
             const std::unique_ptr<RangeMapOptions> range = f->range.options();
             return process("replay", c, f->quiet, f->wait_subscriber, range.get());
           }};

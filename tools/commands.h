@@ -28,5 +28,6 @@ Subcommand add_bench_replay(CLI::App& app);     // stripeline bench-replay [--js
 Subcommand add_describe(CLI::App& app);         // stripeline describe FILE... [--json]
 Subcommand add_settings(CLI::App& app);         // stripeline settings [--markdown]
 Subcommand add_proxy(CLI::App& app);            // stripeline proxy FRONTEND [--backend EP] [CURVE keys]
+Subcommand add_join(CLI::App& app);             // stripeline join PART... --out FILE (replay --frames parts)
 
 }  // namespace stripeline::tools
