@@ -36,6 +36,8 @@ class Subscriber {
   // message that does not follow the format is skipped and counted (by
   // wire::MalformedMessage::reason()), and its problem is in last_malformed().
   std::optional<wire::Decoded> receive(std::chrono::milliseconds wait);
+  // The socket's handle, to poll several subscribers at once (zmq::poll; MergeService).
+  void* poll_handle() { return socket_.handle(); }
   std::uint64_t bytes() const { return bytes_; }
   std::uint64_t malformed() const { return malformed_; }
   const std::string& last_malformed() const { return last_malformed_; }

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
                                                     tools::add_subscribe(app), tools::add_daemon(app), tools::add_filter(app),
                                                     tools::add_bench_filters(app), tools::add_cameras(app),
                                                     tools::add_simulate_camera(app), tools::add_calibrate(app),
-                                                    tools::add_bench_replay(app), tools::add_describe(app), tools::add_settings(app), tools::add_proxy(app)};
+                                                    tools::add_bench_replay(app), tools::add_describe(app), tools::add_settings(app), tools::add_proxy(app),
+                                                    tools::add_merge(app), tools::add_align(app)};
 
   // Global flags (-v) are accepted after the subcommand too.
   // (not for a command that reads its own argument list, such as filter)
