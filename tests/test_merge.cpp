@@ -156,7 +156,7 @@ struct Collected {
 MergeConfig two_heads(OverlapRule rule) {
   MergeConfig c;
   c.heads = {HeadTransform::in_plane("a", 0.0, -15.0, 0.0), HeadTransform::in_plane("b", 0.0, 15.0, 0.0)};
-  c.grid = {-35.0, 35.0, 0.5, 0, kernels::RectifyRule::Mean};
+  c.grid = {-35.0, 35.0, 1.0, 0, kernels::RectifyRule::Mean};  // columns are 0.63 mm apart: every cell gets points
   c.overlap = rule;
   c.window = 100ms;
   return c;
