@@ -275,7 +275,8 @@ AlignResult align_to_target(const std::vector<PlanePoint>& pts, const Calibratio
     limit = std::max(o.outlier_floor_mm, 4.0 * 1.4826 * median(absr));
     double dx[3] = {0, 0, 0};
     if (!solve3(A, b, dx))
-      throw InputError("align: head '" + name + "': the target's points do not fix the head's pose (expected a corner of the target in view)");
+      throw InputError("align: head '" + name + "': its points do not fix its pose, no corner of the target in view (expected a corner of " +
+                       target.name + ": the flat base alone does not fix X)");
     pose.angle += dx[0], pose.tx += dx[1], pose.tz += dx[2];
     if (std::abs(dx[0]) < 1e-12 && std::abs(dx[1]) < 1e-10 && std::abs(dx[2]) < 1e-10 && it > 3) break;
   }
