@@ -10,7 +10,10 @@
 // adds the difference. Rows accounted from the merge's counters. Not a test:
 // nothing is asserted (the exit code says whether every row was accounted).
 //
-//   merge_bench [WIDTH=512] [RATE=10000] [SECONDS=5] [HEADS=3]
+//   merge_bench [WIDTH=256] [RATE=10000] [SECONDS=5] [HEADS=3] [DX=0.2]
+//
+// Each head sees 40 mm (local X -20..20) over WIDTH columns, the heads 35 mm
+// apart (5 mm overlaps); the merged grid spans them all in DX mm cells.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -52,10 +55,11 @@ Quantiles quantiles(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int width = argc > 1 ? std::atoi(argv[1]) : 512;
+  const int width = argc > 1 ? std::atoi(argv[1]) : 256;
   const double rate = argc > 2 ? std::atof(argv[2]) : 10000.0;
   const double seconds = argc > 3 ? std::atof(argv[3]) : 5.0;
   const int heads = argc > 4 ? std::atoi(argv[4]) : 3;
+  const double dx = argc > 5 ? std::atof(argv[5]) : 0.2;
   constexpr int kRowsPerMessage = 8;
   const auto frames = static_cast<std::uint64_t>(rate * seconds) / kRowsPerMessage * kRowsPerMessage;
   const std::string tag = std::to_string(::getpid());
@@ -79,13 +83,14 @@ int main(int argc, char** argv) {
     mc.endpoints.push_back(pubs.back()->endpoint());
   }
   const double half = 35.0 * (heads - 1) / 2.0 + 20.0;
-  mc.merge.grid = {-half, half, 0.1, 0, kernels::RectifyRule::Mean};
+  mc.merge.grid = {-half, half, dx, 0, kernels::RectifyRule::Mean};
   mc.merge.window = std::chrono::milliseconds(100);
   mc.publish = "ipc:///tmp/stripeline-merge-bench-" + tag + "-merged";
   mc.send_hwm = 100000;
   MergeService merge(mc);
-  Subscriber merged(SubscriberOptions{merge.publish_endpoint(), 100000, "", ""});
-  Subscriber direct(SubscriberOptions{pubs[0]->endpoint(), 100000, "", ""});
+  zmq::context_t ctx(1);  // the bench's two sockets share one I/O thread
+  Subscriber merged(SubscriberOptions{merge.publish_endpoint(), 100000, "", ""}, &ctx);
+  Subscriber direct(SubscriberOptions{pubs[0]->endpoint(), 100000, "", ""}, &ctx);
   for (int h = 0; h < heads; ++h)  // head 0: the merge and the direct subscriber
     if (!pubs[static_cast<std::size_t>(h)]->wait_for_subscribers(h == 0 ? 2 : 1, std::chrono::seconds(10)))
       return std::fprintf(stderr, "merge_bench: head %d has no subscriber\n", h), 1;
@@ -155,11 +160,12 @@ int main(int argc, char** argv) {
 
   const MergeCounters c = merge.counters();
   const Quantiles m = quantiles(merged_lat), d = quantiles(direct_lat);
-  std::printf("merge_bench: %d heads x %llu rows of %d columns at %.0f rows/s per head (%.2f s, paced %.0f rows/s), 8 rows a message, ipc\n", heads,
-              static_cast<unsigned long long>(frames), width, rate, took, static_cast<double>(frames) / took);
+  std::printf("merge_bench: %d heads x %llu rows of %d columns at %.0f rows/s per head (%.2f s, paced %.0f rows/s), 8 rows a message, ipc; "
+              "merged grid %d cells of %g mm\n", heads, static_cast<unsigned long long>(frames), width, rate, took, static_cast<double>(frames) / took,
+              mc.merge.grid.bins(), dx);
   std::printf("  publish -> merged out: p50 %.0f us, p99 %.0f us, max %.0f us (%zu rows)\n", m.p50, m.p99, m.max, m.n);
   std::printf("  publish -> direct out (head 0, no merge): p50 %.0f us, p99 %.0f us, max %.0f us (%zu rows)\n", d.p50, d.p99, d.max, d.n);
-  std::printf("  added by the merge: p50 %.0f us, p99 %.0f us; inside the merge (last head's row in -> merged row out): p50 %.0f us, p99 %.0f us, max %.0f us\n",
+  std::printf("  added by the merge: p50 %.0f us, p99 %.0f us; inside the merge (last head's row in -> merged row out): p50 %.0f us, p99 %.0f us, max %.1f us\n",
               m.p50 - d.p50, m.p99 - d.p99, c.latency_p50_us, c.latency_p99_us, c.latency_max_us);
   bool accounted = done && c.rows == frames;
   for (std::size_t h = 0; h < c.heads.size(); ++h) {

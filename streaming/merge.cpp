@@ -460,7 +460,7 @@ struct MergeService::Impl {
     if (!cfg.server_keys.empty() && cfg.server_keys.size() != n) throw InputError("merge: CURVE server keys must be given per head");
     for (std::size_t i = 0; i < n; ++i) {
       const std::string key = cfg.server_keys.empty() ? "" : cfg.server_keys[i];
-      subs.push_back(std::make_unique<Subscriber>(SubscriberOptions{cfg.endpoints[i], cfg.rcv_hwm, key, key.empty() ? "" : cfg.client_key}));
+      subs.push_back(std::make_unique<Subscriber>(SubscriberOptions{cfg.endpoints[i], cfg.rcv_hwm, key, key.empty() ? "" : cfg.client_key}, &ctx));
     }
     if (!cfg.publish.empty()) {
       if (cfg.publish.find("://") == std::string::npos)
@@ -650,6 +650,7 @@ struct MergeService::Impl {
   }
 
   MergeServiceConfig cfg;
+  zmq::context_t ctx{1};  // one I/O thread for every head's socket
   std::vector<std::unique_ptr<Subscriber>> subs;
   std::unique_ptr<Sender> sender;
   std::unique_ptr<Merger> merger;

@@ -695,6 +695,8 @@ TEST(MergeCli, BadInputGivesOneLineAndExitTwo) {
       {"merge --head a=ipc:///tmp/x --transforms " + tf + " --grid 1:0:0.1", "--grid"},
       {"merge --head a=ipc:///tmp/x --transforms " + tf + " --grid 0:1:0.1 --align phase", "align key 'phase' is not known"},
       {"merge --head a=ipc:///tmp/x --transforms " + (dir.path() / "none.toml").string() + " --grid 0:1:0.1", "cannot open the head transforms file"},
+      {"merge --head a=ipc:///tmp/x --transforms " + tf + " --grid 0:1:0.1 --ply /nonexistent-dir/m.ply", "/nonexistent-dir"},
+      {"merge --head a=ipc:///tmp/x --transforms " + tf + " --grid 0:1:0.1 --range-map " + (dir.path() / "m.png").string(), "expected a .tif"},
       {"align --head a=x.tiff --target " + test::target_path("sawtooth.toml") + " -H 8 -o " + (dir.path() / "o.toml").string(),
        "--head 'a=x.tiff' is not understood"},
   };

@@ -8,9 +8,11 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <memory>
 
+#include "app/outputs.h"
 #include "calibration/head_alignment.h"
 #include "core/errors.h"
 #include "streaming/merge.h"
@@ -79,6 +81,13 @@ MergeServiceConfig service_config(const Flags& f) {
   c.curve.server_secret_key = f.server_secret;
   for (const auto& a : f.allow) c.curve.client_keys.emplace_back(a);
   if (f.curve) c.curve.validate();
+  // Bad output names: one line, exit 2, before anything is subscribed (app/outputs.h).
+  if (!f.ply.empty()) check_output_path("PLY", f.ply, OutputKind::Ply);
+  if (!f.range_map.empty()) {
+    const std::string ext = std::filesystem::path(f.range_map).extension().string();
+    if (ext != ".tif" && ext != ".tiff") throw InputError("range map '" + f.range_map + "': expected a .tif or .tiff name (a float32 TIFF)");
+    check_output_path("range map", f.range_map, OutputKind::Other);
+  }
   c.range_map = f.range_map;
   c.ply = f.ply;
   c.ply_ascii = f.ascii;
