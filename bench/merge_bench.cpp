@@ -26,6 +26,7 @@
 
 #include <unistd.h>
 
+#include "core/profile_mapping.h"
 #include "streaming/merge.h"
 #include "streaming/publisher.h"
 #include "streaming/subscriber.h"
@@ -52,6 +53,46 @@ Quantiles quantiles(std::vector<double> v) {
   return q;
 }
 
+// The merge's own work without sockets: HEADS heads' profile messages
+// encoded once, then decoded (wire::decode) and merged (Merger::on_message)
+// in a loop; returns {decode us, merge us} per merged row.
+std::pair<double, double> merge_alone(int width, int heads, double dx, std::uint64_t frames) {
+  constexpr int kRows = 8;
+  std::vector<std::vector<std::vector<std::string>>> wire_msgs(static_cast<std::size_t>(heads));
+  MergeConfig mc;
+  for (int h = 0; h < heads; ++h) {
+    const double shift = 35.0 * (h - (heads - 1) / 2.0);
+    test::SyntheticHeadRows rows(width, kRows, -20.0, 20.0, [shift](std::uint64_t f, double x) {
+      return 5.0 + std::sin(0.2 * (x + shift) + 0.001 * static_cast<double>(f));
+    });
+    const ProfileMapping mapping(LinearCalibration{}, kDefaultHeightCodeBits, rows.info("x").sheet);
+    const std::string series = wire::new_uuid();
+    for (std::uint64_t f = 0; f < frames; f += kRows) {
+      nlohmann::json hd = wire::base_header(wire::Topic::Profile, series, f / kRows);
+      hd["calibration"] = wire::calibration_json(LinearCalibration{});
+      wire_msgs[static_cast<std::size_t>(h)].push_back(
+          wire::encode_rows(wire::Topic::Profile, hd, rows.span(f, kRows), 0, kRows, mapping, f, true).strings());
+    }
+    mc.heads.push_back(HeadTransform::in_plane("h" + std::to_string(h), 0.0, shift, 0.0));
+  }
+  const double half = 35.0 * (heads - 1) / 2.0 + 20.0;
+  mc.grid = {-half, half, dx, 0, kernels::RectifyRule::Mean};
+  std::uint64_t out = 0;
+  Merger m(mc, [&](const MergedBlock& b) { out += static_cast<std::uint64_t>(b.rows.rows); });
+  steady::duration decoding{}, merging{};
+  for (std::size_t i = 0; i < wire_msgs[0].size(); ++i)
+    for (int h = 0; h < heads; ++h) {
+      const auto t0 = steady::now();
+      const wire::Decoded d = wire::decode(wire_msgs[static_cast<std::size_t>(h)][i]);
+      const auto t1 = steady::now();
+      m.on_message(h, d, t1);
+      decoding += t1 - t0;
+      merging += steady::now() - t1;
+    }
+  const double rows = static_cast<double>(out);
+  return {std::chrono::duration<double, std::micro>(decoding).count() / rows, std::chrono::duration<double, std::micro>(merging).count() / rows};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,6 +103,11 @@ int main(int argc, char** argv) {
   const double dx = argc > 5 ? std::atof(argv[5]) : 0.2;
   constexpr int kRowsPerMessage = 8;
   const auto frames = static_cast<std::uint64_t>(rate * seconds) / kRowsPerMessage * kRowsPerMessage;
+  {
+    const auto [decode_us, merge_us] = merge_alone(width, heads, dx, 8000);
+    std::printf("merge_bench: the merge alone (no sockets, one thread), %d heads of %d columns: decode %.1f us + merge %.1f us per merged row "
+                "(%.0f merged rows/s)\n", heads, width, decode_us, merge_us, 1e6 / (decode_us + merge_us));
+  }
   const std::string tag = std::to_string(::getpid());
 
   // Heads side by side: local X -20..20 mm, 35 mm apart (5 mm overlaps), a gentle wave.
