@@ -25,6 +25,7 @@
 #include "io/image_writer.h"
 #include "io/ply_writer.h"
 #include "stages/chain.h"
+#include "streaming/curve.h"
 #include "streaming/merge.h"
 #include "streaming/publisher.h"
 #include "streaming/subscriber.h"
@@ -657,8 +658,67 @@ TEST(MergeService, AHeadKilledAndRestartedIsMarkedExactlyWhereItWasDown) {
   expect_accounted(c);
 }
 
+TEST(MergeService, CurveOnEachHopLetsOnlyListedPeersIn) {
+  if (!curve_available()) GTEST_SKIP() << "libzmq was built without CURVE (zmq_has(\"curve\") is false)";
+  test::TempDir dir;
+  for (const char* k : {"head", "merge", "down", "consumer", "stranger"}) write_curve_keypair(dir.path() / k);
+  // Upstream: the head admits the merge's key only; downstream: the merge admits the consumer's.
+  PublisherConfig pc;
+  pc.endpoint = "ipc://" + (dir.path() / "head.sock").string();
+  pc.stats_interval = 0;
+  pc.curve.enabled = true;
+  pc.curve.server_secret_key = dir.path() / "head.secret";
+  pc.curve.client_keys = {dir.path() / "merge.pub"};
+  Publisher head(pc);
+  MergeServiceConfig sc;
+  sc.merge.heads = {HeadTransform::in_plane("h0", 0.0, 0.0, 0.0)};
+  sc.merge.grid = {-25.0, 25.0, 1.0, 0, kernels::RectifyRule::Mean};
+  sc.endpoints = {head.endpoint()};
+  sc.server_keys = {(dir.path() / "head.pub").string()};
+  sc.client_key = (dir.path() / "merge.secret").string();
+  sc.publish = "ipc://" + (dir.path() / "merged.sock").string();
+  sc.curve.enabled = true;
+  sc.curve.server_secret_key = dir.path() / "down.secret";
+  sc.curve.client_keys = {dir.path() / "consumer.pub"};
+  MergeService merge(sc);
+  Subscriber consumer(SubscriberOptions{merge.publish_endpoint(), 1000, (dir.path() / "down.pub").string(), (dir.path() / "consumer.secret").string()});
+  Subscriber stranger(SubscriberOptions{merge.publish_endpoint(), 1000, (dir.path() / "down.pub").string(), (dir.path() / "stranger.secret").string()});
+  ASSERT_TRUE(head.wait_for_subscribers(1, 10s));
+  ASSERT_TRUE(merge.wait_for_subscribers(1, 10s));
+  test::SyntheticHeadRows rows(64, 8, -20.0, 20.0, [](std::uint64_t, double) { return 1.0; });
+  head.begin(rows.info("h0"));
+  for (std::uint64_t f = 0; f < 32; f += 8) head.consume(rows.span(f, 8));
+  head.finish();
+  ASSERT_TRUE(merge.wait_done(10s));
+  merge.stop();
+  std::uint64_t got = 0;
+  for (bool ended = false; !ended;) {
+    auto d = consumer.receive(5000ms);
+    ASSERT_TRUE(d) << "the listed consumer did not get the merged series";
+    ended = d->topic == wire::Topic::SeriesEnd;
+    if (d->topic == wire::Topic::Heightmap) got += static_cast<std::uint64_t>(d->rows->rows);
+  }
+  EXPECT_EQ(got, 32u);
+  EXPECT_FALSE(stranger.receive(300ms)) << "a consumer not listed read the merged stream";
+  EXPECT_EQ(merge.counters().heads[0].received, 32u);
+}
+
 // ---------------------------------------------------------------------------
 // Through the commands.
+
+TEST(MergeCli, SigintStopsItWithTheCountersAndExitZero) {
+  test::TempDir dir;
+  HeadTransforms t;
+  t.heads.push_back(HeadTransform::in_plane("a", 0.0, 0.0, 0.0));
+  save_head_transforms(dir.path() / "t.toml", t);
+  test::Child merge({test::binary_path(), "merge", "--head", "a=ipc://" + (dir.path() / "nobody.sock").string(), "--transforms",
+                     (dir.path() / "t.toml").string(), "--grid", "-10:10:0.5"});
+  ASSERT_TRUE(merge.wait_for("merge: 1 heads", 10s)) << merge.output();
+  merge.signal(SIGINT);
+  ASSERT_EQ(merge.wait_exit(10s), 0) << merge.output();
+  EXPECT_NE(merge.output().find("merge stopped (SIGINT): 0 merged rows"), std::string::npos) << merge.output();
+  EXPECT_NE(merge.output().find("head a (bit 0): sent 0 = received 0 + lost 0"), std::string::npos) << merge.output();
+}
 
 TEST(MergeCli, MergesPublisherProcessesAndPrintsTheCounters) {
   test::TempDir dir;
