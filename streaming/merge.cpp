@@ -135,7 +135,7 @@ struct Merger::Impl {
   struct Pending {
     std::int64_t key = 0;
     std::uint64_t heads = 0;
-    Clock::time_point created, completed;
+    Clock::time_point completed;  // when its last head's row came
     std::vector<float> z;            // [heads][bins]
     std::vector<std::uint16_t> q;    // [heads][bins]: best quality of the head's points in the cell
     std::vector<std::uint64_t> frame_id;
@@ -180,7 +180,7 @@ struct Merger::Impl {
     }
     p->key = key;
     p->heads = 0;
-    p->created = p->completed = now;
+    p->completed = now;
     return p;
   }
   void release(Pending* p) { free_rows.emplace_back(p); }
@@ -280,10 +280,11 @@ struct Merger::Impl {
   }
 
   // Whether the oldest row may go: every absent head has passed its key,
-  // has been silent for the window, or ended its series; or the row is
-  // older than the window.
+  // has been silent for the window, or ended its series; or the row has
+  // been the oldest for the window (a head running ahead of the others
+  // makes rows early: they wait from when they are next, not from then).
   bool ready(const Pending& p, Clock::time_point now) const {
-    if (p.heads == all || now - p.created >= cfg.window) return true;
+    if (p.heads == all || now - front_since >= cfg.window) return true;
     for (std::size_t h = 0; h < heads.size(); ++h) {
       if (p.heads & (std::uint64_t{1} << h)) continue;
       const Head& hd = heads[h];
@@ -318,6 +319,7 @@ struct Merger::Impl {
   void emit_front(Clock::time_point now) {
     Pending* p = pending.front();
     pending.pop_front();
+    front_seen = nullptr;
     merge_cells(*p);
     wire::RowBlock& rb = block.rows;
     if (rb.rows == 0) rb.series_row = rb.index = rows_out;
@@ -359,7 +361,11 @@ struct Merger::Impl {
   }
 
   void drain(Clock::time_point now) {
-    while (!pending.empty() && ready(*pending.front(), now)) emit_front(now);
+    while (!pending.empty()) {
+      if (pending.front() != front_seen) front_seen = pending.front(), front_since = now;
+      if (!ready(*pending.front(), now)) break;
+      emit_front(now);
+    }
     hand_out();
   }
 
@@ -380,6 +386,8 @@ struct Merger::Impl {
   std::vector<std::uint32_t> n_scratch;
   std::uint64_t all = 0;
   std::deque<Pending*> pending;
+  const Pending* front_seen = nullptr;  // the oldest waiting row, and since when it is
+  Clock::time_point front_since;
   std::vector<std::unique_ptr<Pending>> free_rows;
   MergedBlock block;
   std::int64_t emitted_upto = 0;

@@ -16,7 +16,8 @@
 //   4. emits merged rows in key order, each with a bitmask of the heads in it.
 // A row waits for an absent head until that head has sent a later key (it
 // comes in order, so it never will), until the head has been silent for the
-// window, or until the row is older than the window. Nothing is dropped
+// window, or until the row has been the oldest waiting one for the window.
+// Nothing is dropped
 // silently; per head (MergeHeadCounters):
 //   received + lost = sent                  (its series' own numbering: series_row, series-end rows_in)
 //   received = merged + late + unmatched + no_points + source_missing
