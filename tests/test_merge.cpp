@@ -289,6 +289,31 @@ TEST(Merger, AHeadRunningAheadDoesNotAgeTheRowsItMakesEarly) {
   expect_accounted(k);
 }
 
+TEST(Merger, RowsThatCannotBeMergedAreCountedByReason) {
+  MergeConfig c = two_heads(OverlapRule::Mean);
+  c.align = AlignKey::Frame;
+  Collected got;
+  Merger m(c, got.sink());
+  WireHead a(-15.0, [](std::uint64_t, double) { return 1.0; }), b(15.0, [](std::uint64_t, double) { return 1.0; });
+  const auto t = Clock::now();
+  wire::Decoded a0 = a.profile(0), b0 = b.profile(0), a1 = a.profile(8), b1 = b.profile(8);
+  b0.rows->missing[2] = 1;        // b's source lost frame 2
+  b0.rows->frame_ids[5] = 3;      // a frame id that goes back: not a key of this head
+  b1.rows->points.clear();        // a message without calibrated points
+  b1.rows->motion_y.clear();
+  for (auto* d : {&a0, &b0, &a1, &b1}) m.on_message(d == &a0 || d == &a1 ? 0 : 1, *d, t);
+  m.flush_all(t);
+  ASSERT_EQ(got.heads.size(), 16u);
+  for (std::size_t r = 0; r < 16; ++r) EXPECT_EQ(got.heads[r], r == 2 || r == 5 || r >= 8 ? 1u : 3u) << r;
+  const MergeCounters k = m.counters();
+  EXPECT_EQ(k.heads[1].source_missing, 1u);
+  EXPECT_EQ(k.heads[1].unmatched, 1u);
+  EXPECT_EQ(k.heads[1].no_points, 8u);
+  EXPECT_EQ(k.heads[1].merged, 6u);
+  EXPECT_EQ(k.heads[1].absent, 10u);
+  expect_accounted(k);
+}
+
 TEST(Merger, TimestampsWithinTheToleranceAreOneRow) {
   MergeConfig c = two_heads(OverlapRule::Mean);
   c.align = AlignKey::Timestamp;
