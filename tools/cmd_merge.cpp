@@ -167,7 +167,7 @@ Subcommand add_merge(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--rule", f->rule, "Within one head's cell: max, min, mean or nearest")->capture_default_str();
   sub->add_option("--fill", f->fill, "After the merge, fill gaps of up to N empty cells by linear interpolation")->capture_default_str();
-  sub->add_option("--window-ms", f->window_ms, "A row waits at most this long for an absent head; later rows are counted late")->capture_default_str();
+  sub->add_option("--window-ms", f->window_ms, "The oldest waiting row waits at most this long for an absent head (and a head silent this long is not waited for); its rows that come later are counted late")->capture_default_str();
   sub->add_option("--publish", f->publish, "Publish the merged rows here (bound; the wire format's rectified form)");
   sub->add_option("--send-hwm", f->send_hwm, "Merged messages queued per subscriber before drops (counted)")->capture_default_str();
   sub->add_option("--rows-per-message", f->rows_per_message, "Merged rows per message at most (sent as soon as ready)")->capture_default_str();
