@@ -11,9 +11,11 @@
 //    `stripeline align` through the commands.
 #include <gtest/gtest.h>
 
+#include <tiffio.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -566,7 +568,26 @@ TEST_F(SyntheticHeads, MergedStreamsEqualTheWholeViewScanEveryRowAccounted) {
   }
   expect_accounted(c);
   EXPECT_EQ((*end)["merge"]["rows"], kFrames);
-  EXPECT_TRUE(std::filesystem::exists(sc.range_map));
+  {  // the range map file holds the rows the stream carried, bit for bit
+    TIFF* tif = TIFFOpen(sc.range_map.c_str(), "r");
+    ASSERT_NE(tif, nullptr);
+    std::uint32_t w = 0, h = 0;
+    std::uint16_t bits = 0, format = 0;
+    TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w);
+    TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h);
+    TIFFGetField(tif, TIFFTAG_BITSPERSAMPLE, &bits);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
+    EXPECT_EQ(w, static_cast<std::uint32_t>(bins));
+    EXPECT_EQ(h, static_cast<std::uint32_t>(kFrames));
+    EXPECT_EQ(bits, 32);
+    EXPECT_EQ(format, SAMPLEFORMAT_IEEEFP);
+    std::vector<float> row(static_cast<std::size_t>(w));
+    for (std::uint32_t y = 0; y < h && y < kFrames; ++y) {
+      ASSERT_EQ(TIFFReadScanline(tif, row.data(), y, 0), 1);
+      EXPECT_EQ(std::memcmp(row.data(), merged.data() + static_cast<std::size_t>(y) * bins, row.size() * sizeof(float)), 0) << "row " << y;
+    }
+    TIFFClose(tif);
+  }
   const auto ply = io::read_ply(sc.ply);
   std::size_t cells = 0;
   for (float z : merged) cells += !std::isnan(z);
