@@ -48,10 +48,16 @@ struct RectifyAccumulator {
   void clear(int bins) const {
     for (int i = 0; i < bins; ++i) z[i] = NAN, key[i] = 0.0f, n[i] = 0;
   }
-  void add(const RectifyGrid& g, int bins, double x, double zv) const {
+  // The bin X falls in, or -1 outside the grid.
+  static int bin_of(const RectifyGrid& g, int bins, double x) {
     const double t = (x - g.x_min) / g.dx;
-    if (!(t > -0.5) || !(t < bins - 0.5)) return;
-    const int i = static_cast<int>(std::floor(t + 0.5));
+    if (!(t > -0.5) || !(t < bins - 0.5)) return -1;
+    return static_cast<int>(std::floor(t + 0.5));
+  }
+  void add(const RectifyGrid& g, int bins, double x, double zv) const {
+    const int i = bin_of(g, bins, x);
+    if (i < 0) return;
+    const double t = (x - g.x_min) / g.dx;
     const float v = static_cast<float>(zv);
     switch (g.rule) {
       case RectifyRule::Max: z[i] = n[i] == 0 || v > z[i] ? v : z[i]; break;
@@ -68,12 +74,16 @@ struct RectifyAccumulator {
   void finish(const RectifyGrid& g, int bins) const {
     if (g.rule == RectifyRule::Mean)
       for (int i = 0; i < bins; ++i) z[i] = n[i] ? key[i] / static_cast<float>(n[i]) : NAN;
-    if (g.fill <= 0) return;
+    fill_gaps(z, bins, g.fill);
+  }
+  // Runs of at most `fill` NaN bins between two values, filled by linear interpolation.
+  static void fill_gaps(float* z, int bins, int fill) {
+    if (fill <= 0) return;
     int last = -1;  // last filled bin
     for (int i = 0; i < bins; ++i) {
       if (std::isnan(z[i])) continue;
       const int gap = i - last - 1;
-      if (last >= 0 && gap > 0 && gap <= g.fill)
+      if (last >= 0 && gap > 0 && gap <= fill)
         for (int k = last + 1; k < i; ++k) z[k] = z[last] + (z[i] - z[last]) * static_cast<float>(k - last) / static_cast<float>(i - last);
       last = i;
     }

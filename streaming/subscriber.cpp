@@ -9,7 +9,8 @@
 
 namespace stripeline {
 
-Subscriber::Subscriber(const SubscriberOptions& o) {
+Subscriber::Subscriber(const SubscriberOptions& o, zmq::context_t* shared)
+    : own_ctx_(shared ? nullptr : std::make_unique<zmq::context_t>(1)), socket_(shared ? *shared : *own_ctx_, zmq::socket_type::sub) {
   socket_.set(zmq::sockopt::rcvhwm, o.rcv_hwm);
   socket_.set(zmq::sockopt::linger, 0);
   if (!o.server_key.empty() || !o.client_key.empty()) make_curve_client(socket_, o.server_key, o.client_key);

@@ -31,11 +31,15 @@ class Subscriber {
  public:
   // Connects and subscribes to every topic. Throws InputError for a bad
   // endpoint or key file.
-  explicit Subscriber(const SubscriberOptions& options);
+  // `shared`: a context whose I/O thread this socket shares with the
+  // caller's others (the caller keeps it alive longer); nullptr = its own.
+  explicit Subscriber(const SubscriberOptions& options, zmq::context_t* shared = nullptr);
   // The next message, decoded; nullopt when none came within `wait`. A
   // message that does not follow the format is skipped and counted (by
   // wire::MalformedMessage::reason()), and its problem is in last_malformed().
   std::optional<wire::Decoded> receive(std::chrono::milliseconds wait);
+  // The socket's handle, to poll several subscribers at once (zmq::poll; MergeService).
+  void* poll_handle() { return socket_.handle(); }
   std::uint64_t bytes() const { return bytes_; }
   std::uint64_t malformed() const { return malformed_; }
   const std::string& last_malformed() const { return last_malformed_; }
@@ -45,8 +49,8 @@ class Subscriber {
   const std::map<std::string, std::uint64_t>& malformed_by_reason() const { return by_reason_; }
 
  private:
-  zmq::context_t ctx_{1};
-  zmq::socket_t socket_{ctx_, zmq::socket_type::sub};
+  std::unique_ptr<zmq::context_t> own_ctx_;  // unless a shared one is given
+  zmq::socket_t socket_;
   std::uint64_t bytes_ = 0, malformed_ = 0;
   std::string last_malformed_, last_reason_;
   std::map<std::string, std::uint64_t> by_reason_;

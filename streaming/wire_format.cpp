@@ -568,6 +568,13 @@ RowBlock decode_rows(const json& h, const std::vector<std::string_view>& parts, 
       r.missing[m.get<std::size_t>()] = 1;
     }
   }
+  // Merged rows (stripeline merge): per row the mask of the heads in it.
+  if (const auto hd = h.find("heads"); hd != h.end()) {
+    if (!hd->is_array() || hd->size() != rows)
+      malformed("shape", "'heads' is not a list of 'rows' = " + std::to_string(rows) + " head masks");
+    for (const auto& m : *hd)
+      if (!m.is_number_unsigned()) malformed("field", "'heads' holds " + printable(m.dump(), 30) + " (expected an unsigned 64-bit head mask)");
+  }
   // 1.0 senders have no quality part (5 parts); 1.1 adds it (6); 1.2 the
   // calibrated points and motion_y (8), when the publisher carries them.
   if (parts.size() != 5 && parts.size() != 6 && parts.size() != 8)

@@ -190,6 +190,8 @@ class Rows(Message):
     quality: np.ndarray = None          # contrast above the local background (0 from a 1.0 sender)
     points: Optional[np.ndarray] = None     # [rows, slots, width, 3] float32 X, Y - motion_y, Z (mm; NaN = no point), 1.2
     motion_y: Optional[np.ndarray] = None   # [rows] float64, mm: a point's Y is motion_y + float64(points[..., 1])
+    form: str = ""                          # "rectified": z on a uniform X grid in mm (header grid); "" = sensor rows
+    heads: Optional[np.ndarray] = None      # [rows] uint64, merged rows (stripeline merge): bit i = head i in the row
 
 
 @dataclass
@@ -392,6 +394,12 @@ def _rows(h, base, frames):
         if len(buf) != want:
             raise MalformedMessage(f"part '{name}' has {len(buf)} bytes (expected {want})", "size")
         arrays[name] = np.frombuffer(buf, dtype=dtype).reshape(want_shape)
+    heads = None
+    if "heads" in h:  # merged rows: one head mask per row
+        hd = h["heads"]
+        if not isinstance(hd, list) or len(hd) != rows:
+            raise MalformedMessage(f"heads is not a list of rows = {rows} head masks", "shape")
+        heads = np.array([_int(m, "heads[]", *_U64) for m in hd], dtype=np.uint64)
     if np.isinf(arrays["z"]).any():
         raise MalformedMessage("z holds an infinite value (expected finite, or NaN for no detection)", "values")
     if "points" in arrays:
@@ -406,7 +414,8 @@ def _rows(h, base, frames):
                 missing_rows=missing, calibration=Calibration.from_json(h.get("calibration")),
                 z=arrays["z"], intensity=arrays["intensity"], stripe_width=arrays["width"],
                 quality=arrays.get("quality", np.zeros(shape, dtype="<u2")),
-                points=arrays.get("points"), motion_y=arrays.get("motion_y"))
+                points=arrays.get("points"), motion_y=arrays.get("motion_y"),
+                form=_str(h.get("form", ""), "form"), heads=heads)
 
 
 def _check_points(z, points, motion_y):

@@ -39,7 +39,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def profile_frames(rows=2, width=3, slots=1, header=None, **over):
+def profile_frames(rows=2, width=3, slots=1, header=None, topic=b"profile", **over):
     h = {"htype": "stripeline-profile-1.0", "series": "s1", "seq": 1, "time_ns": 5,
          "series_row": 0, "index": 10, "frame": 10, "rows": rows, "width": width, "slots": slots,
          "frame_ids": list(range(10, 10 + rows)), "timestamps_ns": [7] * rows, "encoder": [None] * rows,
@@ -51,7 +51,7 @@ def profile_frames(rows=2, width=3, slots=1, header=None, **over):
     h.update(header or {})
     n = rows * slots * width
     z = np.arange(n, dtype="<f4")
-    return [b"profile", json.dumps(h).encode(), z.tobytes(), np.ones(n, "<u2").tobytes(), np.ones(n, "<u2").tobytes()]
+    return [topic, json.dumps(h).encode(), z.tobytes(), np.ones(n, "<u2").tobytes(), np.ones(n, "<u2").tobytes()]
 
 
 class DecodeTest(unittest.TestCase):
@@ -62,6 +62,17 @@ class DecodeTest(unittest.TestCase):
         self.assertEqual(m.z[1, 0, 2], 5.0)
         self.assertEqual(list(m.frame_ids), [10, 11])
         self.assertFalse(m.has_encoder.any())
+
+    def test_merged_rows_carry_their_head_masks(self):
+        m = decode(profile_frames(header={"htype": "stripeline-heightmap-1.2", "form": "rectified",
+                                          "heads": [7, 2 ** 63 + 5]}, topic=b"heightmap"))
+        self.assertEqual(m.form, "rectified")
+        self.assertEqual(list(m.heads), [7, 2 ** 63 + 5])
+        self.assertIsNone(decode(profile_frames()).heads)
+        for bad in ([1], [1, -1], [1, "a"], 3):
+            with self.subTest(bad=bad):
+                with self.assertRaises(MalformedMessage):
+                    decode(profile_frames(header={"htype": "stripeline-heightmap-1.2", "heads": bad}, topic=b"heightmap"))
 
     def test_malformed_messages_raise_one_line(self):
         good = profile_frames()

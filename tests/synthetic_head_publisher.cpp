@@ -1,0 +1,56 @@
+// A synthetic head as its own process (tests/test_merge.cpp kills and
+// restarts it): the real Publisher bound on ENDPOINT, frames [FIRST, END) of
+// tests/synthetic_head_rows.h paced at RATE rows/s, 8 rows a message.
+//
+//   synthetic_head_publisher ENDPOINT FIRST END RATE SHIFT_MM [HOLD_AFTER]
+//
+// Waits (10 s at most) for a subscriber first. Prints "published F" after
+// each message (F = frames published so far, counting from FIRST). With
+// HOLD_AFTER, it stops publishing once frame HOLD_AFTER - 1 is out, prints
+// "holding", and waits to be killed (no series-end: a crash as the merge sees it).
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "streaming/publisher.h"
+#include "synthetic_head_rows.h"
+
+using namespace stripeline;
+
+int main(int argc, char** argv) {
+  if (argc < 6) return std::fprintf(stderr, "usage: %s ENDPOINT FIRST END RATE SHIFT_MM [HOLD_AFTER]\n", argv[0]), 2;
+  const std::uint64_t first = std::strtoull(argv[2], nullptr, 10), end = std::strtoull(argv[3], nullptr, 10);
+  const double rate = std::atof(argv[4]), shift = std::atof(argv[5]);
+  const std::uint64_t hold = argc > 6 ? std::strtoull(argv[6], nullptr, 10) : end;
+  constexpr int kRows = 8;
+  test::SyntheticHeadRows rows(256, kRows, -20.0, 20.0, [shift](std::uint64_t, double x) { return 5.0 + std::sin(0.2 * (x + shift)); });
+  PublisherConfig pc;
+  pc.endpoint = argv[1];
+  pc.rows_per_message = kRows;
+  pc.send_hwm = 100000;
+  pc.stats_interval = 0;
+  Publisher pub(pc);
+  if (!pub.wait_for_subscribers(1, std::chrono::seconds(10))) return std::fprintf(stderr, "no subscriber\n"), 1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // every subscription in
+  pub.begin(rows.info("synthetic head"));
+  const auto period = std::chrono::duration<double>(kRows / rate);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::uint64_t f = first; f < end; f += kRows) {
+    if (f >= hold) {
+      std::printf("holding\n");
+      std::fflush(stdout);
+      for (;;) ::pause();
+    }
+    std::this_thread::sleep_until(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(period * static_cast<double>((f - first) / kRows)));
+    const int n = static_cast<int>(std::min<std::uint64_t>(kRows, end - f));
+    pub.consume(rows.span(f, n));
+    std::printf("published %llu\n", static_cast<unsigned long long>(f + static_cast<std::uint64_t>(n) - first));
+    std::fflush(stdout);
+  }
+  pub.finish();
+  return 0;
+}
