@@ -19,7 +19,7 @@
 # Publisher, 256 columns, points in mm, encoder 4 f for frame f); put your own
 # heads' endpoints to `stripeline merge` for real ones.
 #
-#   scripts/netns-heads.sh [--stripeline build/stripeline] [--head-program build/synthetic_head_publisher]
+#   scripts/netns-heads.sh [--stripeline build/stripeline] [--head-program build/tests/synthetic_head_publisher]
 #       [--heads 3] [--frames 1200] [--rate 400] [--kill-head 1 --kill-after 160] [--curve] [--out DIR]
 #
 # --kill-head I: head I stops after --kill-after rows (all of them received by the
@@ -36,7 +36,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(dirname "$here")
 stripeline="$src/build/stripeline"
-head_program="$src/build/synthetic_head_publisher"
+head_program="$src/build/tests/synthetic_head_publisher"
 heads=3 frames=1200 rate=400 kill_head=-1 kill_after=160 restart_ahead=1.0 window_ms=2000
 python=${PYTHON:-python3}
 curve=0 out="" net=10.213.7 net2=10.213.8 timeout=120
@@ -169,14 +169,14 @@ start() {  # start NS LOG COMMAND...: COMMAND in namespace NS, its pid in $start
 }
 merge_received() {  # merge_received HEAD: the merge's last 'received' count for head HEAD (0 before any)
   local n
-  n=$(grep -o "head h$1 (bit $1): sent [0-9]* = received [0-9]*" "$out/merge.log" | tail -1 | sed 's/.*received //')
+  n=$(grep -o "head h$1 (bit $1): sent [0-9]* = received [0-9]*" "$out/merge.log" | tail -1 | sed 's/.*received //') || true
   echo "${n:-0}"
 }
 log_has() { grep -q "$2" "$out/$1" 2>/dev/null; }
 proxy_subscribed() { grep -q 'subscriptions upstream [1-9]' "$out/proxy.log" 2>/dev/null; }
 proxy_connected() { ip netns exec "$tag-merge" ss -Htn state established '( sport = :5570 )' 2>/dev/null | grep -q .; }
 
-merge_args=(merge --transforms "$out/heads.toml" --grid "-$half:$half:0.1" --window-ms "$window_ms" --stats-interval 0.2
+merge_args=(merge --transforms "$out/heads.toml" --grid "-$half:$half:0.2" --window-ms "$window_ms" --stats-interval 0.2
             --publish "tcp://$net.2:5570" --range-map "$out/merged.tif")
 for ((h = 0; h < heads; h++)); do
   merge_args+=(--head "h$h=tcp://$net.$((11 + h)):5556")
@@ -212,7 +212,7 @@ done
 facts="$out/run.env"
 {
   echo "heads=$heads frames=$frames rate=$rate curve=$curve window_ms=$window_ms net=$net net2=$net2"
-  echo "grid=-$half:$half:0.1"
+  echo "grid=-$half:$half:0.2"
 } >"$facts"
 if [[ "$kill_head" != -1 ]]; then
   k=$kill_head
@@ -220,10 +220,11 @@ if [[ "$kill_head" != -1 ]]; then
   received_all() { [[ $(merge_received "$k") == "$kill_after" ]]; }
   wait_for 30 "the merge to receive head $k's $kill_after rows (merge.log)" received_all
   kill -KILL "${head_pid[$k]}"
-  wait "${head_pid[$k]}" || true
+  wait "${head_pid[$k]}" 2>/dev/null || true  # (no "Killed" job notice)
   t_kill=$(date +%s.%N)
   other=$(( k == 0 ? 1 : 0 ))
-  now_at=$(grep -o '^published [0-9]*' "$out/head-$other.log" | tail -1 | sed 's/published //')
+  now_at=$(grep -o '^published [0-9]*' "$out/head-$other.log" | tail -1 | sed 's/published //') || true
+  [[ -n "$now_at" ]] || die "head $other has published nothing (head-$other.log)"
   restart=$("$python" -c "print(int(($now_at + $rate * $restart_ahead) // 8 * 8))")
   [[ $((restart + 80)) -lt $frames ]] || die "the other heads ran ahead of the restart (line at frame $now_at of $frames): a loaded machine; try a lower --rate or more --frames"
   mapfile -t cmd < <(head_cmd "$k" "$restart")

@@ -151,7 +151,7 @@ def main():
         print(f"[ netns ] {len(enc)} merged rows of {HEADS} heads at {RATE} rows/s each, CURVE {'on every hop' if curve else 'off (libzmq without it)'}: "
               f"{len(enc) / span if span else 0:.0f} merged rows/s at the consumer over {span:.2f} s; "
               f"merge send -> consumer (through the proxy, 2 veth hops) p50 {hop[len(hop) // 2]:.2f} ms, p99 {hop[int(len(hop) * 0.99)]:.2f} ms; "
-              f"in the merge p50 {counters['latency_us']['p50']:.0f} us, p99 {counters['latency_us']['p99']:.0f} us")
+              f"in the merge p50 {counters['latency_us']['p50']:.0f} us, p99 {counters['latency_us']['p99']:.0f} us; merged Z off the scene by at most {err:.4f} mm")
         print(f"[ netns ] head {KILLED} killed after {KILL_AFTER} rows (line at frame {f['line_at_kill']}), restarted at frame {restart}, "
               f"publishing again {f['restart_gap_s']} s after the kill; absent from {counters['heads'][f'h{KILLED}']['absent']} merged rows "
               f"({restart - KILL_AFTER} never sent + {late} late); wall {f['wall_s']} s")
