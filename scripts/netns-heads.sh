@@ -99,7 +99,10 @@ teardown() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   local n
-  for n in "${namespaces[@]}"; do ip netns del "$n" 2>/dev/null || true; done
+  for n in "${namespaces[@]}"; do  # anything still inside (a grandchild of ours) goes with its namespace
+    for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+    ip netns del "$n" 2>/dev/null || true
+  done
   exit "$rc"
 }
 trap teardown EXIT

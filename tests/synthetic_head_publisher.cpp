@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   pc.rows_per_message = kRows;
   pc.send_hwm = 100000;
   pc.stats_interval = 0;
+  pc.linger_ms = 30000;  // a head that ends with messages still queued (a slow link) delivers them before it exits
   if (const char* secret = std::getenv("SYNTHETIC_HEAD_CURVE_SECRET")) {
     const char* allow = std::getenv("SYNTHETIC_HEAD_CURVE_ALLOW");
     if (!allow) return std::fprintf(stderr, "SYNTHETIC_HEAD_CURVE_SECRET needs SYNTHETIC_HEAD_CURVE_ALLOW (the subscriber's public key file)\n"), 2;
