@@ -198,19 +198,26 @@ start "$tag-consumer" consumer.log "${consumer_args[@]}"; consumer_pid=$started
 wait_for 30 "the proxy to forward the consumer's subscription to the merge (proxy.log)" proxy_subscribed
 wait_for 30 "the proxy's connection to the merge" proxy_connected
 
-head_cmd() {  # head_cmd I FIRST [HOLD]
+head_cmd() {  # head_cmd I FIRST [HOLD]; with $go set, the head waits for that file once the merge is in
   local c=(env)
+  [[ -n "${go:-}" ]] && c+=("SYNTHETIC_HEAD_GO_FILE=$go")
   [[ $curve == 1 ]] && c+=("SYNTHETIC_HEAD_CURVE_SECRET=$keys/head$1.secret" "SYNTHETIC_HEAD_CURVE_ALLOW=$keys/merge.pub")
   c+=("$head_program" "tcp://$net.$((11 + $1)):5556" "$2" "$frames" "$rate" "$(shift_of "$1")" "${@:3}")
   printf '%s\n' "${c[@]}"
 }
 declare -A head_pid
-t0=$(date +%s.%N)
+go="$out/go"
+rm -f "$go"
 for ((h = 0; h < heads; h++)); do
   mapfile -t cmd < <(if [[ $h == "$kill_head" ]]; then head_cmd "$h" 0 "$kill_after"; else head_cmd "$h" 0; fi)
   start "$tag-head$h" "head-$h.log" "${cmd[@]}"
   head_pid[$h]=$started
 done
+# The heads start together (as heads on one encoder do), once the merge is connected to every one.
+for ((h = 0; h < heads; h++)); do wait_for 60 "the merge to subscribe to head $h (head-$h.log)" log_has "head-$h.log" '^subscribed'; done
+touch "$go"
+go=""
+t0=$(date +%s.%N)
 
 facts="$out/run.env"
 {

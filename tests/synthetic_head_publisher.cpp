@@ -11,6 +11,9 @@
 // CURVE (scripts/netns-heads.sh): with SYNTHETIC_HEAD_CURVE_SECRET=FILE (this
 // head's secret key) and SYNTHETIC_HEAD_CURVE_ALLOW=FILE (the one subscriber's
 // public key, e.g. the merge's) in the environment, only that key is let in.
+// With SYNTHETIC_HEAD_GO_FILE=FILE, once its subscriber is in it prints
+// "subscribed" and starts only when FILE exists (several heads started
+// together, as on one encoder: scripts/netns-heads.sh).
 #include <unistd.h>
 
 #include <chrono>
@@ -47,6 +50,15 @@ int main(int argc, char** argv) {
   Publisher pub(pc);
   if (!pub.wait_for_subscribers(1, std::chrono::seconds(10))) return std::fprintf(stderr, "no subscriber\n"), 1;
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // every subscription in
+  if (const char* go = std::getenv("SYNTHETIC_HEAD_GO_FILE")) {
+    std::printf("subscribed\n");
+    std::fflush(stdout);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::access(go, F_OK) != 0) {
+      if (std::chrono::steady_clock::now() > give_up) return std::fprintf(stderr, "%s did not appear within 60 s\n", go), 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   pub.begin(rows.info("synthetic head"));
   const auto period = std::chrono::duration<double>(kRows / rate);
   const auto t0 = std::chrono::steady_clock::now();
