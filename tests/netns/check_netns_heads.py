@@ -70,6 +70,13 @@ def main():
             failures.append(what)
             print("FAIL:", what)
 
+    # Bad usage: one line naming the value and what was expected, exit 2, before anything is made.
+    script = os.path.join(src, "scripts", "netns-heads.sh")
+    for bad, says in ((["--heads", "9"], "--heads '9' (expected 1..8)"), (["--kill-head", "1", "--kill-after", "7"], "--kill-after '7'"),
+                      (["--kill-head", "3"], "--kill-head '3' (expected 0..2)"), (["--net", "192.168.1"], "--net/--net2")):
+        r = subprocess.run([script, "--stripeline", stripeline, "--head-program", head_program] + bad, capture_output=True, text=True, timeout=30)
+        check(r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+              f"{' '.join(bad)}: exit {r.returncode}, stderr {r.stderr.strip()!r} (expected exit 2 and one line with {says!r})")
     with tempfile.TemporaryDirectory(prefix="netns-heads-test.") as out:
         cmd = [os.path.join(src, "scripts", "netns-heads.sh"), "--stripeline", stripeline, "--head-program", head_program,
                "--heads", str(HEADS), "--frames", str(FRAMES), "--rate", str(RATE), "--kill-head", str(KILLED),
