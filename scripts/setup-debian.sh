@@ -22,6 +22,8 @@ packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev file
 # Eigen 3, which the calibration tests use too.)
 # The camera tests run Aravis' simulated GigE Vision camera inside a private
 # network namespace: aravis-tools, util-linux (unshare) and iproute2 (ip).
+# ctest NetNs.* (scripts/netns-heads.sh) puts heads, merge, proxy and consumer in
+# network namespaces joined by veth pairs and bridges: iproute2 (ip, ss), python3-zmq, python3-numpy.
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(python3 python3-numpy python3-open3d python3-zmq python3-venv python3-setuptools python3-wheel python3-pip aravis-tools util-linux iproute2)
   # The sanitizer and fuzz presets (CMakePresets.json, docs/fuzzing.md): clang with libFuzzer, ASan and UBSan.

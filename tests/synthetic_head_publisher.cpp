@@ -8,6 +8,12 @@
 // each message (F = frames published so far, counting from FIRST). With
 // HOLD_AFTER, it stops publishing once frame HOLD_AFTER - 1 is out, prints
 // "holding", and waits to be killed (no series-end: a crash as the merge sees it).
+// CURVE (scripts/netns-heads.sh): with SYNTHETIC_HEAD_CURVE_SECRET=FILE (this
+// head's secret key) and SYNTHETIC_HEAD_CURVE_ALLOW=FILE (the one subscriber's
+// public key, e.g. the merge's) in the environment, only that key is let in.
+// With SYNTHETIC_HEAD_GO_FILE=FILE, once its subscriber is in it prints
+// "subscribed" and starts only when FILE exists (several heads started
+// together, as on one encoder: scripts/netns-heads.sh).
 #include <unistd.h>
 
 #include <chrono>
@@ -33,9 +39,26 @@ int main(int argc, char** argv) {
   pc.rows_per_message = kRows;
   pc.send_hwm = 100000;
   pc.stats_interval = 0;
+  pc.linger_ms = 30000;  // a head that ends with messages still queued (a slow link) delivers them before it exits
+  if (const char* secret = std::getenv("SYNTHETIC_HEAD_CURVE_SECRET")) {
+    const char* allow = std::getenv("SYNTHETIC_HEAD_CURVE_ALLOW");
+    if (!allow) return std::fprintf(stderr, "SYNTHETIC_HEAD_CURVE_SECRET needs SYNTHETIC_HEAD_CURVE_ALLOW (the subscriber's public key file)\n"), 2;
+    pc.curve.enabled = true;
+    pc.curve.server_secret_key = secret;
+    pc.curve.client_keys = {allow};
+  }
   Publisher pub(pc);
   if (!pub.wait_for_subscribers(1, std::chrono::seconds(10))) return std::fprintf(stderr, "no subscriber\n"), 1;
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // every subscription in
+  if (const char* go = std::getenv("SYNTHETIC_HEAD_GO_FILE")) {
+    std::printf("subscribed\n");
+    std::fflush(stdout);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::access(go, F_OK) != 0) {
+      if (std::chrono::steady_clock::now() > give_up) return std::fprintf(stderr, "%s did not appear within 60 s\n", go), 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   pub.begin(rows.info("synthetic head"));
   const auto period = std::chrono::duration<double>(kRows / rate);
   const auto t0 = std::chrono::steady_clock::now();
