@@ -25,6 +25,17 @@ inline RectifyRule parse_rectify_rule(const std::string& s) {
   throw InputError("range-map rule '" + s + "' is not known (expected max, min, mean or nearest)");
 }
 
+// The rule's name, as parse_rectify_rule reads it (metadata, logs).
+inline const char* rectify_rule_name(RectifyRule r) {
+  switch (r) {
+    case RectifyRule::Max: return "max";
+    case RectifyRule::Min: return "min";
+    case RectifyRule::Mean: return "mean";
+    case RectifyRule::Nearest: return "nearest";
+  }
+  return "?";
+}
+
 struct RectifyGrid {
   double x_min = 0, x_max = 0, dx = 0;
   int fill = 0;  // largest gap (bins) filled by interpolation

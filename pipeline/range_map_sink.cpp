@@ -16,17 +16,6 @@ void RangeMapOptions::validate() const {
   if (float_tiff.empty() && codes.empty()) throw InputError("range map: nothing to write (expected a float TIFF and/or a 16-bit code image)");
 }
 
-namespace {
-const char* rule_name(kernels::RectifyRule r) {
-  switch (r) {
-    case kernels::RectifyRule::Max: return "max";
-    case kernels::RectifyRule::Min: return "min";
-    case kernels::RectifyRule::Mean: return "mean";
-    case kernels::RectifyRule::Nearest: return "nearest";
-  }
-  return "?";
-}
-}  // namespace
 
 RangeMapSink::RangeMapSink(RangeMapOptions options) : o_(std::move(options)) { o_.validate(); }
 
@@ -41,7 +30,7 @@ void RangeMapSink::begin(const ScanInfo& info) {
   // Z in mm (NaN = no data), column i at X = x_min + i * dx mm, row = frame (docs/calibration.md "range maps").
   metadata::Json d = scan_document("range-map", info);
   d["values"] = "Z mm, NaN = no data";
-  d["grid"] = {{"x_min_mm", o_.grid.x_min}, {"dx_mm", o_.grid.dx}, {"bins", bins_}, {"rule", rule_name(o_.grid.rule)}, {"fill_bins", o_.grid.fill}};
+  d["grid"] = {{"x_min_mm", o_.grid.x_min}, {"dx_mm", o_.grid.dx}, {"bins", bins_}, {"rule", kernels::rectify_rule_name(o_.grid.rule)}, {"fill_bins", o_.grid.fill}};
   description_ = d;
 }
 

@@ -27,15 +27,6 @@ namespace {
 using nlohmann::json;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-const char* rule_name(kernels::RectifyRule r) {
-  switch (r) {
-    case kernels::RectifyRule::Max: return "max";
-    case kernels::RectifyRule::Min: return "min";
-    case kernels::RectifyRule::Mean: return "mean";
-    case kernels::RectifyRule::Nearest: return "nearest";
-  }
-  return "?";
-}
 
 // Latencies in 1 us bins up to 200 ms (the last bin holds everything beyond).
 class LatencyHistogram {
@@ -483,7 +474,7 @@ struct MergeService::Impl {
 
   json grid_json() const {
     const auto& g = cfg.merge.grid;
-    return {{"x_min", g.x_min}, {"x_max", g.x_max}, {"dx", g.dx}, {"bins", g.bins()}, {"rule", rule_name(g.rule)}, {"fill", g.fill}};
+    return {{"x_min", g.x_min}, {"x_max", g.x_max}, {"dx", g.dx}, {"bins", g.bins()}, {"rule", kernels::rectify_rule_name(g.rule)}, {"fill", g.fill}};
   }
 
   // Sends one message of the merged series (counted like the publisher's: a

@@ -25,14 +25,21 @@ constexpr std::size_t kDefaultShared = 48 * 1024, kMostShared = 56 * 1024;
 std::atomic<std::size_t> g_shared_limit{kDefaultShared};
 std::atomic<std::size_t> g_block_shared_limit{0};  // 0 until configure_line_model: the block kernel unused
 
+// Frame f's scratch: the fixed part at the start of shared memory, the
+// column arrays after it or, when they do not fit, in the global scratch.
+__device__ LineModelLaneScratch frame_scratch(const LineModelParams& p, int width, int lanes, int f, unsigned char* shared,
+                                              unsigned char* global_columns, bool columns_shared) {
+  const LineLaneLayout size = line_lane_layout(p.candidates, width, lanes, nullptr, nullptr);
+  unsigned char* columns = columns_shared ? shared + size.fixed_bytes : global_columns + static_cast<std::size_t>(f) * size.column_bytes;
+  return line_lane_layout(p.candidates, width, lanes, shared, columns).scratch;
+}
+
 // One frame per block of one warp: the phases of line_model_frame_lanes()
 // with the lanes side by side (__syncwarp between phases).
 __global__ void line_model_kernel(LineModelView v, LineModelParams p, unsigned char* global_columns, bool columns_shared) {
   extern __shared__ __align__(8) unsigned char shared[];
   const int f = static_cast<int>(blockIdx.x), lane = static_cast<int>(threadIdx.x);
-  const LineLaneLayout size = line_lane_layout(p.candidates, v.width, kWarp, nullptr, nullptr);
-  unsigned char* columns = columns_shared ? shared + size.fixed_bytes : global_columns + static_cast<std::size_t>(f) * size.column_bytes;
-  const LineModelLaneScratch s = line_lane_layout(p.candidates, v.width, kWarp, shared, columns).scratch;
+  const LineModelLaneScratch s = frame_scratch(p, v.width, kWarp, f, shared, global_columns, columns_shared);
   const int used = lm::lanes_used(v.width, kWarp);
   for (int pass = 0; pass < kLinePasses; ++pass) {
     lm::lane_transfer(v, p, f, pass, kWarp, lane, s);
@@ -247,9 +254,7 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   __shared__ BlockScan scan;
   const int f = static_cast<int>(blockIdx.x), lane_id = static_cast<int>(threadIdx.x);
   const int warp = lane_id / kWarp, lane = lane_id % kWarp;
-  const LineLaneLayout size = line_lane_layout(p.candidates, v.width, kBlockLanes, nullptr, nullptr);
-  unsigned char* columns = columns_shared ? shared + size.fixed_bytes : global_columns + static_cast<std::size_t>(f) * size.column_bytes;
-  const LineModelLaneScratch s = line_lane_layout(p.candidates, v.width, kBlockLanes, shared, columns).scratch;
+  const LineModelLaneScratch s = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
   const int used = lm::lanes_used(v.width, kBlockLanes);
   for (int pass = 0; pass < kLinePasses; ++pass) {
     lm::lane_transfer(v, p, f, pass, kBlockLanes, lane_id, s);
