@@ -54,6 +54,10 @@ std::uint64_t PacedSource::drop_pending(std::uint64_t n) {
   return k;
 }
 
+std::int64_t PacedSource::arrival_ns(const FrameMeta& frame) const {
+  return started_ ? std::chrono::duration_cast<std::chrono::nanoseconds>(arrival(frame.frame_id).time_since_epoch()).count() : 0;
+}
+
 bool PacedSource::fill(Batch& b) {
   check_fill_target(b, frame_layout(), "paced source");
   if (next_ >= total_) return false;
@@ -80,7 +84,6 @@ bool PacedSource::fill(Batch& b) {
     const std::uint64_t id = next_ + static_cast<std::uint64_t>(i);
     FrameMeta m;
     m.frame_id = id;
-    m.arrival_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(arrival(id).time_since_epoch()).count();
     b.meta[static_cast<std::size_t>(i)] = m;
   }
   next_ += static_cast<std::uint64_t>(k);

@@ -4,8 +4,8 @@
 // consumer does, as a free-running camera's do. What the live path is
 // measured and tested with (`stripeline bench`'s latency run, the backlog
 // tests): it knows exactly which frames have arrived and wait
-// (pending_frames), discards the oldest on request (drop_pending), and stamps
-// each frame's arrival (FrameMeta::arrival_ns) with its scheduled time.
+// (pending_frames), discards the oldest on request (drop_pending), and tells
+// each frame's arrival (arrival_ns: its scheduled time).
 //
 // fill() hands on up to batch.layout.frames frames once the last of them has
 // arrived (spinning until then, as the harness must not oversleep). Each
@@ -34,6 +34,7 @@ class PacedSource final : public FrameSource {
   std::optional<std::uint64_t> total_frames() const override { return total_; }
   std::optional<std::uint64_t> pending_frames() const override;
   std::uint64_t drop_pending(std::uint64_t n) override;
+  std::int64_t arrival_ns(const FrameMeta& frame) const override;
   std::string describe() const override;
 
   std::uint64_t sent() const { return next_; }        // frames handed on or dropped so far

@@ -86,6 +86,14 @@ class FrameSource {
     (void)n;
     return 0;
   }
+  // When `frame` (as fill() described it) became available to us, in
+  // steady_clock nanoseconds: where the live path's frame-arrival -> profile
+  // latency starts. 0 = not known: the pipeline takes the moment fill()
+  // returned it. Same thread as fill().
+  virtual std::int64_t arrival_ns(const FrameMeta& frame) const {
+    (void)frame;
+    return 0;
+  }
   // Loss accounting of a live source (nullopt for files and synthetic scans).
   virtual std::optional<AcquisitionCounters> acquisition_counters() const { return std::nullopt; }
   // How many bits of each pixel word carry signal, when the source knows it

@@ -29,10 +29,6 @@ struct FrameMeta {
   std::int64_t encoder = 0;        // encoder count when has_encoder
   bool has_encoder = false;
   bool missing = false;            // the frame never arrived (gap): its profile is all invalid
-  // When the frame's data became available to us, steady_clock nanoseconds;
-  // 0 = the source does not know: the pipeline stamps it as fill() returns.
-  // The live path's frame-arrival -> profile latency starts here.
-  std::int64_t arrival_ns = 0;
 };
 
 // Part of a recording replayed alone (`replay --frames START:END`, a shard of

@@ -138,7 +138,7 @@ void DaemonMetrics::on_batch(const PipelineStats& s, std::optional<double> laten
   live_caught_up_->add(delta(live.caught_up, was.caught_up));
   live_dropped_->add(delta(live.dropped, was.dropped));
   const BatchGeometry& g = s.geometry;
-  batch_frames_->set(g.frames);
+  batch_frames_->set(live.active ? live.configured_batch : g.frames);  // the live path's slots hold more: stripeline_live_batch_frames
   pool_buffers_->set(g.buffers);
   profile_slots_->set(g.slots);
   budget_bytes_[0]->set(static_cast<double>(g.host_budget));

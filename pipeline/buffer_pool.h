@@ -34,6 +34,7 @@ struct Slot final : SpanLease {
   std::uint64_t points = 0;    // detected points in the profiles
   std::uint64_t overflow = 0;  // points beyond the output slots
   LiveStats live;              // the live path's counters as this batch was acquired (inactive otherwise)
+  std::vector<std::int64_t> arrival_ns;  // per frame: when it became available (FrameSource::arrival_ns, else the fill's return), steady_clock
   BufferPool* pool = nullptr;
   std::atomic<int> holders{0};  // the sink stage and every sink keeping the span
   void release() noexcept override;

@@ -53,11 +53,14 @@ std::shared_ptr<const DarkFrame> load_dark_frame(const std::string& path, const 
   return d;
 }
 
-// Frames whose source does not know when they arrived: now, as fill() returned.
-void stamp_arrival(Batch& b) {
+// When each frame became available: the source's word, else now, as fill() returned.
+void stamp_arrival(const FrameSource& source, Slot* slot) {
   const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
-  for (int i = 0; i < b.frames; ++i)
-    if (b.meta[static_cast<std::size_t>(i)].arrival_ns == 0) b.meta[static_cast<std::size_t>(i)].arrival_ns = now;
+  const Batch& b = slot->batch;
+  for (int i = 0; i < b.frames; ++i) {
+    const std::int64_t a = source.arrival_ns(b.meta[static_cast<std::size_t>(i)]);
+    slot->arrival_ns[static_cast<std::size_t>(i)] = a != 0 ? a : now;
+  }
 }
 
 // The source's next batch into the slot, laser-off frames consumed by the
@@ -67,12 +70,11 @@ void stamp_arrival(Batch& b) {
 bool fill_slot(FrameSource& source, Slot* slot, const AmbientSuppressor* ambient, std::uint64_t& consumed, std::uint32_t* raw_max = nullptr) {
   do {
     slot->batch.frames = 0;
-    for (int i = 0; i < slot->batch.layout.frames; ++i) slot->batch.meta[static_cast<std::size_t>(i)].arrival_ns = 0;  // the source's, or stamped below
     if (!source.fill(slot->batch) || slot->batch.frames == 0) return false;
-    stamp_arrival(slot->batch);
     if (raw_max != nullptr) *raw_max = std::max(*raw_max, max_pixel_value(slot->batch));
     if (ambient != nullptr) consumed += ambient->apply(slot->batch);
   } while (slot->batch.frames == 0);
+  stamp_arrival(source, slot);  // the frames that stay (laser-on, with their own metadata)
   return true;
 }
 
@@ -93,7 +95,9 @@ class AcquireFilter {
       if (stop_.load()) return end(fc);
       slot = pool_.acquire();
       if (live_ != nullptr) size_live_batch(slot);
-      if (!fill_slot(source_, slot, ambient_, consumed_)) {
+      const bool filled = fill_slot(source_, slot, ambient_, consumed_);
+      if (live_ != nullptr) slot->batch.layout.frames = live_->stats().max_batch;  // the slot's capacity again: what the processors were set up for
+      if (!filled) {
         pool_.release(slot);
         return end(fc);
       }
@@ -180,7 +184,7 @@ class SinkFilter {
         sink->consume(span);
       }
     }
-    observe_latency(span);
+    observe_latency(*slot);
     if (slot->live.active) {
       const LatencyHistogram latency = stats_.live.latency;
       stats_.live = slot->live;
@@ -199,12 +203,9 @@ class SinkFilter {
 
  private:
   // Frame arrival -> every sink done, per frame.
-  void observe_latency(const ProfileSpan& span) const {
+  void observe_latency(const Slot& slot) const {
     const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
-    for (int f = 0; f < span.frames; ++f) {
-      const std::int64_t arrival = span.meta[f].arrival_ns;
-      if (arrival != 0) stats_.live.latency.observe(static_cast<double>(now - arrival) / 1e3);
-    }
+    for (int f = 0; f < slot.batch.frames; ++f) stats_.live.latency.observe(static_cast<double>(now - slot.arrival_ns[static_cast<std::size_t>(f)]) / 1e3);
   }
   const std::vector<ProfileSink*>& sinks_;
   BufferPool& pool_;
@@ -332,7 +333,9 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
     first = pool.acquire();
     if (live) first->batch.layout.frames = options_.batch_frames;  // the live path's first batch: the configured size
     std::uint32_t top = 0;
-    if (fill_slot(source, first, ambient ? &*ambient : nullptr, ambient_frames, &top)) {
+    const bool filled = fill_slot(source, first, ambient ? &*ambient : nullptr, ambient_frames, &top);
+    first->batch.layout.frames = layout.frames;
+    if (filled) {
       first_max = top;
     } else {
       pool.release(first);

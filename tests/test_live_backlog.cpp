@@ -46,7 +46,6 @@ class SlowSink final : public ProfileSink {
   void consume(const ProfileSpan& p) override {
     for (int f = 0; f < p.frames; ++f) {
       EXPECT_TRUE(ids.insert(p.meta[f].frame_id).second) << "frame " << p.meta[f].frame_id << " handed on twice";
-      EXPECT_GT(p.meta[f].arrival_ns, 0) << "frame " << p.meta[f].frame_id << " has no arrival stamp";
       if (last_id >= 0) EXPECT_GT(static_cast<long long>(p.meta[f].frame_id), last_id) << "frames out of order";
       last_id = static_cast<long long>(p.meta[f].frame_id);
     }

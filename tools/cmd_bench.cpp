@@ -139,21 +139,21 @@ class TimingSink final : public ProfileSink {
   clock::time_point start_, end_;
 };
 
-// Frame arrival (FrameMeta::arrival_ns, the paced source's schedule) ->
-// profile out, per frame, by frame id (frames dropped by the live path's
-// bound keep NaN).
+// Frame arrival (the paced source's schedule) -> profile out, per frame, by
+// frame id (frames dropped by the live path's bound keep NaN).
 class LatencySink final : public ProfileSink {
  public:
-  explicit LatencySink(std::vector<double>& latencies_us) : latencies_(latencies_us) {}
+  LatencySink(const PacedSource& source, std::vector<double>& latencies_us) : source_(source), latencies_(latencies_us) {}
   void begin(const ScanInfo&) override {}
   void consume(const ProfileSpan& p) override {
     const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
     for (int f = 0; f < p.frames; ++f)
-      if (p.meta[f].frame_id < latencies_.size()) latencies_[p.meta[f].frame_id] = static_cast<double>(now - p.meta[f].arrival_ns) / 1e3;
+      if (p.meta[f].frame_id < latencies_.size()) latencies_[p.meta[f].frame_id] = static_cast<double>(now - source_.arrival_ns(p.meta[f])) / 1e3;
   }
   void finish() override {}
 
  private:
+  const PacedSource& source_;
   std::vector<double>& latencies_;
 };
 
@@ -326,7 +326,7 @@ struct PacedRun {
 PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, int k, int live_max) {
   std::vector<double> lat(frames, std::nan(""));
   PacedSource src(scanner_config(frame_shape), {{frames, rate}});
-  LatencySink sink(lat);
+  LatencySink sink(src, lat);
   PipelineOptions po;
   po.backend = backend;
   po.batch_frames = k;
@@ -339,7 +339,11 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
     if (!std::isnan(lat[i])) steady.push_back(lat[i]);
   std::sort(steady.begin(), steady.end());
   PacedRun r;
-  if (!steady.empty()) r = {percentile(steady, 0.50), percentile(steady, 0.99), steady.back()};
+  if (!steady.empty()) {
+    r.p50 = percentile(steady, 0.50);
+    r.p99 = percentile(steady, 0.99);
+    r.max = steady.back();
+  }
   r.frames = steady.size();
   r.dropped = src.dropped();
   r.backlog = src.largest_backlog();
