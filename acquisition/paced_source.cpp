@@ -61,6 +61,7 @@ std::int64_t PacedSource::arrival_ns(const FrameMeta& frame) const {
 bool PacedSource::fill(Batch& b) {
   check_fill_target(b, frame_layout(), "paced source");
   if (next_ >= total_) return false;
+  largest_backlog_ = std::max(largest_backlog_, pending_frames().value_or(0));  // as the fill begins: what the consumer left waiting
   if (std::find(rendered_.begin(), rendered_.end(), b.pixels.data()) == rendered_.end()) {
     // First sight of this buffer: real stripe content in every frame it can hold.
     const int capacity = static_cast<int>(b.pixels.size() / (b.layout.frame_pixels() * bytes_per_pixel(b.layout.format)));
@@ -78,7 +79,6 @@ bool PacedSource::fill(Batch& b) {
   const auto due = arrival(next_ + static_cast<std::uint64_t>(k) - 1);
   while (clock::now() < due) {  // spin: the harness emulates a camera to the microsecond
   }
-  largest_backlog_ = std::max(largest_backlog_, pending_frames().value_or(0));
   b.frames = k;
   for (int i = 0; i < k; ++i) {
     const std::uint64_t id = next_ + static_cast<std::uint64_t>(i);

@@ -39,7 +39,8 @@ class PacedSource final : public FrameSource {
 
   std::uint64_t sent() const { return next_; }        // frames handed on or dropped so far
   std::uint64_t dropped() const { return dropped_; }  // frames discarded by drop_pending
-  // The most frames that waited as a fill() took its frames (the backlog seen at the source).
+  // The most frames waiting as a fill() began (the backlog its consumer left
+  // at the source; the first sight of a buffer renders it, after this).
   std::uint64_t largest_backlog() const { return largest_backlog_; }
   // The scheduled arrival of frame i, steady_clock (valid once the first fill() started the clock).
   std::chrono::steady_clock::time_point arrival(std::uint64_t i) const;

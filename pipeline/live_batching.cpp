@@ -36,10 +36,10 @@ LiveBatcher::LiveBatcher(int configured, int max_batch, std::uint64_t max_waitin
 
 // One line a second at most for the switches to batching; "caught up" is
 // logged for a switch that was.
-bool LiveBatcher::log_now() {
+bool LiveBatcher::log_now(clock::time_point& last) {
   const auto now = clock::now();
-  if (last_log_ != clock::time_point{} && now - last_log_ < std::chrono::seconds(1)) return false;
-  last_log_ = now;
+  if (last != clock::time_point{} && now - last < std::chrono::seconds(1)) return false;
+  last = now;
   return true;
 }
 
@@ -56,7 +56,7 @@ LiveBatcher::Decision LiveBatcher::decide(std::optional<std::uint64_t> waiting) 
   const bool batching = d.take > stats_.configured_batch;
   if (batching && !stats_.batching) {
     ++stats_.to_batching;
-    if (log_now()) {
+    if (log_now(last_log_)) {
       spdlog::warn("live path: {} frames waiting: batching up to {} (the path is slower than the source; {} switches so far)", w,
                    stats_.max_batch, stats_.to_batching);
       logged_batching_ = true;
@@ -77,10 +77,17 @@ void LiveBatcher::dropped(std::uint64_t n, std::uint64_t asked) {
   // What stays waiting: the bound, or more when the source could not discard.
   stats_.largest_kept_depth = std::max(stats_.largest_kept_depth, waiting_ - std::min(waiting_, n));
   if (asked == 0) return;
+  if (n == 0) {
+    if (!said_cannot_drop_)
+      spdlog::warn("live path: {} frames waiting, more than live_max_waiting = {}: this source cannot discard frames (its own ring bounds the backlog)",
+                   waiting_, stats_.max_waiting);
+    said_cannot_drop_ = true;
+    return;
+  }
   unlogged_drops_ += n;
-  if (log_now()) {
-    spdlog::warn("live path: {} frames waiting, more than live_max_waiting = {}: dropped the {} oldest ({} dropped in all)", waiting_,
-                 stats_.max_waiting, unlogged_drops_, stats_.dropped);
+  if (log_now(last_drop_log_)) {
+    spdlog::warn("live path: {} frames waiting, more than live_max_waiting = {}: dropping the oldest ({} dropped since the last line, {} in all)",
+                 waiting_, stats_.max_waiting, unlogged_drops_, stats_.dropped);
     unlogged_drops_ = 0;
   }
 }

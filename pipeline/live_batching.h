@@ -77,10 +77,11 @@ class LiveBatcher {
   using clock = std::chrono::steady_clock;
   LiveStats stats_;
   std::uint64_t waiting_ = 0;  // the last decide()'s
-  clock::time_point last_log_{};
+  clock::time_point last_log_{}, last_drop_log_{};  // the switches' lines and the drops' lines, each at most one a second
   std::uint64_t unlogged_drops_ = 0;
-  bool logged_batching_ = false;  // the last switch to batching was logged: so is its end
-  bool log_now();
+  bool logged_batching_ = false;
+  bool said_cannot_drop_ = false;  // the last switch to batching was logged: so is its end
+  static bool log_now(clock::time_point& last);
 };
 
 }  // namespace stripeline
