@@ -71,6 +71,29 @@ class FrameSource {
   // it hands on what it holds, then returns false with end_reason() Stopped.
   // Thread-safe and async-signal-safe (it only sets an atomic flag).
   virtual void request_stop() noexcept {}
+  // Live path (docs/architecture.md, "The live path's backlog"): frames that
+  // have arrived and wait to be taken, i.e. a fill() asking for that many
+  // would return without waiting (a camera's filled ring buffers, a paced
+  // source's frames already due). nullopt = not known (files, sources that
+  // run as fast as they are read): the batch then never grows on its own.
+  // Called from the thread that calls fill(); must be cheap (no device I/O).
+  virtual std::optional<std::uint64_t> pending_frames() const { return std::nullopt; }
+  // Discard the `n` oldest waiting frames without handing them on (the live
+  // path's bound on its backlog); returns how many were discarded (0 = this
+  // source cannot: its own ring bounds the backlog). Same thread as fill().
+  // Discarded frames leave no rows; the pipeline counts them.
+  virtual std::uint64_t drop_pending(std::uint64_t n) {
+    (void)n;
+    return 0;
+  }
+  // When `frame` (as fill() described it) became available to us, in
+  // steady_clock nanoseconds: where the live path's frame-arrival -> profile
+  // latency starts. 0 = not known: the pipeline takes the moment fill()
+  // returned it. Same thread as fill().
+  virtual std::int64_t arrival_ns(const FrameMeta& frame) const {
+    (void)frame;
+    return 0;
+  }
   // Loss accounting of a live source (nullopt for files and synthetic scans).
   virtual std::optional<AcquisitionCounters> acquisition_counters() const { return std::nullopt; }
   // How many bits of each pixel word carry signal, when the source knows it

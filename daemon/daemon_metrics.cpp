@@ -50,6 +50,18 @@ DaemonMetrics::DaemonMetrics(Registry& m) {
   start_time_ = &m.gauge("stripeline_start_time_seconds", "Daemon start, seconds since the Unix epoch.");
   latency_ = &m.summary("stripeline_batch_latency_seconds", "Time from a batch leaving the source to its last sink (recent 1024 batches).");
   compute_per_batch_ = &m.summary("stripeline_batch_compute_seconds", "Processor (CPU or GPU) time per batch (recent 1024 batches).");
+  live_waiting_ = &m.gauge("stripeline_live_frames_waiting", "Frames waiting at the source at the last acquisition (sources that report it; else 0).");
+  live_batch_ = &m.gauge("stripeline_live_batch_frames", "Frames the last acquisition took (the live path grows it while frames wait).");
+  live_to_batching_ = &m.counter("stripeline_live_batching_switches_total", "Live path: switches between the configured batch and batching.",
+                                 "to=\"batching\"");
+  live_caught_up_ = &m.counter("stripeline_live_batching_switches_total", "Live path: switches between the configured batch and batching.",
+                               "to=\"configured\"");
+  live_dropped_ = &m.counter("stripeline_live_frames_dropped_total", "Live path: oldest waiting frames discarded beyond processing.live_max_waiting.");
+  {
+    const auto& b = LatencyHistogram::kBoundsUs;
+    live_latency_ = &m.histogram("stripeline_frame_latency_microseconds", "Frame arrival (or its fill) -> every sink done, per frame, microseconds.",
+                                 std::vector<double>(b.begin(), b.end()));
+  }
   const char* causes[] = {"gap", "incomplete", "timeout", "failed"};
   for (std::size_t i = 0; i < lost_.size(); ++i)
     lost_[i] = &m.counter("stripeline_frames_lost_total",
@@ -115,8 +127,18 @@ void DaemonMetrics::on_batch(const PipelineStats& s, std::optional<double> laten
   overflow_->add(delta(s.overflow, last_stats_.overflow));
   bytes_->add(delta(s.bytes, last_stats_.bytes));
   batches_->add(delta(s.batches, last_stats_.batches));
+  const LiveStats& live = s.live;
+  const LiveStats& was = last_stats_.live;
+  std::vector<std::uint64_t> buckets(live.latency.counts.size());
+  for (std::size_t i = 0; i < buckets.size(); ++i) buckets[i] = live.latency.counts[i] - was.latency.counts[i];
+  live_latency_->add(buckets, live.latency.sum_us - was.latency.sum_us);
+  live_waiting_->set(static_cast<double>(live.queue_depth));
+  live_batch_->set(live.active ? live.current_batch : s.geometry.frames);
+  live_to_batching_->add(delta(live.to_batching, was.to_batching));
+  live_caught_up_->add(delta(live.caught_up, was.caught_up));
+  live_dropped_->add(delta(live.dropped, was.dropped));
   const BatchGeometry& g = s.geometry;
-  batch_frames_->set(g.frames);
+  batch_frames_->set(live.active ? live.configured_batch : g.frames);  // the live path's slots hold more: stripeline_live_batch_frames
   pool_buffers_->set(g.buffers);
   profile_slots_->set(g.slots);
   budget_bytes_[0]->set(static_cast<double>(g.host_budget));

@@ -85,6 +85,11 @@ class DaemonMetrics {
   std::array<Gauge*, 2> path_{};  // indexed by AcquisitionPath
   Gauge *camera_connected_, *camera_detect_, *queue_, *subscribers_, *up_, *start_time_, *healthy_;
   Summary *latency_, *compute_per_batch_;
+  // The live path (pipeline/live_batching.h): frames waiting at the source,
+  // the batch the last acquisition took, switches, drops, per-frame latency.
+  Gauge *live_waiting_, *live_batch_;
+  Counter *live_to_batching_, *live_caught_up_, *live_dropped_;
+  Histogram* live_latency_;
   Counter *http_requests_, *http_evicted_, *http_timed_out_, *http_bad_;
   Gauge* http_open_;
   HttpServer::Stats last_http_{};

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace stripeline::daemon {
 
 InstrumentedSource::InstrumentedSource(FrameSource& inner, double rate, std::function<void(SourceEnd)> on_end)
@@ -34,6 +36,24 @@ bool InstrumentedSource::fill(Batch& batch) {
   std::lock_guard lock(mu_);
   filled_.push_back(clock::now());
   return true;
+}
+
+std::optional<std::uint64_t> InstrumentedSource::pending_frames() const {
+  if (const auto inner = inner_.pending_frames()) return inner;
+  if (rate_ <= 0) return std::nullopt;
+  std::lock_guard lock(mu_);
+  if (!start_) return 0;
+  const double due = std::chrono::duration<double>(clock::now() - *start_).count() * rate_;
+  return due > static_cast<double>(paced_frames_) ? static_cast<std::uint64_t>(due - static_cast<double>(paced_frames_)) : 0;
+}
+
+std::uint64_t InstrumentedSource::drop_pending(std::uint64_t n) {
+  if (inner_.pending_frames() || rate_ <= 0) return inner_.drop_pending(n);
+  // Paced here: the frames due are skipped (the inner source is not read for them).
+  const std::uint64_t k = std::min(n, pending_frames().value_or(0));
+  std::lock_guard lock(mu_);
+  paced_frames_ += k;
+  return k;
 }
 
 void InstrumentedSource::stop() {

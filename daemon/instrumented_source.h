@@ -29,6 +29,10 @@ class InstrumentedSource final : public FrameSource {
   SourceEnd end_reason() const override { return inner_.end_reason(); }
   void request_stop() noexcept override { inner_.request_stop(); }
   std::optional<AcquisitionCounters> acquisition_counters() const override { return inner_.acquisition_counters(); }
+  // The inner source's backlog; a paced one's (`--rate`): the frames already due.
+  std::optional<std::uint64_t> pending_frames() const override;
+  std::uint64_t drop_pending(std::uint64_t n) override;
+  std::int64_t arrival_ns(const FrameMeta& frame) const override { return inner_.arrival_ns(frame); }
   SignificantBits significant_bits() const override { return inner_.significant_bits(); }
   // Zero copy: the grabber writes into the pipeline's batches through this
   // wrapper as it would without it.

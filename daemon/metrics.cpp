@@ -32,6 +32,23 @@ Summary::Snapshot Summary::snapshot() const {
   return s;
 }
 
+void Histogram::add(const std::vector<std::uint64_t>& per_bucket, double sum) {
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < counts_.size() && i < per_bucket.size(); ++i) counts_[i] += per_bucket[i];
+  sum_ += sum;
+}
+
+Histogram::Snapshot Histogram::snapshot() const {
+  std::lock_guard lock(mu_);
+  Snapshot s;
+  s.sum = sum_;
+  for (std::size_t i = 0; i < counts_.size(); ++i) {
+    s.count += counts_[i];
+    s.cumulative.emplace_back(i < bounds_.size() ? bounds_[i] : INFINITY, s.count);
+  }
+  return s;
+}
+
 std::string prometheus_number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
@@ -71,6 +88,13 @@ Summary& Registry::summary(const std::string& name, const std::string& help, std
   return *e.summary;
 }
 
+Histogram& Registry::histogram(const std::string& name, const std::string& help, std::vector<double> bounds) {
+  Entry& e = entry(name, help, Type::Histogram, "");
+  std::lock_guard lock(mu_);
+  if (!e.histogram) e.histogram = std::make_unique<Histogram>(std::move(bounds));
+  return *e.histogram;
+}
+
 void Registry::set_collector(std::function<void()> collect) {
   std::lock_guard lock(mu_);
   collect_ = std::move(collect);
@@ -86,7 +110,7 @@ std::string Registry::render() {
   std::lock_guard lock(mu_);
   std::string out;
   for (const auto& f : families_) {
-    const char* type = f->type == Type::Counter ? "counter" : f->type == Type::Gauge ? "gauge" : "summary";
+    const char* type = f->type == Type::Counter ? "counter" : f->type == Type::Gauge ? "gauge" : f->type == Type::Summary ? "summary" : "histogram";
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f->name, f->help, f->name, type);
     for (const auto& e : f->entries) {
       const std::string labels = e->labels.empty() ? "" : "{" + e->labels + "}";
@@ -96,6 +120,11 @@ std::string Registry::render() {
         const auto s = e->summary->snapshot();
         for (const auto& [q, v] : s.quantiles) out += fmt::format("{}{{quantile=\"{}\"}} {}\n", f->name, q, prometheus_number(v));
         out += fmt::format("{}_sum {}\n{}_count {}\n", f->name, prometheus_number(s.sum), f->name, s.count);
+      }
+      if (e->histogram) {
+        const auto h = e->histogram->snapshot();
+        for (const auto& [le, n] : h.cumulative) out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", f->name, prometheus_number(le), n);
+        out += fmt::format("{}_sum {}\n{}_count {}\n", f->name, prometheus_number(h.sum), f->name, h.count);
       }
     }
   }

@@ -54,6 +54,27 @@ class Summary {
   std::uint64_t count_ = 0;
 };
 
+// Cumulative buckets with fixed upper bounds (Prometheus histogram): counts
+// are added per bucket (not cumulative), rendered cumulative with +Inf.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+  // Adds counts per bucket (bounds.size() + 1 entries, the last above every bound) and their sum.
+  void add(const std::vector<std::uint64_t>& per_bucket, double sum);
+  struct Snapshot {
+    std::vector<std::pair<double, std::uint64_t>> cumulative;  // (le, count), +Inf last
+    double sum = 0;
+    std::uint64_t count = 0;
+  };
+  Snapshot snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<double> bounds_;
+  std::vector<std::uint64_t> counts_;
+  double sum_ = 0;
+};
+
 class Registry {
  public:
   // labels: Prometheus label text without braces, e.g. reason="hwm". The
@@ -61,17 +82,19 @@ class Registry {
   Counter& counter(const std::string& name, const std::string& help, const std::string& labels = "");
   Gauge& gauge(const std::string& name, const std::string& help, const std::string& labels = "");
   Summary& summary(const std::string& name, const std::string& help, std::size_t window = 1024);
+  Histogram& histogram(const std::string& name, const std::string& help, std::vector<double> bounds);
   // Called before each render (brings collected values up to date).
   void set_collector(std::function<void()> collect);
   std::string render();
 
  private:
-  enum class Type { Counter, Gauge, Summary };
+  enum class Type { Counter, Gauge, Summary, Histogram };
   struct Entry {
     std::string labels;
     std::unique_ptr<Counter> counter;
     std::unique_ptr<Gauge> gauge;
     std::unique_ptr<Summary> summary;
+    std::unique_ptr<Histogram> histogram;
   };
   struct Family {
     std::string name, help;

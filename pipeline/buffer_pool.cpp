@@ -18,6 +18,7 @@ BufferPool::BufferPool(const BatchLayout& layout, int profile_slots, int count, 
     s->batch.layout = layout;
     s->batch.pixels = alloc(std::max(layout.bytes(), pixel_bytes));
     s->batch.meta.resize(static_cast<std::size_t>(layout.frames));
+    s->arrival_ns.resize(static_cast<std::size_t>(layout.frames));
     s->profiles = ProfileBatch(layout.width, layout.frames, profile_slots, alloc, points);
     ring_[i] = s.get();
     ++free_count_;

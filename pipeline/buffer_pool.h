@@ -18,6 +18,7 @@
 
 #include "core/batch.h"
 #include "core/profile.h"
+#include "pipeline/live_batching.h"
 #include "pipeline/sink.h"
 
 namespace stripeline {
@@ -32,6 +33,8 @@ struct Slot final : SpanLease {
   double compute_ms = 0.0;     // processor time spent on this batch
   std::uint64_t points = 0;    // detected points in the profiles
   std::uint64_t overflow = 0;  // points beyond the output slots
+  LiveStats live;              // the live path's counters as this batch was acquired (inactive otherwise)
+  std::vector<std::int64_t> arrival_ns;  // per frame: when it became available (FrameSource::arrival_ns, else the fill's return), steady_clock
   BufferPool* pool = nullptr;
   std::atomic<int> holders{0};  // the sink stage and every sink keeping the span
   void release() noexcept override;

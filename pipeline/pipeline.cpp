@@ -27,6 +27,8 @@ void PipelineOptions::validate() const {
     bad("batch_frames", batch_frames, "0 (from the memory budget) or 1.." + std::to_string(kMaxBatchFrames));
   if (buffers < 1 || buffers > 64) bad("buffers", buffers, "1..64");
   if (lanes < 0 || lanes > 64) bad("lanes", lanes, "0 (automatic)..64");
+  if (live_max_batch < 0 || live_max_batch > kMaxBatchFrames) bad("live_max_batch", live_max_batch, "0 (off) or 1.." + std::to_string(kMaxBatchFrames));
+  if (live_max_waiting < -1) bad("live_max_waiting", live_max_waiting, "-1 (never drop), 0 (buffers x live_max_batch) or a frame count");
   ambient.validate();
   if (ambient.mode == AmbientMode::Alternate && batch_frames % 2 != 0)  // 0 (automatic) is made even
     bad("batch_frames", batch_frames, "an even number with ambient = \"alternate\" (laser-on/off pairs never straddle two batches)");
@@ -51,6 +53,16 @@ std::shared_ptr<const DarkFrame> load_dark_frame(const std::string& path, const 
   return d;
 }
 
+// When each frame became available: the source's word, else now, as fill() returned.
+void stamp_arrival(const FrameSource& source, Slot* slot) {
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
+  const Batch& b = slot->batch;
+  for (int i = 0; i < b.frames; ++i) {
+    const std::int64_t a = source.arrival_ns(b.meta[static_cast<std::size_t>(i)]);
+    slot->arrival_ns[static_cast<std::size_t>(i)] = a != 0 ? a : now;
+  }
+}
+
 // The source's next batch into the slot, laser-off frames consumed by the
 // ambient suppressor (a batch whose frames were all laser-off is refilled).
 // False when the source has ended. `raw_max`, when given, gets the highest
@@ -62,6 +74,7 @@ bool fill_slot(FrameSource& source, Slot* slot, const AmbientSuppressor* ambient
     if (raw_max != nullptr) *raw_max = std::max(*raw_max, max_pixel_value(slot->batch));
     if (ambient != nullptr) consumed += ambient->apply(slot->batch);
   } while (slot->batch.frames == 0);
+  stamp_arrival(source, slot);  // the frames that stay (laser-on, with their own metadata)
   return true;
 }
 
@@ -71,16 +84,20 @@ bool fill_slot(FrameSource& source, Slot* slot, const AmbientSuppressor* ambient
 class AcquireFilter {
  public:
   // `first_index`: the first profile's global index (0, or where a part of a recording starts).
+  // `live`: the live path's batcher (low-latency mode), null otherwise.
   AcquireFilter(FrameSource& source, BufferPool& pool, const std::atomic<bool>& stop, const AmbientSuppressor* ambient, std::uint64_t& consumed,
-                Slot* first, std::uint64_t first_index)
-      : source_(source), pool_(pool), stop_(stop), ambient_(ambient), consumed_(consumed), next_index_(first_index), first_(first) {}
+                Slot* first, std::uint64_t first_index, LiveBatcher* live)
+      : source_(source), pool_(pool), stop_(stop), ambient_(ambient), consumed_(consumed), live_(live), next_index_(first_index), first_(first) {}
   Slot* operator()(tbb::flow_control& fc) const {
     Slot* slot = first_;
     first_ = nullptr;
     if (slot == nullptr) {
       if (stop_.load()) return end(fc);
       slot = pool_.acquire();
-      if (!fill_slot(source_, slot, ambient_, consumed_)) {
+      if (live_ != nullptr) size_live_batch(slot);
+      const bool filled = fill_slot(source_, slot, ambient_, consumed_);
+      if (live_ != nullptr) slot->batch.layout.frames = live_->stats().max_batch;  // the slot's capacity again: what the processors were set up for
+      if (!filled) {
         pool_.release(slot);
         return end(fc);
       }
@@ -96,11 +113,20 @@ class AcquireFilter {
     fc.stop();
     return nullptr;
   }
+  // The live path: what waits decides how many frames this fill takes (the
+  // slot holds live_max_batch); beyond the bound the oldest are dropped.
+  void size_live_batch(Slot* slot) const {
+    const LiveBatcher::Decision d = live_->decide(source_.pending_frames());
+    live_->dropped(d.drop > 0 ? source_.drop_pending(d.drop) : 0, d.drop);
+    slot->batch.layout.frames = d.take;
+    slot->live = live_->stats();
+  }
   FrameSource& source_;
   BufferPool& pool_;
   const std::atomic<bool>& stop_;
   const AmbientSuppressor* ambient_;  // null: none
   std::uint64_t& consumed_;
+  LiveBatcher* live_;  // null: not the live path
   // Serial filter: one call at a time, so plain counters (mutable: TBB takes the filter by const reference).
   mutable std::uint64_t next_sequence_ = 0, next_index_;
   mutable Slot* first_;
@@ -158,6 +184,12 @@ class SinkFilter {
         sink->consume(span);
       }
     }
+    observe_latency(*slot);
+    if (slot->live.active) {
+      const LatencyHistogram latency = stats_.live.latency;
+      stats_.live = slot->live;
+      stats_.live.latency = latency;
+    }
     stats_.frames += static_cast<std::uint64_t>(slot->batch.frames);
     stats_.profiles += static_cast<std::uint64_t>(span.frames);
     stats_.points += slot->points;
@@ -170,6 +202,11 @@ class SinkFilter {
   }
 
  private:
+  // Frame arrival -> every sink done, per frame.
+  void observe_latency(const Slot& slot) const {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
+    for (int f = 0; f < slot.batch.frames; ++f) stats_.live.latency.observe(static_cast<double>(now - slot.arrival_ns[static_cast<std::size_t>(f)]) / 1e3);
+  }
   const std::vector<ProfileSink*>& sinks_;
   BufferPool& pool_;
   PipelineStats& stats_;
@@ -221,12 +258,12 @@ std::uint64_t first_profile_index(const std::optional<FrameRange>& range, const 
 Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) { options_.validate(); }
 
 BatchGeometry Pipeline::plan_geometry(const FrameSource& source, const std::vector<ProfileSink*>& sinks, const BatchLayout& frame,
-                                      const ChainConfig& chain, Backend backend) const {
+                                      const ChainConfig& chain, Backend backend, int batch_frames) const {
   GeometryRequest r;
   r.frame = frame;
   r.chain = chain;
   r.backend = backend;
-  r.batch_frames = options_.batch_frames;
+  r.batch_frames = batch_frames;
   r.buffers = options_.buffers;
   r.lanes = options_.lanes;
   r.even_frames = options_.ambient.mode == AmbientMode::Alternate;
@@ -251,7 +288,11 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   kernels::ColumnParams params = validate_chain(chain, layout);  // the configured values checked before any frame is read
   // The batch geometry from the memory budget, before anything is allocated
   // (pipeline/memory_budget.h): frames, buffers, lanes, slots.
-  stats.geometry = plan_geometry(source, sinks, layout, chain, stats.backend);
+  // The live path: a small configured batch over a source that reports its
+  // backlog gets slots of live_max_batch frames (pipeline/live_batching.h).
+  const bool live = options_.batch_frames >= 1 && options_.live_max_batch > options_.batch_frames && source.direct_buffer_bytes() == 0 &&
+                    options_.ambient.mode != AmbientMode::Alternate && source.pending_frames().has_value();
+  stats.geometry = plan_geometry(source, sinks, layout, chain, stats.backend, live ? options_.live_max_batch : options_.batch_frames);
   const BatchGeometry& geometry = stats.geometry;
   layout.frames = geometry.frames;
   chain = with_output_slots(chain, geometry.slots);
@@ -263,6 +304,14 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
     ambient.emplace(a, layout);
   }
   std::uint64_t ambient_frames = 0;
+  std::optional<LiveBatcher> live_batcher;
+  if (live) {
+    const int waiting = options_.live_max_waiting == 0 ? geometry.buffers * geometry.frames : std::max(0, options_.live_max_waiting);
+    live_batcher.emplace(options_.batch_frames, geometry.frames, static_cast<std::uint64_t>(waiting));
+    stats.live = live_batcher->stats();
+    spdlog::info("live path: batches of {} frames, up to {} while frames wait; {}", options_.batch_frames, geometry.frames,
+                 waiting > 0 ? "beyond " + std::to_string(waiting) + " waiting frames the oldest are dropped" : "no frame dropped");
+  }
 
   // Set-up: everything is allocated here, nothing in the steady state. A
   // frame grabber that writes whole batches gets the pool's buffers (sized
@@ -282,8 +331,11 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   if (pixel_bits_need_data(chain.adaptive.pixel_bits, source)) {
     first_fill = clock::now();
     first = pool.acquire();
+    if (live) first->batch.layout.frames = options_.batch_frames;  // the live path's first batch: the configured size
     std::uint32_t top = 0;
-    if (fill_slot(source, first, ambient ? &*ambient : nullptr, ambient_frames, &top)) {
+    const bool filled = fill_slot(source, first, ambient ? &*ambient : nullptr, ambient_frames, &top);
+    first->batch.layout.frames = layout.frames;
+    if (filled) {
       first_max = top;
     } else {
       pool.release(first);
@@ -315,12 +367,17 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);
     const auto start = first_fill.value_or(clock::now());
     tbb::parallel_pipeline(static_cast<std::size_t>(pool.size()),
-                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames, first, first_index)) &
+                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames, first, first_index, live_batcher ? &*live_batcher : nullptr)) &
                                tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, ProcessFilter(free_lanes, pool)) &
                                tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order,
                                                              SinkFilter(sinks, pool, stats, start, progress)));
     pool.wait_all_returned();
     stats.ambient_frames = ambient_frames;
+    if (live_batcher) {  // the last acquisition's counters (a drop or a switch after the last batch's)
+      const LatencyHistogram latency = stats.live.latency;
+      stats.live = live_batcher->stats();
+      stats.live.latency = latency;
+    }
     stats.seconds = std::chrono::duration<double>(clock::now() - start).count();
     for (ProfileSink* sink : sinks) sink->finish();
   } catch (...) {

@@ -19,6 +19,7 @@
 
 #include "acquisition/source.h"
 #include "core/calibration.h"
+#include "pipeline/live_batching.h"
 #include "pipeline/memory_budget.h"
 #include "pipeline/sink.h"
 #include "stages/ambient.h"
@@ -33,6 +34,12 @@ struct PipelineOptions {
   int buffers = 4;                  // slots in the pool = batches in flight (at most the batches a file holds)
   MemoryBudget memory;              // host and device bytes the batches may take; 0 = automatic
   int lanes = 0;                    // processors working at once (0 = buffers - 1, at least 1)
+  // The live path (pipeline/live_batching.h): with batch_frames in
+  // 1..live_max_batch-1 and a source that reports its backlog, the batch
+  // grows up to live_max_batch frames while frames wait, and beyond
+  // live_max_waiting waiting frames the oldest are dropped.
+  int live_max_batch = 64;          // 0 = off: the batch never grows
+  int live_max_waiting = 0;         // 0 = buffers x live_max_batch; -1 = never drop
   ChainConfig chain;
   AmbientConfig ambient;            // laser-off frames: none, a dark frame, or alternate frames (stages/ambient.h)
   LinearCalibration calibration;
@@ -59,6 +66,7 @@ struct PipelineStats {
   double cuda_startup_ms = 0.0;
   bool pinned = false;
   SignificantBits pixel_bits{};    // the significant bits extracted with, and where they came from (acquisition/pixel_bits.h)
+  LiveStats live;                  // the live path's backlog, batch sizes and latency (pipeline/live_batching.h)
   BatchGeometry geometry;          // frames per batch, buffers, lanes, slots and the memory they take (pipeline/memory_budget.h)
   double mb_per_s() const { return seconds > 0 ? bytes / 1e6 / seconds : 0.0; }
   double profiles_per_s() const { return seconds > 0 ? profiles / seconds : 0.0; }
@@ -80,7 +88,7 @@ class Pipeline {
  private:
   // The batch geometry for this source and these sinks (pipeline/memory_budget.h).
   BatchGeometry plan_geometry(const FrameSource& source, const std::vector<ProfileSink*>& sinks, const BatchLayout& frame,
-                              const ChainConfig& chain, Backend backend) const;
+                              const ChainConfig& chain, Backend backend, int batch_frames) const;
   PipelineOptions options_;
   std::atomic<bool> stop_requested_{false};
 };

@@ -271,7 +271,10 @@ TEST(Daemon, StartPublishMetricsSigtermFinishesFilesAndSeriesEnd) {
        {"stripeline_frames_acquired_total", "stripeline_profiles_emitted_total", "stripeline_profiles_published_total",
         "stripeline_profiles_dropped_total{reason=\"hwm\"}", "stripeline_profiles_dropped_total{reason=\"no_subscriber\"}",
         "stripeline_profiles_dropped_total{reason=\"error\"}", "stripeline_queue_depth_batches", "stripeline_batch_latency_seconds_count",
-        "stripeline_batch_latency_seconds{quantile=\"0.99\"}", "stripeline_compute_seconds_total", "stripeline_batch_compute_seconds_sum"})
+        "stripeline_batch_latency_seconds{quantile=\"0.99\"}", "stripeline_compute_seconds_total", "stripeline_batch_compute_seconds_sum",
+        "stripeline_frame_latency_microseconds_count", "stripeline_frame_latency_microseconds_bucket{le=\"+Inf\"}",
+        "stripeline_live_frames_waiting", "stripeline_live_batch_frames", "stripeline_live_batching_switches_total{to=\"batching\"}",
+        "stripeline_live_batching_switches_total{to=\"configured\"}", "stripeline_live_frames_dropped_total"})
     EXPECT_TRUE(m1.count(name)) << name << " missing from /metrics\n" << m1text;
   for (const auto& [name, v] : m1)
     if (name.find("_total") != std::string::npos || name.find("_count") != std::string::npos)
@@ -536,6 +539,21 @@ TEST(Metrics, PrometheusTextIsWellFormed) {
   EXPECT_EQ(text.find("# TYPE x_total counter", text.find("# TYPE x_total counter") + 1), std::string::npos) << "one TYPE per family";
   r.counter("x_total", "X.", "reason=\"a\"").add(-5);  // counters never go down
   EXPECT_EQ(parse_metrics(r.render()).at("x_total{reason=\"a\"}"), 3);
+}
+
+TEST(Metrics, HistogramBucketsAreCumulativeWithInf) {
+  daemon::Registry r;
+  auto& h = r.histogram("lat_us", "L.", {10, 100});
+  h.add({2, 1, 3}, 5000);  // 2 at most 10, 1 in (10, 100], 3 above
+  h.add({1, 0, 0}, 4);
+  const std::string text = r.render();
+  const auto m = parse_metrics(text);
+  EXPECT_EQ(m.at("lat_us_bucket{le=\"10\"}"), 3) << text;
+  EXPECT_EQ(m.at("lat_us_bucket{le=\"100\"}"), 4);
+  EXPECT_EQ(m.at("lat_us_bucket{le=\"+Inf\"}"), 7);
+  EXPECT_EQ(m.at("lat_us_count"), 7);
+  EXPECT_EQ(m.at("lat_us_sum"), 5004);
+  EXPECT_NE(text.find("# TYPE lat_us histogram"), std::string::npos);
 }
 
 // Issue 14: with 200 idle keep-alive connections and 50 slowloris clients

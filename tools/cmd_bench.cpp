@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "acquisition/paced_source.h"
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
@@ -138,56 +139,21 @@ class TimingSink final : public ProfileSink {
   clock::time_point start_, end_;
 };
 
-// Frames "arrive" at a fixed rate; a batch of k frames is handed over when
-// its last frame has arrived. Latency = profile out - frame arrival.
-class PacedSource final : public FrameSource {
- public:
-  PacedSource(const Shape& s, double rate, std::uint64_t frames, std::vector<clock::time_point>& arrivals)
-      : scanner_(scanner_config(s)), rate_(rate), frames_(frames), arrivals_(arrivals) {}
-  BatchLayout frame_layout() const override { return scanner_.frame_layout(); }
-  bool fill(Batch& b) override {
-    if (next_ >= frames_) return false;
-    if (std::find(rendered_.begin(), rendered_.end(), b.pixels.data()) == rendered_.end()) {
-      scanner_.fill(b);
-      rendered_.push_back(b.pixels.data());
-    }
-    if (next_ == 0) start_ = clock::now() + std::chrono::milliseconds(20);
-    const int k = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(b.layout.frames), frames_ - next_));
-    for (int i = 0; i < k; ++i)
-      arrivals_[next_ + i] = start_ + std::chrono::nanoseconds(static_cast<std::int64_t>((next_ + i) * 1e9 / rate_));
-    const auto due = arrivals_[next_ + k - 1];
-    while (clock::now() < due) {  // spin: the harness emulates a camera to the microsecond
-    }
-    b.frames = k;
-    for (int i = 0; i < k; ++i) b.meta[i] = FrameMeta{next_ + static_cast<std::uint64_t>(i), 0, 0, false, false};
-    next_ += static_cast<std::uint64_t>(k);
-    return true;
-  }
-  std::string describe() const override { return "paced"; }
-
- private:
-  SyntheticScanner scanner_;
-  double rate_;
-  std::uint64_t frames_, next_ = 0;
-  std::vector<clock::time_point>& arrivals_;
-  std::vector<std::byte*> rendered_;
-  clock::time_point start_;
-};
-
+// Frame arrival (the paced source's schedule) -> profile out, per frame, by
+// frame id (frames dropped by the live path's bound keep NaN).
 class LatencySink final : public ProfileSink {
  public:
-  LatencySink(const std::vector<clock::time_point>& arrivals, std::vector<double>& latencies_us)
-      : arrivals_(arrivals), latencies_(latencies_us) {}
+  LatencySink(const PacedSource& source, std::vector<double>& latencies_us) : source_(source), latencies_(latencies_us) {}
   void begin(const ScanInfo&) override {}
   void consume(const ProfileSpan& p) override {
-    const auto now = clock::now();
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
     for (int f = 0; f < p.frames; ++f)
-      latencies_[p.first_index + f] = std::chrono::duration<double, std::micro>(now - arrivals_[p.first_index + f]).count();
+      if (p.meta[f].frame_id < latencies_.size()) latencies_[p.meta[f].frame_id] = static_cast<double>(now - source_.arrival_ns(p.meta[f])) / 1e3;
   }
   void finish() override {}
 
  private:
-  const std::vector<clock::time_point>& arrivals_;
+  const PacedSource& source_;
   std::vector<double>& latencies_;
 };
 
@@ -206,6 +172,7 @@ struct BenchOptions {
   SettingFlags processing;              // --pixel-bits (not given: the synthetic frames' own depth)
   bool along_columns = false;          // the blur along the columns only instead of the default 2-D blur
   bool production_only = false;
+  std::string backend = "auto";        // --backend: where the chain runs (cpu on a GPU host too)
   ChainConfig chain() const {
     ChainConfig c;  // the built-in default (adaptive, centroid)
     if (method != "default") c.column.method = parse_method(method);  // cog etc. with their default threshold 40 / min_peak 50
@@ -349,6 +316,90 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
   return j;
 }
 
+// One paced run: `frames` frames at `rate`, batches of `k`, the live path's
+// growth up to `live_max` (0 = off: the plain batch-of-k path).
+struct PacedRun {
+  double p50 = 0, p99 = 0, max = 0;  // frame arrival -> profile, us, after the first tenth
+  std::uint64_t frames = 0, dropped = 0, backlog = 0;  // frames timed; dropped by the bound; most frames seen waiting at a fill
+  LiveStats live;
+};
+PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, int k, int live_max) {
+  std::vector<double> lat(frames, std::nan(""));
+  PacedSource src(scanner_config(frame_shape), {{frames, rate}});
+  LatencySink sink(src, lat);
+  PipelineOptions po;
+  po.backend = backend;
+  po.batch_frames = k;
+  po.buffers = 8;
+  po.live_max_batch = live_max;
+  po.chain = o.chain();
+  const PipelineStats stats = run_engine(po, src, {&sink});
+  std::vector<double> steady;
+  for (std::size_t i = frames / 10; i < lat.size(); ++i)  // skip the warm-up tenth
+    if (!std::isnan(lat[i])) steady.push_back(lat[i]);
+  std::sort(steady.begin(), steady.end());
+  PacedRun r;
+  if (!steady.empty()) {
+    r.p50 = percentile(steady, 0.50);
+    r.p99 = percentile(steady, 0.99);
+    r.max = steady.back();
+  }
+  r.frames = steady.size();
+  r.dropped = src.dropped();
+  r.backlog = src.largest_backlog();
+  r.live = stats.live;
+  return r;
+}
+
+// The highest rate the batch-of-1 path sustains (live growth off), by a
+// sweep: a rate is sustained when, over one second of frames (a quarter with
+// --quick), the frames seen waiting at the source never exceed
+// kSustainBacklog and p99 stays within kSustainBacklog frame periods (plus
+// 1 ms for the host's scheduling). Doubling from 250 frames/s to the first
+// rate that fails, then halving the interval four times.
+constexpr std::uint64_t kSustainBacklog = 16;
+Json sustained_rate(const Shape& frame_shape, const BenchOptions& o, Backend backend) {
+  const double seconds = o.quick ? 0.25 : 1.0;
+  auto sustained = [&](double rate, PacedRun& r) {
+    r = paced_run(frame_shape, o, backend, rate, std::max<std::uint64_t>(500, static_cast<std::uint64_t>(rate * seconds)), 1, 0);
+    const bool ok = r.backlog <= kSustainBacklog && r.p99 <= kSustainBacklog * 1e6 / rate + 1000.0;
+    std::printf("    %9.0f frames/s: p50 %8.1f us  p99 %8.1f us  max %9.1f us, at most %5llu frames waiting: %s\n", rate, r.p50, r.p99, r.max,
+                static_cast<unsigned long long>(r.backlog), ok ? "sustained" : "falls behind");
+    return ok;
+  };
+  std::printf("  batch of 1, the highest sustained rate (sustained: at most %llu frames waiting, p99 <= %llu frame periods + 1 ms):\n",
+              static_cast<unsigned long long>(kSustainBacklog), static_cast<unsigned long long>(kSustainBacklog));
+  double good = 0, bad = 0;
+  PacedRun best, r;
+  for (double rate = 250; rate <= 1.6e6; rate *= 2) {
+    if (!sustained(rate, r)) {
+      bad = rate;
+      break;
+    }
+    good = rate;
+    best = r;
+  }
+  for (int i = 0; i < 4 && good > 0 && bad > 0; ++i) {
+    const double mid = std::round((good + bad) / 2);
+    if (sustained(mid, r)) {
+      good = mid;
+      best = r;
+    } else {
+      bad = mid;
+    }
+  }
+  std::printf("  batch of 1 sustains %.0f frames/s (p50 %.1f us, p99 %.1f us there)%s\n", good, best.p50, best.p99,
+              bad > 0 ? "" : " (the sweep's top: not limited)");
+  Json j;
+  j.field("sustained_fps", good);
+  j.field("first_failing_fps", bad);
+  j.field("p50_us", best.p50);
+  j.field("p99_us", best.p99);
+  j.field("max_us", best.max);
+  j.field("criterion_backlog_frames", static_cast<double>(kSustainBacklog));
+  return j;
+}
+
 Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend backend) {
   Json all;
   // The CPU backend cannot keep up with a camera's 20 kHz on a few cores; it
@@ -357,31 +408,42 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
   all.field("rate_fps", rate);
   std::printf("\n== low-latency mode (%s backend): %dx%d frames at %.0f frames/s, frame arrival -> profile\n", to_string(backend),
               frame_shape.width, frame_shape.frame_height, rate);
+  const std::uint64_t frames = o.quick ? std::min<std::uint64_t>(2000, static_cast<std::uint64_t>(rate)) : static_cast<std::uint64_t>(rate);  // one second
   for (int k : {1, 4, 16}) {
-    const std::uint64_t frames = o.quick ? std::min<std::uint64_t>(2000, static_cast<std::uint64_t>(rate)) : static_cast<std::uint64_t>(rate);  // one second
-    std::vector<clock::time_point> arrivals(frames);
-    std::vector<double> lat(frames, 0.0);
-    Shape s = frame_shape;
-    s.frames = k;
-    PacedSource src(s, rate, frames, arrivals);
-    LatencySink sink(arrivals, lat);
-    PipelineOptions po;
-    po.backend = backend;
-    po.batch_frames = k;
-    po.buffers = 8;
-    po.chain = o.chain();
-    run_engine(po, src, {&sink});
-    std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(frames / 10), lat.end());  // skip the warm-up tenth
-    std::sort(steady.begin(), steady.end());
-    const double p50 = percentile(steady, 0.50), p99 = percentile(steady, 0.99), mx = steady.back();
-    std::printf("  batch of %2d frames: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%zu frames)\n", k, p50, p99, mx, steady.size());
+    const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, k, 0);
+    std::printf("  batch of %2d frames: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting)\n", k, r.p50, r.p99, r.max,
+                static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
     Json j;
-    j.field("p50_us", p50);
-    j.field("p99_us", p99);
-    j.field("max_us", mx);
-    j.field("frames", static_cast<double>(steady.size()));
+    j.field("p50_us", r.p50);
+    j.field("p99_us", r.p99);
+    j.field("max_us", r.max);
+    j.field("frames", static_cast<double>(r.frames));
+    j.field("largest_backlog", static_cast<double>(r.backlog));
     all.object("batch_" + std::to_string(k), j);
   }
+  {  // the live path at the camera's rate (o.rate, not clamped): batch of 1 growing while frames wait
+    const double live_rate = o.rate;
+    const std::uint64_t n = o.quick ? std::min<std::uint64_t>(4000, static_cast<std::uint64_t>(live_rate)) : static_cast<std::uint64_t>(live_rate);
+    const PipelineOptions defaults;
+    const PacedRun r = paced_run(frame_shape, o, backend, live_rate, n, 1, defaults.live_max_batch);
+    std::printf("  live path at %.0f frames/s (batch of 1, growing up to %d while frames wait): p50 %8.1f us  p99 %8.1f us  max %8.1f us;\n"
+                "    largest batch %d, %llu switches to batching, %llu back, %llu of %llu frames dropped, at most %llu frames waiting\n",
+                live_rate, defaults.live_max_batch, r.p50, r.p99, r.max, r.live.largest_batch, static_cast<unsigned long long>(r.live.to_batching),
+                static_cast<unsigned long long>(r.live.caught_up), static_cast<unsigned long long>(r.dropped), static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(r.backlog));
+    Json j;
+    j.field("rate_fps", live_rate);
+    j.field("p50_us", r.p50);
+    j.field("p99_us", r.p99);
+    j.field("max_us", r.max);
+    j.field("largest_batch", r.live.largest_batch);
+    j.field("to_batching", static_cast<double>(r.live.to_batching));
+    j.field("caught_up", static_cast<double>(r.live.caught_up));
+    j.field("dropped", static_cast<double>(r.dropped));
+    j.field("largest_backlog", static_cast<double>(r.backlog));
+    all.object("live", j);
+  }
+  all.object("batch_1_sustained", sustained_rate(frame_shape, o, backend));
   return all;
 }
 
@@ -404,6 +466,8 @@ Subcommand add_bench(CLI::App& app) {
   o->processing.add(sub, "processing", {"pixel_bits", "line_model", "line_candidates"});
   sub->add_flag("--blur-along-columns", o->along_columns, "Time the chain with the blur along the columns only (processing.blur_across = false)");
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
+  sub->add_option("--backend", o->backend, "auto (CUDA when a GPU is present), cpu or cuda: the backend of the latency run and the CUDA lines")
+      ->capture_default_str();
   return {sub, [o] {
             if (!o->calibration.empty()) {
               CalibrationFileSettings cs;
@@ -411,7 +475,7 @@ Subcommand add_bench(CLI::App& app) {
               if (!o->roi_offset.empty()) parse_roi_offset(o->roi_offset, "--roi-offset", cs);
               o->sheet = load_applied_calibration(cs, 0, 0);  // every shape's frames: checked against the sensor per shape is not needed for timing
             }
-            const bool cuda = cuda_available();
+            const bool cuda = resolve_backend(parse_backend(o->backend)) == Backend::Cuda;  // ConfigError naming the value: exit 2
             if (o->quick && o->batches == 200) o->batches = 10;
             char host[256] = {};
             ::gethostname(host, sizeof host - 1);
@@ -419,7 +483,9 @@ Subcommand add_bench(CLI::App& app) {
             char date[32];
             std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
             std::printf("stripeline bench %s  %s  host %s, %u CPU threads\n", STRIPELINE_VERSION, date, host, std::thread::hardware_concurrency());
-            std::printf("device: %s\n", cuda ? cuda_status().c_str() : ("none (" + cuda_status() + ")").c_str());
+            std::printf("device: %s\n", cuda                ? cuda_status().c_str()
+                                         : cuda_available() ? (cuda_status() + " (not used: --backend cpu)").c_str()
+                                                            : ("none (" + cuda_status() + ")").c_str());
             const ChainConfig chain = o->chain();  // validated here: a bad name is one line, exit 2
             std::printf("extraction: %s%s%s, blur %d%s, neighbour check %s\n", to_string(chain.column.method),
                         chain.column.method == ColumnMethod::Adaptive ? " / " : "",

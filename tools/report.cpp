@@ -1,5 +1,7 @@
 #include "tools/report.h"
 
+#include <cmath>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,6 +33,10 @@ void ProgressBar::done() {
   if (active_ && last_draw_ >= 0) std::fprintf(stderr, "\r%*s\r", 78, "");
 }
 
+namespace {
+std::string bound_text(double us) { return std::isinf(us) ? std::string("inf") : std::to_string(static_cast<long long>(us)); }
+}  // namespace
+
 std::string summary_line(const RunReport& r) {
   const auto& s = r.stats;
   char buf[512];
@@ -39,7 +45,20 @@ std::string summary_line(const RunReport& r) {
                 static_cast<unsigned long long>(s.points), s.mb_per_s(), s.profiles_per_s(), to_string(s.backend), s.seconds);
   std::string line = buf;
   if (s.ambient_frames > 0) line += ", " + std::to_string(s.ambient_frames) + " laser-off frames consumed";
+  if (s.live.active) line += "; " + live_line(s.live);
   return line;
+}
+
+std::string live_line(const LiveStats& l) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "live path: batches of %d, up to %d reached (bound %d); %llu switches to batching, %llu back; %llu frames dropped; "
+                "at most %llu frames waiting; frame latency p50 <= %s us, p99 <= %s us",
+                l.configured_batch, l.largest_batch, l.max_batch, static_cast<unsigned long long>(l.to_batching),
+                static_cast<unsigned long long>(l.caught_up), static_cast<unsigned long long>(l.dropped),
+                static_cast<unsigned long long>(l.largest_queue_depth), bound_text(l.latency.quantile_bound_us(0.5)).c_str(),
+                bound_text(l.latency.quantile_bound_us(0.99)).c_str());
+  return buf;
 }
 
 std::string acquisition_line(const AcquisitionCounters& a) {

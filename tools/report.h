@@ -49,6 +49,9 @@ struct RunReport {
 // "camera: 1000 frames received whole, 12 lost (gap 3, incomplete 9, timeout 0, failed 0; 0 beyond gap_fill_limit); 0 underruns; batches 3 full, 1 flushed"
 std::string acquisition_line(const AcquisitionCounters& a);
 
+// "live path: batches of 1, up to 64 reached (bound 64); 3 switches to batching, 3 back; 0 frames dropped; ..."
+std::string live_line(const LiveStats& l);
+
 // "frames 600, profiles 600, points 1190423, 412.5 MB/s, 1250000 profiles/s (cpu)"
 std::string summary_line(const RunReport& r);
 // The summary's metadata document (core/metadata.h) common fields.

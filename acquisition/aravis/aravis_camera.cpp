@@ -96,6 +96,15 @@ class AravisCamera final : public CameraSource {
   SourceEnd end_reason() const override { return end_; }
   void request_stop() noexcept override { stop_.store(true); }
   std::optional<AcquisitionCounters> acquisition_counters() const override;
+  // Buffers the driver filled and we have not popped yet, and the one held
+  // over from the last batch (the live path's backlog; a frame each). The
+  // driver's ring (stream_buffers) bounds it: beyond, the camera's frames
+  // find no buffer and are counted as underruns and gaps (missing rows).
+  std::optional<std::uint64_t> pending_frames() const override {
+    gint in = 0, out = 0;
+    arv_stream_get_n_buffers(stream_.get(), &in, &out);
+    return static_cast<std::uint64_t>(std::max(out, 0)) + (held_ ? 1u : 0u);
+  }
   std::optional<std::uint64_t> total_frames() const override {
     return config_.frames ? std::optional<std::uint64_t>(config_.frames) : std::nullopt;
   }
