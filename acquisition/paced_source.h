@@ -40,7 +40,8 @@ class PacedSource final : public FrameSource {
   std::uint64_t sent() const { return next_; }        // frames handed on or dropped so far
   std::uint64_t dropped() const { return dropped_; }  // frames discarded by drop_pending
   // The most frames waiting as a fill() began (the backlog its consumer left
-  // at the source; the first sight of a buffer renders it, after this).
+  // at the source), after the first tenth of the frames (the warm-up, where
+  // the first sight of each pool buffer renders it).
   std::uint64_t largest_backlog() const { return largest_backlog_; }
   // The scheduled arrival of frame i, steady_clock (valid once the first fill() started the clock).
   std::chrono::steady_clock::time_point arrival(std::uint64_t i) const;
