@@ -236,24 +236,32 @@ INSTANTIATE_TEST_SUITE_P(Replay, ParallelTiff, ::testing::ValuesIn(layouts()),
 // ---------------------------------------------------------------------------
 // Multi-page recordings
 
+// Four pages of 64 columns and 12, 36, 60 and 24 rows: deflate with a
+// predictor in strips of 12 rows, uncompressed strips of 5, LZW strips of 7,
+// deflate tiles of 16x16. Returns every page's pixels, one after the other.
+std::vector<std::uint8_t> write_mixed_pages(const fs::path& path, int bits) {
+  std::vector<Layout> pages(4);
+  pages[0] = Layout{64, 3 * 12, bits, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 12};
+  pages[1] = Layout{64, 12, bits, COMPRESSION_NONE, 0, 5};
+  pages[2] = Layout{64, 5 * 12, bits, COMPRESSION_LZW, 0, 7};
+  pages[3] = Layout{64, 2 * 12, bits, COMPRESSION_ADOBE_DEFLATE, 0, 0, 16, 16};
+  std::vector<std::vector<std::uint8_t>> pixels;
+  std::vector<std::uint8_t> all;
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    pixels.push_back(make_pixels(pages[i].width, pages[i].height, bits, static_cast<unsigned>(i)));
+    all.insert(all.end(), pixels.back().begin(), pixels.back().end());
+  }
+  write_tiff(path, pages, pixels);
+  return all;
+}
+
 TEST(ReplayMultiPage, PagesAreReadOneAfterTheOtherAsOneRecording) {
   TempDir dir;
   for (int bits : {8, 16}) {
     // Blocks of frames of different heights (as a stack written in pieces),
     // with different layouts per page.
-    std::vector<Layout> pages(4);
-    pages[0] = Layout{64, 3 * 12, bits, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 12};
-    pages[1] = Layout{64, 12, bits, COMPRESSION_NONE, 0, 5};
-    pages[2] = Layout{64, 5 * 12, bits, COMPRESSION_LZW, 0, 7};
-    pages[3] = Layout{64, 2 * 12, bits, COMPRESSION_ADOBE_DEFLATE, 0, 0, 16, 16};
-    std::vector<std::vector<std::uint8_t>> pixels;
-    std::vector<std::uint8_t> all;
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      pixels.push_back(make_pixels(pages[i].width, pages[i].height, bits, static_cast<unsigned>(i)));
-      all.insert(all.end(), pixels.back().begin(), pixels.back().end());
-    }
     const fs::path path = dir / ("pages" + std::to_string(bits) + ".tif");
-    write_tiff(path, pages, pixels);
+    const std::vector<std::uint8_t> all = write_mixed_pages(path, bits);
     auto reader = open_image(path);
     EXPECT_EQ(reader->info().pages, 4);
     EXPECT_EQ(reader->info().height, 11 * 12);
@@ -545,19 +553,8 @@ TEST(ReplaySeek, EveryLayoutReadsFromTheRowAsAWholeReadDoes) {
   TempDir dir;
   for (int bits : {8, 16}) {
     // Pages of strips straddling the frames, uncompressed, LZW (libtiff) and tiles.
-    std::vector<Layout> pages(4);
-    pages[0] = Layout{64, 3 * 12, bits, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 12};
-    pages[1] = Layout{64, 12, bits, COMPRESSION_NONE, 0, 5};
-    pages[2] = Layout{64, 5 * 12, bits, COMPRESSION_LZW, 0, 7};
-    pages[3] = Layout{64, 2 * 12, bits, COMPRESSION_ADOBE_DEFLATE, 0, 0, 16, 16};
-    std::vector<std::vector<std::uint8_t>> pixels;
-    std::vector<std::uint8_t> all;
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      pixels.push_back(make_pixels(pages[i].width, pages[i].height, bits, static_cast<unsigned>(i)));
-      all.insert(all.end(), pixels.back().begin(), pixels.back().end());
-    }
     const fs::path tiff = dir / ("pages" + std::to_string(bits) + ".tif");
-    write_tiff(tiff, pages, pixels);
+    const std::vector<std::uint8_t> all = write_mixed_pages(tiff, bits);
     expect_seeks_like_a_whole_read(tiff, all, 64 * static_cast<std::size_t>(bits / 8));
     // PNG (one zlib stream: the rows before are decoded and dropped), PGM (by offset).
     const PixelFormat format = bits == 8 ? PixelFormat::Mono8 : PixelFormat::Mono16;
