@@ -77,12 +77,15 @@ for p in "$stripeline" "$head_program"; do [[ -x "$p" ]] || { echo "netns-heads:
 skip() { echo "SKIP: $*"; exit 77; }
 [[ $(id -u) == 0 ]] || skip "network namespaces need root (run as root, or in a container with CAP_SYS_ADMIN and CAP_NET_ADMIN)"
 command -v ip >/dev/null && ip netns list >/dev/null 2>&1 || skip "'ip netns' is not available (apt-get install iproute2)"
-# A namespace made and removed at once: a chroot whose root is no mount point
-# (ip netns cannot make / a shared mount there) or a container without
-# CAP_SYS_ADMIN refuses it.
+# A namespace made, entered and removed at once: a container without
+# CAP_SYS_ADMIN refuses the add; a chroot whose root is no mount point accepts
+# the add but refuses the exec (ip netns exec runs mount --make-rslave /).
 probe="stripeline-probe-$$"
 if ! probe_error=$(ip netns add "$probe" 2>&1); then skip "network namespaces cannot be made here: ${probe_error:-ip netns add failed}"; fi
+probe_entered=yes
+probe_error=$(ip netns exec "$probe" true 2>&1) || probe_entered=no
 ip netns del "$probe" 2>/dev/null || true
+[[ $probe_entered == yes ]] || skip "network namespaces cannot be entered here: ${probe_error:-ip netns exec failed}"
 command -v "$python" >/dev/null && "$python" -c 'import zmq, numpy' 2>/dev/null || skip "python3 with pyzmq and numpy is needed for the consumer (apt-get install python3-zmq python3-numpy; PYTHON=/usr/bin/python3 picks the interpreter)"
 
 if [[ -z "$out" ]]; then out=$(mktemp -d /tmp/netns-heads.XXXXXX); fi
