@@ -26,6 +26,7 @@
 #include "core/errors.h"
 #include "core/types.h"
 #include "io/atomic_file.h"
+#include "io/colour_map.h"
 #include "io/image_reader.h"
 #include "io/image_writer.h"
 #include "io/ply_writer.h"
@@ -1358,3 +1359,19 @@ TEST(PlyRead, BadFilesAreInputErrors) {
 
 }  // namespace
 }  // namespace stripeline::io
+
+// The colour map: the anchors land where they are said to, the order in
+// lightness holds (no reader sees a lower height lighter), NaN is no-data grey.
+TEST(ColourMap, AnchorsOrderAndNoData) {
+  const auto& map = stripeline::io::height_colour_map();
+  EXPECT_EQ(map[0], (stripeline::io::Rgb8{68, 1, 84}));
+  EXPECT_EQ(map[255], (stripeline::io::Rgb8{253, 231, 37}));
+  auto luma = [](const stripeline::io::Rgb8& c) { return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b; };
+  for (std::size_t i = 1; i < map.size(); ++i) EXPECT_GE(luma(map[i]), luma(map[i - 1])) << "entry " << i;
+  EXPECT_EQ(stripeline::io::height_colour(std::nan("")), stripeline::io::kNoDataColour);
+  EXPECT_EQ(stripeline::io::height_colour(-3.0), map[0]);
+  EXPECT_EQ(stripeline::io::height_colour(7.0), map[255]);
+  const std::string json = stripeline::io::height_colour_map_json();
+  EXPECT_EQ(json.rfind("[[68,1,84],", 0), 0u);
+  EXPECT_EQ(std::count(json.begin(), json.end(), '['), 257);
+}
