@@ -27,6 +27,7 @@ void PipelineOptions::validate() const {
     bad("batch_frames", batch_frames, "0 (from the memory budget) or 1.." + std::to_string(kMaxBatchFrames));
   if (buffers < 1 || buffers > 64) bad("buffers", buffers, "1..64");
   if (lanes < 0 || lanes > 64) bad("lanes", lanes, "0 (automatic)..64");
+  if (device < 0 || device > 63) bad("device", device, "a CUDA device ordinal 0..63");
   if (live_max_batch < 0 || live_max_batch > kMaxBatchFrames) bad("live_max_batch", live_max_batch, "0 (off) or 1.." + std::to_string(kMaxBatchFrames));
   if (live_max_waiting < -1) bad("live_max_waiting", live_max_waiting, "-1 (never drop), 0 (buffers x live_max_batch) or a frame count");
   ambient.validate();

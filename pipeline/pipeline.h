@@ -34,6 +34,10 @@ struct PipelineOptions {
   int buffers = 4;                  // slots in the pool = batches in flight (at most the batches a file holds)
   MemoryBudget memory;              // host and device bytes the batches may take; 0 = automatic
   int lanes = 0;                    // processors working at once (0 = buffers - 1, at least 1)
+  // The CUDA device (ordinal) this engine's processors, streams and device
+  // buffers live on; several engines in one process may each name their own
+  // (a multi-head daemon, `bench --devices`). Ignored by the CPU backend.
+  int device = 0;
   // The live path (pipeline/live_batching.h): with batch_frames in
   // 1..live_max_batch-1 and a source that reports its backlog, the batch
   // grows up to live_max_batch frames while frames wait, and beyond
