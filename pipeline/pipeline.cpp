@@ -279,6 +279,11 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   PipelineStats stats;
   stats.backend = resolve_backend(options_.backend);
   stats.cuda_startup_ms = stats.backend == Backend::Cuda ? cuda_startup_ms() : 0.0;
+  // The engine's device, current while everything is set up (the memory
+  // budget reads its free memory; processors record it and use it on every
+  // call, whichever worker thread makes the call).
+  std::optional<CudaDeviceScope> on_device;
+  if (stats.backend == Backend::Cuda) on_device.emplace(options_.device);
 
   BatchLayout layout = source.frame_layout();
   // A sheet-of-light calibration is the chain's last step: every detection

@@ -60,12 +60,31 @@ bool cuda_available() { return backend_status().available; }
 std::string cuda_status() { return backend_status().description; }
 double cuda_startup_ms() { return cuda::device_status().startup_ms; }
 std::size_t cuda_free_memory() { return cuda_available() ? cuda::device_free_bytes() : 0; }
+int cuda_device_count() { return cuda_available() ? cuda::device_count() : 0; }
+std::string cuda_device_description(int ordinal) {
+  if (!cuda_available()) throw ConfigError("device = " + std::to_string(ordinal) + ": CUDA is not usable here: " + cuda_status());
+  return cuda::describe_device(ordinal);
+}
+
+struct CudaDeviceScope::Held {
+  explicit Held(int ordinal) : scope((cuda::check_device(ordinal), ordinal)) {}
+  cuda::ScopedDevice scope;
+};
+CudaDeviceScope::CudaDeviceScope(int ordinal) {
+  if (!cuda_available()) throw ConfigError("device = " + std::to_string(ordinal) + ": CUDA is not usable here: " + cuda_status());
+  held_ = std::make_unique<Held>(ordinal);
+}
 #else
 bool cuda_available() { return false; }
 std::string cuda_status() { return "this build has no CUDA backend (configured without nvcc)"; }
 double cuda_startup_ms() { return 0.0; }
 std::size_t cuda_free_memory() { return 0; }
+int cuda_device_count() { return 0; }
+std::string cuda_device_description(int) { throw_no_cuda_backend(); }
+struct CudaDeviceScope::Held {};
+CudaDeviceScope::CudaDeviceScope(int) { throw_no_cuda_backend(); }
 #endif
+CudaDeviceScope::~CudaDeviceScope() = default;
 
 Backend resolve_backend(Backend requested) {
   if (requested == Backend::Cpu) return Backend::Cpu;

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <exception>
+#include <latch>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -90,10 +92,17 @@ class Json {
 // stamps the metadata. The pool holds more distinct content than the GPU's L2.
 class PrefilledSource final : public FrameSource {
  public:
-  PrefilledSource(const Shape& s, std::uint64_t batches) : scanner_(scanner_config(s)), shape_(s), batches_(batches) {}
+  // gate: engines started together wait there after `gate_after` batches
+  // (their warm-up), so their timed windows coincide.
+  PrefilledSource(const Shape& s, std::uint64_t batches, std::latch* gate = nullptr, std::uint64_t gate_after = 0)
+      : scanner_(scanner_config(s)), shape_(s), batches_(batches), gate_(gate), gate_after_(gate_after) {}
   BatchLayout frame_layout() const override { return scanner_.frame_layout(); }
   bool fill(Batch& b) override {
     if (served_ == batches_) return false;
+    if (gate_ && served_ == gate_after_) {
+      passed_gate_ = true;
+      gate_->arrive_and_wait();
+    }
     if (std::find(rendered_.begin(), rendered_.end(), b.pixels.data()) == rendered_.end()) {
       scanner_.fill(b);  // first sight of this slot: render real stripe content into it
       rendered_.push_back(b.pixels.data());
@@ -105,11 +114,15 @@ class PrefilledSource final : public FrameSource {
     return true;
   }
   std::string describe() const override { return "prefilled " + shape_.name; }
+  bool passed_gate() const { return passed_gate_; }
 
  private:
   SyntheticScanner scanner_;
   Shape shape_;
   std::uint64_t batches_, served_ = 0, next_id_ = 0;
+  std::latch* gate_;
+  std::uint64_t gate_after_;
+  bool passed_gate_ = false;
   std::vector<std::byte*> rendered_;
 };
 
@@ -132,6 +145,8 @@ class TimingSink final : public ProfileSink {
   }
   void finish() override {}
   double seconds() const { return std::chrono::duration<double>(end_ - start_).count(); }
+  clock::time_point start() const { return start_; }
+  clock::time_point end() const { return end_; }
   std::uint64_t timed_batches_ = 0, timed_frames_ = 0, timed_bytes_ = 0;
 
  private:
@@ -173,6 +188,7 @@ struct BenchOptions {
   bool along_columns = false;          // the blur along the columns only instead of the default 2-D blur
   bool production_only = false;
   std::string backend = "auto";        // --backend: where the chain runs (cpu on a GPU host too)
+  std::vector<int> devices;            // --devices: the multi-device run instead of the shapes (one engine per entry)
   ChainConfig chain() const {
     ChainConfig c;  // the built-in default (adaptive, centroid)
     if (method != "default") c.column.method = parse_method(method);  // cog etc. with their default threshold 40 / min_peak 50
@@ -313,6 +329,118 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
     j.object("cuda_streaming_calibrated", c);
   }
 #endif
+  return j;
+}
+
+// ---------------------------------------------------------------------------
+// Several engines at once (docs/scale-out.md, "Several GPUs"): one per entry
+// of --devices, each streaming pre-filled pinned batches of the shape through
+// its own pipeline on its device (PipelineOptions::device: the code path of a
+// daemon's heads). The engines wait for each other after their warm-up, so
+// the timed windows coincide; the total is every engine's timed frames over
+// the span from the first start to the last end.
+struct EnginesRun {
+  std::vector<double> profiles_per_s;  // each engine over its own window
+  double total_profiles_per_s = 0;
+};
+EnginesRun run_engines_together(const Shape& shape, const BenchOptions& o, const std::vector<int>& devices) {
+  const auto n = devices.size();
+  const auto warmup = static_cast<std::uint64_t>(o.buffers);
+  std::latch gate(static_cast<std::ptrdiff_t>(n));
+  std::vector<std::unique_ptr<PrefilledSource>> sources;
+  std::vector<std::unique_ptr<TimingSink>> sinks;
+  for (std::size_t i = 0; i < n; ++i) {
+    sources.push_back(std::make_unique<PrefilledSource>(shape, o.batches + warmup, &gate, warmup));
+    sinks.push_back(std::make_unique<TimingSink>(warmup));
+  }
+  std::vector<std::exception_ptr> errors(n);
+  {
+    std::vector<std::jthread> engines;
+    for (std::size_t i = 0; i < n; ++i)
+      engines.emplace_back([&, i] {
+        try {
+          PipelineOptions po;
+          po.backend = Backend::Cuda;
+          po.device = devices[i];
+          po.batch_frames = shape.frames;
+          po.buffers = o.buffers;
+          po.chain = o.chain();
+          run_engine(po, *sources[i], {sinks[i].get()});
+        } catch (...) {
+          errors[i] = std::current_exception();
+          if (!sources[i]->passed_gate()) gate.count_down();  // the others must not wait for an engine that failed before its gate
+        }
+      });
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  EnginesRun r;
+  clock::time_point first = sinks[0]->start(), last = sinks[0]->end();
+  std::uint64_t frames = 0;
+  for (const auto& s : sinks) {
+    r.profiles_per_s.push_back(static_cast<double>(s->timed_frames_) / s->seconds());
+    first = std::min(first, s->start());
+    last = std::max(last, s->end());
+    frames += s->timed_frames_;
+  }
+  r.total_profiles_per_s = static_cast<double>(frames) / std::chrono::duration<double>(last - first).count();
+  return r;
+}
+
+std::string device_list(const std::vector<int>& devices) {
+  std::string s;
+  for (const int d : devices) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
+}
+
+// --devices: pinned H2D per device alone and all at once, then the streaming
+// total for the first 1..N entries, against N x the first device alone.
+Json bench_devices(const Shape& shape, const BenchOptions& o) {
+  const std::vector<int>& devices = o.devices;
+  Json j;
+  std::printf("\n== several engines: %d frames of %dx%d per batch (%.1f MB), devices %s\n", shape.frames, shape.width, shape.frame_height,
+              shape.mb(), device_list(devices).c_str());
+  for (const int d : devices) std::printf("  device %d: %s\n", d, cuda_device_description(d).c_str());
+  const int copies = o.quick ? 10 : 100;
+  Json h2d;
+  double alone_sum = 0;
+  for (const int d : devices) {
+    const double gbps = measure_h2d_together(shape.layout().bytes(), {d}, copies)[0];
+    alone_sum += gbps;
+    std::printf("  %-34s %9.1f GB/s\n", ("pinned H2D, device " + std::to_string(d) + " alone").c_str(), gbps);
+    h2d.field("alone_device_" + std::to_string(d), gbps);
+  }
+  const std::vector<double> together = measure_h2d_together(shape.layout().bytes(), devices, copies);
+  double together_sum = 0;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    together_sum += together[i];
+    std::printf("  %-34s %9.1f GB/s\n", ("pinned H2D, device " + std::to_string(devices[i]) + " with the others").c_str(), together[i]);
+    h2d.field("together_device_" + std::to_string(devices[i]) + "_" + std::to_string(i), together[i]);
+  }
+  std::printf("  %-34s %9.1f GB/s  (%.3f of the sum alone)\n", "pinned H2D, all at once", together_sum, together_sum / alone_sum);
+  h2d.field("together_sum_gb_per_s", together_sum);
+  h2d.field("together_over_alone", together_sum / alone_sum);
+  j.object("pinned_h2d", h2d);
+
+  Json streaming;
+  double one = 0;
+  for (std::size_t k = 1; k <= devices.size(); ++k) {
+    const std::vector<int> used(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(k));
+    const EnginesRun r = run_engines_together(shape, o, used);
+    if (k == 1) one = r.total_profiles_per_s;
+    std::string each;
+    for (const double p : r.profiles_per_s) each += (each.empty() ? "" : " + ") + std::to_string(static_cast<long long>(std::lround(p)));
+    std::printf("  %-34s %12.0f profiles/s  (%.3f of %zu x the first alone; engines %s)\n",
+                ("streaming on " + device_list(used)).c_str(), r.total_profiles_per_s, r.total_profiles_per_s / (static_cast<double>(k) * one), k,
+                each.c_str());
+    Json e;
+    e.field("devices", device_list(used));
+    e.field("profiles_per_s", r.total_profiles_per_s);
+    e.field("ratio_to_k_times_one", r.total_profiles_per_s / (static_cast<double>(k) * one));
+    for (std::size_t i = 0; i < r.profiles_per_s.size(); ++i) e.field("engine_" + std::to_string(i) + "_profiles_per_s", r.profiles_per_s[i]);
+    streaming.object("engines_" + std::to_string(k), e);
+  }
+  j.object("streaming", streaming);
   return j;
 }
 
@@ -466,6 +594,10 @@ Subcommand add_bench(CLI::App& app) {
   o->processing.add(sub, "processing", {"pixel_bits", "line_model", "line_candidates"});
   sub->add_flag("--blur-along-columns", o->along_columns, "Time the chain with the blur along the columns only (processing.blur_across = false)");
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
+  sub->add_option("--devices", o->devices,
+                  "CUDA devices, comma-separated (e.g. 0,1; 0,0 = two engines on one GPU): only the several-engines run, one engine per entry "
+                  "(pinned H2D alone and at once, streaming for the first 1..N entries)")
+      ->delimiter(',');
   sub->add_option("--backend", o->backend, "auto (CUDA when a GPU is present), cpu or cuda: the backend of the latency run and the CUDA lines")
       ->capture_default_str();
   return {sub, [o] {
@@ -505,6 +637,12 @@ Subcommand add_bench(CLI::App& app) {
             root.field("neighbour_columns", chain.neighbour_check.columns);
             root.field("blur_across", chain.blur_across);
             const std::vector<Shape> shapes = {{"production", 2048, 52, 300}, {"seeds-1936x504", 1936, 504, 30}, {"recording-1936", 1936, 50, 304}};
+            if (!o->devices.empty()) {
+              if (!cuda) throw ConfigError("--devices " + device_list(o->devices) + ": the several-engines run needs CUDA (" + cuda_status() + ")");
+              root.object("devices", bench_devices(shapes[0], *o));
+              if (!o->json.empty()) io::write_file_atomically(o->json, root.str() + "\n");
+              return 0;
+            }
             Json per_shape;
             for (const auto& s : shapes) {
               per_shape.object(s.name, bench_shape(s, *o, cuda));

@@ -129,8 +129,66 @@ const DeviceStatus& device_status() {
 void require_device() {
   const DeviceStatus& s = device_status();
   if (!s.available) throw CudaError("CUDA device start-up", static_cast<int>(cudaErrorNoDevice), s.description, __FILE__, __LINE__);
-  // device_status() made device 0 current on the thread that started CUDA; make it current here too.
-  STRIPELINE_CUDA_CHECK(cudaSetDevice(s.device));
+}
+
+int device_count() {
+  if (!device_status().available) return 0;
+  int count = 0;
+  STRIPELINE_CUDA_CHECK(cudaGetDeviceCount(&count));
+  return count;
+}
+
+int current_device() {
+  require_device();
+  int d = 0;
+  STRIPELINE_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
+void check_device(int ordinal) {
+  const int count = device_count();
+  if (ordinal < 0 || ordinal >= count)
+    throw ConfigError("device = " + std::to_string(ordinal) + " is not a CUDA device of this host (it has " + std::to_string(count) +
+                      (count == 1 ? " device: 0)" : " devices: 0.." + std::to_string(count - 1) + ")"));
+}
+
+std::string describe_device(int ordinal) {
+  check_device(ordinal);
+  cudaDeviceProp prop{};
+  STRIPELINE_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+  char memory[32];
+  std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+  return std::string(prop.name) + " (compute " + std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", " + memory + ", " +
+         std::to_string(prop.multiProcessorCount) + " SMs)";
+}
+
+ScopedDevice::ScopedDevice(int ordinal) {
+  const int now = current_device();
+  if (now == ordinal) return;
+  STRIPELINE_CUDA_CHECK(cudaSetDevice(ordinal));
+  previous_ = now;
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (previous_ >= 0) STRIPELINE_CUDA_LOG(cudaSetDevice(previous_));
+}
+
+DeviceAffinity::~DeviceAffinity() {
+  if (restore_ >= 0) STRIPELINE_CUDA_LOG(cudaSetDevice(restore_));
+}
+
+void DeviceAffinity::enter_for_teardown() noexcept {
+  int now = 0;
+  if (cudaGetDevice(&now) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (now == ordinal_) return;
+  if (cudaSetDevice(ordinal_) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  restore_ = now;
 }
 
 std::size_t device_free_bytes() {
@@ -141,17 +199,10 @@ std::size_t device_free_bytes() {
 }
 
 std::size_t max_shared_bytes_per_block() {
-  static std::once_flag once;
-  static std::size_t bytes = 48 * 1024;
-  static cudaError_t error = cudaSuccess;
-  std::call_once(once, [] {
-    if (!device_status().available) return;
-    int v = 0;
-    error = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_status().device);
-    if (error == cudaSuccess && v > 0) bytes = static_cast<std::size_t>(v);
-  });
-  if (error != cudaSuccess) throw_error(error, "cudaDeviceGetAttribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)", __FILE__, __LINE__);
-  return bytes;
+  if (!device_status().available) return 48 * 1024;
+  int v = 0;
+  STRIPELINE_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, current_device()));
+  return v > 0 ? static_cast<std::size_t>(v) : 48 * 1024;
 }
 
 namespace {

@@ -125,14 +125,65 @@ struct DeviceStatus {
 };
 const DeviceStatus& device_status();
 
-// Throws CudaError (cudaErrorNoDevice) with device_status().description when no device is usable.
+// Throws CudaError (cudaErrorNoDevice) with device_status().description when
+// no device is usable. Leaves the calling thread's current device as it is
+// (device 0 on a thread that never chose one).
 void require_device();
 
-// Largest dynamic shared memory one block may opt in to on the device (bytes).
+// ---------------------------------------------------------------------------
+// Several devices. Every handle (buffer, stream, event) belongs to the device
+// current on the thread that made it, and kernels and copies must be enqueued
+// with that device current. An engine on device N (PipelineOptions::device)
+// makes N current while it sets up; each object that enqueues work records
+// its device when made (DeviceAffinity) and makes it current around every
+// call, since the pipeline's worker threads serve engines on other devices too.
+
+// CUDA devices on this host (0 when CUDA is unusable).
+int device_count();
+// The calling thread's current device.
+int current_device();
+// Throws ConfigError naming `ordinal` when this host has no such device.
+void check_device(int ordinal);
+// "NVIDIA H100 80GB HBM3 (compute 9.0, 79.1 GiB, 132 SMs)", for logs and benches.
+std::string describe_device(int ordinal);
+
+// Makes `ordinal` current on this thread for the scope, then the previous one again.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int ordinal);
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  ~ScopedDevice();
+
+ private:
+  int previous_ = -1;  // -1: nothing to restore (the device was already current)
+};
+
+// The device an object was made on. scope() makes it current around a call.
+// As an object's first member (destroyed last), enter_for_teardown() in the
+// owner's destructor keeps the device current while the members after it
+// (streams, buffers) are released, and the destructor of the affinity puts
+// the thread's previous device back.
+class DeviceAffinity {
+ public:
+  DeviceAffinity() : ordinal_(current_device()) {}
+  DeviceAffinity(const DeviceAffinity&) = delete;
+  DeviceAffinity& operator=(const DeviceAffinity&) = delete;
+  ~DeviceAffinity();
+  int ordinal() const { return ordinal_; }
+  [[nodiscard]] ScopedDevice scope() const { return ScopedDevice(ordinal_); }
+  void enter_for_teardown() noexcept;
+
+ private:
+  int ordinal_;
+  int restore_ = -1;
+};
+
+// Largest dynamic shared memory one block may opt in to on the current device (bytes).
 std::size_t max_shared_bytes_per_block();
 
-// Free memory on the device now (cudaMemGetInfo), bytes. Throws CudaError
-// when no device is usable.
+// Free memory on the current device now (cudaMemGetInfo), bytes. Throws
+// CudaError when no device is usable.
 std::size_t device_free_bytes();
 
 // Pinned (page-locked, portable) host memory for batch buffers: the copies

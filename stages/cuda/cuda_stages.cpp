@@ -5,8 +5,10 @@
 #include "stages/cuda/heightmap_filters_cuda.h"
 #include "stages/factory.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/cuda/device_lane.h"
 #include "core/cuda/runtime.h"
@@ -99,8 +101,11 @@ class CudaBlur final : public PixelStage {
         in_(DeviceBuffer::allocate(l.bytes(), "blur input")),
         out_(DeviceBuffer::allocate(l.bytes(), "blur output")) {}
 
+  ~CudaBlur() override { device_.enter_for_teardown(); }
+
  private:
   void do_run(const Batch& in, Batch& out) override {
+    const ScopedDevice on_device = device_.scope();
     upload(in, in_, lane_.stream());
     with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
@@ -110,6 +115,7 @@ class CudaBlur final : public PixelStage {
     lane_.finish();
   }
 
+  DeviceAffinity device_;  // first: destroyed last (core/cuda/runtime.h)
   kc::BlurTaps taps_;
   DeviceBuffer in_, out_;
   DeviceLane lane_;  // declared last: destroyed first, waiting for the stream before the buffers go
@@ -119,8 +125,11 @@ class CudaThreshold final : public PixelStage {
  public:
   CudaThreshold(const BatchLayout& l, std::uint32_t t) : PixelStage("threshold", l), threshold_(t), buffer_(DeviceBuffer::allocate(l.bytes(), "threshold")) {}
 
+  ~CudaThreshold() override { device_.enter_for_teardown(); }
+
  private:
   void do_run(const Batch& in, Batch& out) override {
+    const ScopedDevice on_device = device_.scope();
     upload(in, buffer_, lane_.stream());
     with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
@@ -131,6 +140,7 @@ class CudaThreshold final : public PixelStage {
     lane_.finish();
   }
 
+  DeviceAffinity device_;  // first: destroyed last (core/cuda/runtime.h)
   std::uint32_t threshold_;
   DeviceBuffer buffer_;
   DeviceLane lane_;
@@ -141,8 +151,11 @@ class CudaExtract final : public ExtractStage {
   CudaExtract(const BatchLayout& l, const kernels::ColumnParams& p)
       : ExtractStage(l, p), in_(DeviceBuffer::allocate(l.bytes(), "extract input")), profiles_(l.width, l.frames, p.slots) {}
 
+  ~CudaExtract() override { device_.enter_for_teardown(); }
+
  private:
   void do_run(const Batch& in, ProfileBatch& out) override {
+    const ScopedDevice on_device = device_.scope();
     upload(in, in_, lane_.stream());
     with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
@@ -152,20 +165,35 @@ class CudaExtract final : public ExtractStage {
     lane_.finish();
   }
 
+  DeviceAffinity device_;  // first: destroyed last (core/cuda/runtime.h)
   DeviceBuffer in_;
   DeviceProfiles profiles_;
   DeviceLane lane_;
 };
 
 // ---------------------------------------------------------------------------
+// Kernel attributes (the shared memory a block may take) are set per device:
+// once for each device a processor is made on. An exception leaves the
+// device unmarked, so a later set-up retries.
+template <class Configure>
+void once_per_device(std::mutex& mutex, std::vector<int>& done, Configure configure) {
+  const int device = current_device();
+  const std::lock_guard lock(mutex);
+  if (std::find(done.begin(), done.end(), device) != done.end()) return;
+  configure();
+  done.push_back(device);
+}
+
 void configure_line_model_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { kc::configure_line_model(max_shared_bytes_per_block()); });
+  static std::mutex mutex;
+  static std::vector<int> done;
+  once_per_device(mutex, done, [] { kc::configure_line_model(max_shared_bytes_per_block()); });
 }
 
 void configure_fused_once() {
-  static std::once_flag once;  // exceptions leave it unset: a later set-up retries
-  std::call_once(once, [] { kc::configure_fused(max_shared_bytes_per_block()); });
+  static std::mutex mutex;
+  static std::vector<int> done;
+  once_per_device(mutex, done, [] { kc::configure_fused(max_shared_bytes_per_block()); });
 }
 
 // Batches of at most this many frames are the low-latency mode (docs/cuda.md).
@@ -198,8 +226,11 @@ class CudaProcessorImpl final : public CudaProcessor {
       scratch_ = DeviceBuffer::allocate(l.bytes(), "blurred pixels (per-stage path)");
   }
 
+  ~CudaProcessorImpl() override { device_.enter_for_teardown(); }
+
   double compute_only(int frames) override {
     wait();
+    const ScopedDevice on_device = device_.scope();
     if (frames < 0 || frames > layout().frames)
       throw RuntimeFailure("compute_only: " + std::to_string(frames) + " frames asked, capacity is " + std::to_string(layout().frames));
     lane_.record_start();
@@ -215,6 +246,7 @@ class CudaProcessorImpl final : public CudaProcessor {
 
  private:
   void enqueue(const Batch& in, ProfileBatch& out) override {
+    const ScopedDevice on_device = device_.scope();
     upload(in, in_, lane_.stream());
     lane_.record_start();
     enqueue_kernels(in.frames);
@@ -224,7 +256,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   }
 
   void complete() override {
-    lane_.wait();
+    lane_.wait();  // event waits and timings need no current device
     last_ms_ = lane_.elapsed();
   }
 
@@ -263,6 +295,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     }
   }
 
+  DeviceAffinity device_;  // declared first: destroyed last, the device current while the members below go
   kc::ChainParams chain_;
   bool fused_ = false;
   double last_ms_ = 0.0;
