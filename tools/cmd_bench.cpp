@@ -440,6 +440,16 @@ Json bench_devices(const Shape& shape, const BenchOptions& o) {
     for (std::size_t i = 0; i < r.profiles_per_s.size(); ++i) e.field("engine_" + std::to_string(i) + "_profiles_per_s", r.profiles_per_s[i]);
     streaming.object("engines_" + std::to_string(k), e);
   }
+  // The other devices alone too: the host's GPUs need not be equal.
+  double alone_total = one;
+  for (std::size_t i = 1; i < devices.size(); ++i) {
+    if (devices[i] == devices[0]) continue;
+    const EnginesRun r = run_engines_together(shape, o, {devices[i]});
+    alone_total += r.total_profiles_per_s;
+    std::printf("  %-34s %12.0f profiles/s\n", ("streaming on " + std::to_string(devices[i]) + " alone").c_str(), r.total_profiles_per_s);
+    streaming.field("alone_device_" + std::to_string(devices[i]) + "_profiles_per_s", r.total_profiles_per_s);
+  }
+  streaming.field("alone_sum_profiles_per_s", alone_total);
   j.object("streaming", streaming);
   return j;
 }
