@@ -13,7 +13,7 @@ namespace {
 
 // Line colours of the profiles (the height colour map is for surfaces).
 constexpr const char* kProfileColours[] = {"#1b6ca8", "#c0392b", "#2e8b57", "#8e44ad", "#d35400", "#444444"};
-constexpr double kSvgW = 820, kSvgH = 280, kLeft = 70, kRight = 20, kTop = 16, kBottom = 44;
+constexpr double kSvgW = 900, kSvgH = 280, kLeft = 70, kRight = 110, kTop = 16, kBottom = 44;
 
 std::string num(double v, int decimals = 2) {
   char b[64];
@@ -73,8 +73,10 @@ std::string profiles_svg(const io::Field& f, double lo, double hi, int count) {
       points += num(p.X(f.x.at(col)), 1) + "," + num(p.Y(std::clamp<double>(v, lo, hi)), 1) + " ";
     }
     flush();
-    s += "<text class=\"legend\" fill=\"" + std::string(colour) + "\" x=\"" + num(kSvgW - kRight - 150) + "\" y=\"" +
-         num(kTop + 16 + 14 * static_cast<double>(k)) + "\">" + html_escape(f.y.name + " " + num(f.y.at(static_cast<double>(row)), f.y.step == std::floor(f.y.step) ? 0 : 3) + " " + (f.y.unit == f.y.name ? "" : f.y.unit)) + "</text>\n";
+    const double y = f.y.at(static_cast<double>(row));
+    const std::string at = f.y.unit == "frame" ? "frame " + num(y, 0) : f.y.name + " = " + num(y, 3) + " " + f.y.unit;
+    s += "<text class=\"legend\" fill=\"" + std::string(colour) + "\" x=\"" + num(kSvgW - kRight + 8) + "\" y=\"" +
+         num(kTop + 10 + 14 * static_cast<double>(k)) + "\">" + html_escape(at) + "</text>\n";
   }
   return s + "</svg>\n";
 }

@@ -31,10 +31,10 @@ std::string label(double v, double step) {
 
 std::string axis_title(const std::string& name, const std::string& unit) { return name == unit ? name : name + " [" + unit + "]"; }
 
-// f(value, label) at each tick of a..b over `pixels`: one about every 90.
+// f(value, label) at each tick of a..b over `pixels`: one about every `spacing` pixels.
 template <class F>
-void each_tick(double a, double b, double pixels, F f) {
-  for (const Tick& t : axis_ticks(a, b, std::max(1.0, pixels / 90.0))) f(t.value, t.label);
+void each_tick(double a, double b, double pixels, double spacing, F f) {
+  for (const Tick& t : axis_ticks(a, b, std::max(1.0, pixels / spacing))) f(t.value, t.label);
 }
 
 struct Frame {
@@ -70,14 +70,14 @@ void draw_axes(Canvas& c, const Field& f, const Frame& fr) {
   c.vline(l.plot_x + l.plot_width, l.plot_y - 1, l.plot_y + l.plot_height, kAxis);
   const double px_per_cell_x = static_cast<double>(l.zoom) / l.cells_x, px_per_cell_y = static_cast<double>(l.zoom) / l.cells_y;
   const int below = l.plot_y + l.plot_height;
-  each_tick(f.x.at(0), f.x.at(f.width - 1), l.plot_width, [&](double v, const std::string& t) {
+  each_tick(f.x.at(0), f.x.at(f.width - 1), l.plot_width, 90.0 * s, [&](double v, const std::string& t) {
     const int x = l.plot_x + static_cast<int>(std::floor(((v - f.x.origin) / f.x.step + 0.5) * px_per_cell_x));
     c.vline(x, below, below + 4 * s, kAxis);
     draw_text(c, x - text_width(t, s) / 2, below + 6 * s, t, kAxis, s);
   });
   const std::string xt = axis_title(f.x.name, f.x.unit);
   draw_text(c, l.plot_x + l.plot_width / 2 - text_width(xt, s) / 2, below + 18 * s, xt, kAxis, s);
-  each_tick(f.y.at(0), f.y.at(static_cast<double>(f.height - 1)), l.plot_height, [&](double v, const std::string& t) {
+  each_tick(f.y.at(0), f.y.at(static_cast<double>(f.height - 1)), l.plot_height, 40.0 * s, [&](double v, const std::string& t) {
     const int y = l.plot_y + static_cast<int>(std::floor(((v - f.y.origin) / f.y.step + 0.5) * px_per_cell_y));
     c.hline(l.plot_x - 1 - 4 * s, l.plot_x - 1, y, kAxis);
     draw_text(c, l.plot_x - 6 * s - text_width(t, s), y - 3 * s, t, kAxis, s);
@@ -102,7 +102,7 @@ void draw_bar(Canvas& c, const Field& f, const RenderOptions& o, const Frame& fr
     c.hline(l.bar_x, l.bar_x + w - 1, l.bar_y + r, value_colour(l.lo + t * (l.hi - l.lo), l.lo, l.hi, o.palette));
   }
   if (l.hi > l.lo) {
-    each_tick(l.lo, l.hi, l.bar_height, [&](double v, const std::string& t) {
+    each_tick(l.lo, l.hi, l.bar_height, 30.0 * s, [&](double v, const std::string& t) {
       const int y = l.bar_y + static_cast<int>(std::lround((l.hi - v) / (l.hi - l.lo) * (l.bar_height - 1)));
       c.hline(l.bar_x + w, l.bar_x + w + 3 * s, y, kAxis);
       draw_text(c, l.bar_x + w + 5 * s, y - 3 * s, t, kAxis, s);
@@ -177,7 +177,8 @@ Canvas render_field(const Field& f, const RenderOptions& o, RenderLayout* layout
   l.bar_y = l.plot_y;
   l.bar_height = std::max(l.plot_height, 120 * s);
   if (o.palette == Palette::Mask) l.bar_height = 0;
-  const int width = std::max(l.bar_x + 100 * s, text_width(o.title, s) + 12 * s);
+  const std::string value_title = f.value_name == f.value_unit ? f.value_name : f.value_name + " [" + f.value_unit + "]";
+  const int width = std::max({l.bar_x + 100 * s, l.bar_x + text_width(value_title, s) + 8 * s, text_width(o.title, s) + 12 * s});
   const int height = l.plot_y + std::max(l.plot_height, l.bar_height + 24 * s) + 34 * s;
   Canvas c(width, height, kWhite);
   draw_text(c, 6 * s, 8 * s, o.title, kBlack, s);

@@ -74,7 +74,7 @@ void heightmap_field(const std::filesystem::path& path, ScanFields& s) {
       const float row = decode_height(codes[i], bits);  // docs/data-model.md, the 16-bit height code; NaN for 0
       f.values[i] = l.on ? static_cast<float>(l.zs * row + l.zo) : row;
     }
-    f.value_name = "height", f.value_unit = unit;
+    f.value_name = l.on ? "z" : "row", f.value_unit = unit;
     s.unit_note = l.on ? "mm: the [calibration] linear keys it records" : "px: rows of the frame (no calibration recorded)";
   }
   f.x = {"x", unit, l.on ? l.xo : 0.0, l.on ? l.xs : 1.0};
@@ -86,7 +86,8 @@ void range_map_field(const std::filesystem::path& path, ScanFields& s) {
   const auto grid = s.document.value("grid", metadata::Json::object());
   f.x = {"X", "mm", grid.value("x_min_mm", 0.0), grid.value("dx_mm", 1.0)};
   f.y = {"frame", "frame", 0.0, 1.0};
-  f.value_name = "Z", f.value_unit = "mm";
+  f.value_name = std::string("Z");  // not `= "Z"`: GCC 12 warns of an overlap there (-Wrestrict, a known false positive)
+  f.value_unit = "mm";
   s.unit_note = "mm: a sheet-of-light calibration's range map";
   if (s.format == "TIFF" && !s.document.contains("code")) {
     FloatPlanes p = read_float_tiff(path);

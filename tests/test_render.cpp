@@ -121,7 +121,7 @@ TEST(Render, HeightMapStepTakesTheColourMapEntriesOfItsTwoHeights) {
   EXPECT_DOUBLE_EQ(d.at("values").at("hi").get<double>(), 30.0);
   // The same picture in process: same size.
   io::RenderOptions o;
-  o.title = "step.png: height [px]";
+  o.title = "step.png: row [px]";
   const io::Canvas c = io::render_field(io::load_scan(hm).height, o);
   EXPECT_EQ(img.width, c.width);
   EXPECT_EQ(img.height, c.height);
