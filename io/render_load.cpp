@@ -27,6 +27,7 @@ const char* kExpected =
 struct Linear {
   bool on = false;
   double xs = 1, xo = 0, ys = 1, yo = 0, zs = 1, zo = 0;
+  bool y_from_encoder = false;  // y is the encoder count's, which a height map's rows do not hold
 };
 Linear linear_of(const metadata::Json& doc) {
   Linear l;
@@ -36,6 +37,7 @@ Linear linear_of(const metadata::Json& doc) {
   l.xs = c.value("x_scale", 1.0), l.xo = c.value("x_offset", 0.0);
   l.ys = c.value("y_scale", 1.0), l.yo = c.value("y_offset", 0.0);
   l.zs = c.value("z_scale", 1.0), l.zo = c.value("z_offset", 0.0);
+  l.y_from_encoder = c.value("y_from_encoder", false);
   return l;
 }
 
@@ -78,7 +80,7 @@ void heightmap_field(const std::filesystem::path& path, ScanFields& s) {
     s.unit_note = l.on ? "mm: the [calibration] linear keys it records" : "px: rows of the frame (no calibration recorded)";
   }
   f.x = {"x", unit, l.on ? l.xo : 0.0, l.on ? l.xs : 1.0};
-  f.y = {"frame", "frame", 0.0, 1.0};
+  f.y = l.on && !l.y_from_encoder ? Axis{"y", "mm", l.yo, l.ys} : Axis{"frame", "frame", 0.0, 1.0};
 }
 
 void range_map_field(const std::filesystem::path& path, ScanFields& s) {

@@ -167,6 +167,8 @@ TEST(Render, LinearCalibrationGivesMillimetres) {
   EXPECT_EQ(s.height.value_unit, "mm");
   EXPECT_EQ(s.height.x.unit, "mm");
   EXPECT_DOUBLE_EQ(s.height.x.at(10), 2.5);
+  EXPECT_EQ(s.height.y.unit, "mm");
+  EXPECT_DOUBLE_EQ(s.height.y.at(20), 2.0);
   EXPECT_NEAR(s.height.at(10, 20), 1.0 + 0.02 * 10, 1e-6);
   EXPECT_NEAR(s.height.at(50, 20), 1.0 + 0.02 * 30, 1e-6);
   EXPECT_TRUE(std::isnan(s.height.at(0, 0)));
