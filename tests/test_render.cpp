@@ -149,6 +149,34 @@ TEST(Render, HeightMapStepTakesTheColourMapEntriesOfItsTwoHeights) {
   EXPECT_GT(dark_pixels(img, bar_x + 14, py - 2, img.width, py + ph), 20);  // its labels
 }
 
+TEST(Render, LargeGridsAreAveragedInBlocksOfWholeCells) {
+  io::Field f;
+  f.width = 64, f.height = 5000;
+  f.values.resize(static_cast<std::size_t>(f.width) * f.height);
+  for (std::int64_t r = 0; r < f.height; ++r)
+    for (int c = 0; c < f.width; ++c) f.values[r * 64 + c] = (r % 2 == 0) ? 10.0f : 30.0f;
+  for (std::int64_t r = 0; r < 5; ++r) f.values[r * 64 + 3] = kNaN;              // a whole block empty: no point
+  f.values[6 * 64 + 4] = kNaN, f.values[8 * 64 + 4] = kNaN;  // block rows 5..9 of column 4: only its 30s left
+  f.x = {"x", "px", 0, 1}, f.y = {"frame", "frame", 0, 1};
+  f.value_name = "row", f.value_unit = "px";
+  io::RenderOptions o;
+  o.max_height = 1000;
+  io::RenderLayout l;
+  const io::Canvas c = io::render_field(f, o, &l);
+  EXPECT_EQ(l.cells_x, 1);
+  EXPECT_EQ(l.cells_y, 5);
+  EXPECT_EQ(l.zoom, 1);
+  EXPECT_EQ(l.plot_width, 64);
+  EXPECT_EQ(l.plot_height, 1000);
+  EXPECT_DOUBLE_EQ(l.lo, 10.0);
+  EXPECT_DOUBLE_EQ(l.hi, 30.0);
+  // Block rows 0..4: 10, 30, 10, 30, 10 -> 18 (t = 0.4); rows 5..9: 30, 10, 30, 10, 30 -> 22 (t = 0.6).
+  EXPECT_EQ(c.at(l.plot_x + 10, l.plot_y + 0), entry(102));
+  EXPECT_EQ(c.at(l.plot_x + 10, l.plot_y + 1), entry(153));
+  EXPECT_EQ(c.at(l.plot_x + 3, l.plot_y + 0), io::kNoDataColour);
+  EXPECT_EQ(c.at(l.plot_x + 4, l.plot_y + 1), entry(255));  // holes are left out of the mean: 30
+}
+
 TEST(Render, RangeOptionMovesTheColours) {
   TempDir dir;
   const auto hm = step_heightmap(dir);
