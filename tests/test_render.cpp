@@ -266,6 +266,18 @@ TEST(Render, XyzTiffAndRangeMapKeepTheirAxes) {
   EXPECT_EQ(rm.height.value_unit, "mm");
   EXPECT_EQ(rm.height.x.unit, "mm");
   EXPECT_DOUBLE_EQ(rm.height.x.at(4), 12.0);
+  // The 16-bit code image of the same range map: Z mm = z_offset_mm + code * z_scale_mm, 0 = no data.
+  std::vector<std::uint16_t> codes(w * h, 100);
+  codes[0] = 0;
+  r["values"] = "16-bit code, 0 = no data";
+  r["code"] = {{"z_offset_mm", 1.0}, {"z_scale_mm", 0.01}};
+  io::ImageWriteOptions co;
+  co.description = metadata::text(r);
+  io::write_image(dir / "rc.png", codes.data(), w, h, PixelFormat::Mono16, co);
+  const io::ScanFields rc = io::load_scan(dir / "rc.png");
+  EXPECT_NEAR(rc.height.at(5, 5), 2.0, 1e-6);
+  EXPECT_TRUE(std::isnan(rc.height.at(0, 0)));
+  EXPECT_DOUBLE_EQ(rc.height.x.at(2), 11.0);
   std::string out;
   ASSERT_EQ(run_cli("render " + (dir / "r.tif").string() + " --out " + (dir / "r.png").string(), &out), 0) << out;
   EXPECT_EQ(render_doc(dir / "r.png").at("x").at("unit"), "mm");
