@@ -132,10 +132,10 @@ std::string section(const std::filesystem::path& file, int index, const ReportOp
     s += "<p class=\"no-intensity\">This file records no intensity (a " + html_escape(scan.kind) +
          " holds heights only; the PLY of the same scan has it).</p>\n";
   }
-  s += "<h3>Profiles</h3>\n" + profiles_svg(f, layout.lo, layout.hi, o.profiles);
-  double lo = INFINITY, hi = -INFINITY;
+  double lo = INFINITY, hi = -INFINITY;  // the whole range: profiles and histogram show the extremes the picture clips
   for (const float v : f.values)
     if (std::isfinite(v)) lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
+  s += "<h3>Profiles</h3>\n" + profiles_svg(f, std::isfinite(lo) ? lo : layout.lo, std::isfinite(hi) ? hi : layout.hi, o.profiles);
   s += "<h3>Histogram of heights</h3>\n" + (std::isfinite(lo) ? histogram_svg(f, lo, hi, o.histogram_bins) : "<p>No heights.</p>\n");
   const std::uint64_t missing = io::missing_cells(f);
   const double cells = static_cast<double>(f.values.size());
