@@ -31,5 +31,7 @@ Subcommand add_proxy(CLI::App& app);            // stripeline proxy FRONTEND [--
 Subcommand add_join(CLI::App& app);             // stripeline join PART... --out FILE (replay --frames parts)
 Subcommand add_merge(CLI::App& app);            // stripeline merge --head NAME=EP ... --transforms F.toml --grid X0:X1:DX
 Subcommand add_align(CLI::App& app);            // stripeline align --head NAME=REC,CAL ... --target T.toml -H N -o F.toml
+Subcommand add_render(CLI::App& app);           // stripeline render FILE --out PICTURE.png
+Subcommand add_report(CLI::App& app);           // stripeline report FILE... --out report.html
 
 }  // namespace stripeline::tools

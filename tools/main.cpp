@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
                                                     tools::add_bench_filters(app), tools::add_cameras(app),
                                                     tools::add_simulate_camera(app), tools::add_calibrate(app),
                                                     tools::add_bench_replay(app), tools::add_describe(app), tools::add_settings(app), tools::add_proxy(app),
-                                                    tools::add_join(app), tools::add_merge(app), tools::add_align(app)};
+                                                    tools::add_join(app), tools::add_merge(app), tools::add_align(app),
+                                                    tools::add_render(app), tools::add_report(app)};
 
   // Global flags (-v) are accepted after the subcommand too.
   // (not for a command that reads its own argument list, such as filter)
