@@ -152,7 +152,7 @@ TEST(HeadsDaemon, ABadHeadKeyExitsTwoWithOneLineNamingIt) {
 // with its stream, merged in the daemon: every head's rows accounted by the
 // merge (sent = received + lost; merged + absent = rows), the merged series
 // out on its own endpoint, every per-pipeline metric labelled by head.
-TEST(HeadsDaemon, ThreeSyntheticHeadsPublishTheirStreamsAndOneMergedEveryRowAccounted) {
+TEST(HeadsDaemon, ThreeHeadsMergedEveryRowAccounted) {
   constexpr int kFrames = 600;
   TempDir dir;
   write_text(dir / "d.toml", three_heads_config(dir, kFrames));
