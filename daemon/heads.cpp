@@ -655,6 +655,9 @@ void HeadsDaemon::reload() {
     if (!(c.merge == cfg_.merge)) throw ConfigError("[merge] changes take effect at the next start");
     if (!(c.http == cfg_.http)) spdlog::warn("daemon: [http] changes take effect at the next start");
     const std::vector<Config> cfgs = head_configs(c);
+    for (std::size_t i = 0; cfg_.merge.enabled && i < heads_.size(); ++i)  // the merge is subscribed to the endpoints it started with
+      if (cfgs[i].publisher.endpoint != heads_[i]->config().publisher.endpoint)
+        throw ConfigError(fmt::format("head[{}].publisher.endpoint: with [merge] enabled it changes at the next start", i));
     for (const Config& hc : cfgs) {  // what a head would fail on later, refused now
       hc.publisher.curve.check_key_files();
       if (!hc.calibration.file.empty()) load_calibration(hc.calibration.file);

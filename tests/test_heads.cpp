@@ -114,6 +114,17 @@ TEST(HeadsConfig, HeadsInheritTheTopLevelAndOverrideKeyByKey) {
   EXPECT_TRUE(parse_config("[processing]\nthreshold = 50\n", "h.toml").heads.empty());  // no [[head]]: the one head, as before
 }
 
+TEST(HeadsConfig, TheExampleParses) {
+  const Config c = load_config(test::source_dir() + "/configs/multi-head.toml");
+  ASSERT_EQ(c.heads.size(), 3u);
+  EXPECT_TRUE(c.merge.enabled);
+  EXPECT_EQ(c.heads[1].name, "centre");
+  EXPECT_EQ(c.heads[2].config->pipeline.device, 1);
+  EXPECT_EQ(c.heads[0].config->publisher.endpoint, "tcp://127.0.0.1:5561");
+  EXPECT_EQ(c.heads[0].config->calibration.file, "calibration/left.toml");
+  EXPECT_EQ(c.heads[0].config->daemon.rate, 1000.0);  // the process's [daemon], seen by every head
+}
+
 TEST(HeadsConfig, BadHeadKeysGiveOneLineNamingTheKey) {
   const std::string two = "[[head]]\nname = \"a\"\n[[head]]\nname = \"b\"\n";
   const std::pair<std::string, std::string> cases[] = {
