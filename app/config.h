@@ -7,6 +7,7 @@
 //   [processing]  pipeline/pipeline.h, stages/chain.h  [calibration] core/calibration.h
 //   [output]      app/outputs.h                        [publisher], [security]  streaming/publisher.h, streaming/curve.h
 //   [daemon], [http]  app/service_config.h
+//   [[head]], [merge] app/heads_config.h (several heads in one daemon)
 // Unknown keys and out-of-range values are ConfigErrors naming the file and
 // the key: a typo never silently falls back to a default.
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "acquisition/gentl/gentl_camera.h"
 #include "acquisition/synthetic_scanner.h"
 #include "app/calibration_setup.h"
+#include "app/heads_config.h"
 #include "app/outputs.h"
 #include "app/service_config.h"
 #include "pipeline/pipeline.h"
@@ -40,6 +42,11 @@ struct Config {
   PublisherConfig publisher;         // [publisher] and [security]
   DaemonConfig daemon;
   HttpConfig http;
+  // [[head]]: several heads in one daemon, each its own whole configuration
+  // (empty: this configuration is the one head). In a head's own: its name.
+  std::vector<HeadEntry> heads;
+  std::string head_name;
+  DaemonMergeConfig merge;           // [merge]: the heads' streams merged in the daemon
   std::filesystem::path origin;  // the file it came from ("" = built-in defaults)
 };
 

@@ -10,6 +10,7 @@
 
 #include <toml++/toml.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -624,6 +625,32 @@ const Setting kHttpSettings[] = {
     {"idle_timeout", "", "0.1..3600", "Seconds a connection may stay open with no request", kService, FIELD(c.http.idle_timeout)},
 };
 
+const char* const kHeads = "app/heads_config.h";
+const Setting kMergeSettings[] = {
+    {"enabled", "", "", "Merge the [[head]]s' streams in the daemon and publish one merged series (docs/scale-out.md)", kHeads, FIELD(c.merge.enabled)},
+    {"transforms", "", "", "Head-to-world transforms (`stripeline align` writes them): one [[head]] per head name", kHeads, FIELD(c.merge.transforms)},
+    {"grid", "", "X_MIN:X_MAX:DX in world mm", "The merged rows' X cells", kHeads, FIELD(c.merge.grid)},
+    {"rule", "", "max, min, mean or nearest", "Within one head's cell: the rule", kHeads, FIELD(c.merge.rule)},
+    {"fill", "", ">= 0", "After the merge, fill gaps of up to this many empty cells", kHeads, FIELD(c.merge.fill)},
+    {"align", "", "encoder, timestamp or frame", "The key that makes the heads' rows one merged row", kHeads, FIELD(c.merge.align)},
+    {"tolerance_us", "", ">= 0", "align = \"timestamp\": rows this close are one row, microseconds", kHeads, FIELD(c.merge.tolerance_us)},
+    {"overlap", "", "mean or quality", "Where heads overlap, per cell: the mean, or the head with the best contrast", kHeads, FIELD(c.merge.overlap)},
+    {"window_ms", "", "1..600000", "A row waits at most this long for an absent head, ms", kHeads, FIELD(c.merge.window_ms)},
+    {"publish", "", "", "The merged stream's endpoint (bound)", kHeads, FIELD(c.merge.publish)},
+    {"send_hwm", "", ">= 1", "Merged messages queued per subscriber before drops (counted)", kHeads, FIELD(c.merge.send_hwm)},
+    {"rows_per_message", "", "1..65536", "Merged rows per message at most", kHeads, FIELD(c.merge.rows_per_message)},
+    {"subscribe_timeout", "", "> 0", "Seconds a head waits for the merge's subscription before it publishes", kHeads, FIELD(c.merge.subscribe_timeout)},
+};
+
+// [[head]]: its own keys; its sub-tables are the sections above (kHeadSections).
+const Setting kHeadSettings[] = {
+    {"name", "", "letters, digits, '-', '_', '.'", "Required: the head's label in /metrics, log lines, scan file names and merge.transforms", kHeads,
+     FIELD(c.head_name)},
+    {"device", "", "0..63", "The CUDA device its pipeline runs on (several heads may name one); inherited: the top level's", "pipeline/pipeline.h",
+     FIELD(c.pipeline.device)},
+};
+const char* const kHeadSections[] = {"source", "synthetic", "camera", "processing", "output", "calibration", "publisher", "security"};
+
 #undef FIELD
 #undef CHOICE
 
@@ -674,6 +701,7 @@ const SectionRule kSections[] = {
     {"security", kSecuritySettings, "", no_step, [](Config& c) { c.publisher.validate(); }, "publisher", "publisher"},
     {"daemon", kDaemonSettings, "", no_step, [](Config& c) { c.daemon.validate(); }},
     {"http", kHttpSettings, "", no_step, [](Config& c) { c.http.validate(); }},
+    {"merge", kMergeSettings, "", no_step, [](Config& c) { c.merge.validate(); }},
 };
 
 const toml::table* table_of(const toml::table& root, std::string_view name) {
@@ -690,11 +718,15 @@ const toml::table* table_of(const toml::table& root, std::string_view name) {
 void check_top_level(const toml::table& root, const std::string& origin) {
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
+    if (key == "head") {
+      if (!v.is_array_of_tables()) throw ConfigError(origin + ": 'head' must be [[head]] sections (an array of tables)");
+      continue;
+    }
     bool known = false;
     for (const auto& s : kSections) known = known || key == s.name;
     if (!known)
       throw ConfigError(origin + ": unknown section or key '" + key +
-                        "' (expected source, synthetic, camera, processing, output, calibration, publisher, security, daemon, http)");
+                        "' (expected source, synthetic, camera, processing, output, calibration, publisher, security, daemon, http, merge, [[head]])");
     if (!v.is_table()) throw ConfigError(origin + ": '" + key + "' must be a table ([" + key + "])");
   }
 }
@@ -728,6 +760,78 @@ void apply_settings(Config& c, const toml::table& root, const std::string& origi
     if (!only_present || table_of(root, rule.name) || (rule.runs_with && table_of(root, rule.runs_with))) read_section(c, root, rule, origin);
 }
 
+// Lays `over` onto `base` key by key (sub-tables merged, values replaced).
+void overlay(toml::table& base, const toml::table& over) {
+  for (const auto& [k, v] : over) {
+    toml::node* b = base.get(k.str());
+    if (v.is_table() && b && b->is_table()) overlay(*b->as_table(), *v.as_table());
+    else base.insert_or_assign(k.str(), v);
+  }
+}
+
+bool good_head_name(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char ch : n)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.')) return false;
+  return true;
+}
+
+// One [[head]]: the file's sections with its own laid over them, read by the
+// same schema; messages name "head[i].<section>.<key>".
+std::shared_ptr<Config> read_head(const toml::table& root, const toml::table& h, std::size_t i, const std::string& origin) {
+  const std::string name = "head[" + std::to_string(i) + "]";
+  toml::table merged = root;
+  merged.erase("head");
+  merged.erase("merge");
+  for (const char* sec : kHeadSections) {
+    const toml::node* t = h.get(sec);
+    if (!t) continue;
+    if (!t->is_table()) throw ConfigError(origin + ": " + name + "." + sec + ": expected a table ([head." + sec + "])");
+    if (toml::node* b = merged.get(sec); b && b->is_table()) overlay(*b->as_table(), *t->as_table());
+    else merged.insert_or_assign(sec, *t);
+  }
+  auto hc = std::make_shared<Config>(default_config());
+  hc->origin = origin;
+  try {
+    apply_settings(*hc, merged, origin, false);
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    if (msg.rfind(origin + ": ", 0) == 0) msg = origin + ": " + name + "." + msg.substr(origin.size() + 2);
+    throw ConfigError(msg);
+  }
+  Section s(&h, name, origin);
+  for (const Setting& setting : kHeadSettings) setting.bind.read(s, setting.key, *hc);
+  for (const char* sec : kHeadSections) s.table(sec);
+  s.finish();
+  validated(origin, name, [&] {
+    s.run_deferred();
+    if (!good_head_name(hc->head_name))
+      refuse("name", hc->head_name.empty() ? std::string("is required (expected a name of letters, digits, '-', '_' or '.')")
+                                           : "'" + hc->head_name + "' is not a head name (expected 1..64 letters, digits, '-', '_' or '.')");
+    hc->pipeline.validate();
+  });
+  return hc;
+}
+
+void read_heads(Config& c, const toml::table& root, const std::string& origin) {
+  c.heads.clear();
+  const toml::node* n = root.get("head");
+  if (!n) {
+    if (c.merge.enabled) throw ConfigError(origin + ": merge.enabled: needs [[head]] sections (the merge of one daemon's heads)");
+    return;
+  }
+  const toml::array& heads = *n->as_array();
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    auto hc = read_head(root, *heads[i].as_table(), i, origin);
+    c.heads.push_back(HeadEntry{hc->head_name, hc});
+  }
+  try {
+    check_heads(c.heads, c.merge);
+  } catch (const ConfigError& e) {
+    throw ConfigError(origin + ": " + e.what());
+  }
+}
+
 std::string flag_display(const std::string& flag) {  // "-t,--threshold" -> "--threshold"
   const auto comma = flag.rfind(',');
   return comma == std::string::npos ? flag : flag.substr(comma + 1);
@@ -738,6 +842,7 @@ std::string flag_display(const std::string& flag) {  // "-t,--threshold" -> "--t
 void read_settings(Config& config, const std::string& text, const std::string& origin) {
   const toml::table root = parse_toml<ConfigError>(text, origin);
   apply_settings(config, root, origin, false);
+  read_heads(config, root, origin);
 }
 
 const std::vector<SettingInfo>& settings() {
@@ -745,13 +850,15 @@ const std::vector<SettingInfo>& settings() {
     std::vector<SettingInfo> out;
     const Config defaults = default_config();
     for (const char* order : {"source", "synthetic", "camera", "camera.gentl", "processing", "output", "calibration", "publisher", "security",
-                              "daemon", "http"})
+                              "daemon", "http", "merge"})
       for (const SectionRule& rule : kSections) {
         if (std::string_view(rule.name) != order) continue;
         for (const Setting& s : rule.settings)
           out.push_back(SettingInfo{rule.name, s.key, s.flag, type_name(s.bind.kind), s.range, s.bind.show(defaults), s.help, s.owner,
                                     {s.implies.first, s.implies.second}});
       }
+    for (const Setting& s : kHeadSettings)
+      out.push_back(SettingInfo{"head", s.key, s.flag, type_name(s.bind.kind), s.range, s.bind.show(defaults), s.help, s.owner, {}});
     return out;
   }();
   return all;
@@ -770,6 +877,14 @@ std::string settings_digest(const Config& config) {
       }
     }
   return metadata::fnv1a_hex(text);
+}
+
+std::string settings_values(const Config& config) {
+  std::string text;
+  for (const SectionRule& rule : kSections)
+    for (const Setting& s : rule.settings) text += std::string(rule.name) + "." + s.key + " = " + s.bind.show(config) + "\n";
+  for (const Setting& s : kHeadSettings) text += std::string("head.") + s.key + " = " + s.bind.show(config) + "\n";
+  return text;
 }
 
 void apply_setting_flags(Config& config, const std::vector<GivenSetting>& given) {
@@ -841,7 +956,12 @@ std::string settings_markdown() {
   for (const SettingInfo& s : settings()) {
     if (s.section != section) {
       section = s.section;
-      o << "\n## [" << section << "]\n\n| key | flag | type | range | default | meaning | owner |\n|---|---|---|---|---|---|---|\n";
+      o << "\n## " << (section == "head" ? "[[head]]" : "[" + section + "]") << "\n\n";
+      if (section == "head")
+        o << "Several heads in one daemon (app/heads_config.h, docs/daemon.md): each [[head]] has these keys and any of the sections\n"
+          << "source, synthetic, camera, processing, output, calibration, publisher and security as its own sub-tables\n"
+          << "([head.processing], ...), laid key by key over the top-level ones.\n\n";
+      o << "| key | flag | type | range | default | meaning | owner |\n|---|---|---|---|---|---|---|\n";
     }
     o << "| `" << s.key << "` | " << (s.flag.empty() ? "" : "`" + s.flag + "`") << " | " << s.type << " | " << cell(s.range) << " | `"
       << cell(s.default_text) << "` | " << cell(s.help) << " | " << s.owner << " |\n";
@@ -853,7 +973,10 @@ std::string settings_text() {
   std::ostringstream o;
   std::string section;
   for (const SettingInfo& s : settings()) {
-    if (s.section != section) o << (section.empty() ? "" : "\n") << "[" << (section = s.section) << "]\n";
+    if (s.section != section) {
+      section = s.section;
+      o << (o.tellp() > 0 ? "\n" : "") << (section == "head" ? "[[head]]   (and any section above as [head.<section>])" : "[" + section + "]") << "\n";
+    }
     o << "  " << s.key << " = " << s.default_text << (s.flag.empty() ? "" : "   (" + s.flag + ")") << "\n      " << s.help
       << (s.range.empty() ? "" : "; " + s.range) << "\n";
   }

@@ -59,6 +59,11 @@ void apply_setting_flags(Config& config, const std::vector<GivenSetting>& given)
 // refuses parts whose digests differ.
 std::string settings_digest(const Config& config);
 
+// Every setting of `config` as "section.key = value" lines, [[head]]'s own
+// keys included: two configurations with the same text configure alike (the
+// daemon of several heads restarts on SIGHUP only the heads whose text changed).
+std::string settings_values(const Config& config);
+
 // The reference: docs/settings.md (Markdown) and `stripeline settings` (text).
 std::string settings_markdown();
 std::string settings_text();

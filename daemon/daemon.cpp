@@ -50,6 +50,8 @@
 #include "daemon/instrumented_source.h"
 #include "daemon/process_metrics.h"
 #include "daemon/scan_writer.h"
+#include "daemon/service_parts.h"
+#include "daemon/heads.h"
 #include "daemon/signals.h"
 #include "daemon/systemd_notify.h"
 #include "io/atomic_file.h"
@@ -60,30 +62,6 @@ namespace stripeline::daemon {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-std::string utc_stamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
-
-HttpLimits http_limits(const HttpConfig& h) {
-  HttpLimits l;
-  l.max_connections = h.max_connections;
-  l.request_timeout = std::chrono::milliseconds(static_cast<long long>(h.request_timeout * 1000));
-  l.idle_timeout = std::chrono::milliseconds(static_cast<long long>(h.idle_timeout * 1000));
-  return l;
-}
-
-// The publisher a configuration streams with: its section, with the
-// output's height code and filters, the filters on the processing backend.
-std::optional<PublisherConfig> stream_of(const Config& c) {
-  if (!c.publish) return std::nullopt;
-  return publisher_for_outputs(c.publisher, c.output, c.pipeline.backend);
-}
 
 class Daemon {
  public:
@@ -239,6 +217,7 @@ void Daemon::check_reload(const Config& c) const {
   // An empty file (0 bytes, whitespace, comments) parses as all defaults:
   // outputs and publisher would silently change to the built-in ones.
   require_settings(path_);
+  if (!c.heads.empty()) throw ConfigError(path_.string() + ": [[head]] sections take effect at the next start (this daemon runs one head)");
   c.publisher.curve.check_key_files();  // a reload must not fail later on a key file
   if (!c.calibration.file.empty()) load_calibration(c.calibration.file);
   if (c.output.any_file()) create_output_dir(c.output.dir);
@@ -641,6 +620,8 @@ int Daemon::shut_down(int rc) {
 }  // namespace
 
 int run_daemon(const std::filesystem::path& config_path, std::function<void(Config&)> overrides) {
+  Config first = load_config(config_path);  // ConfigError: exit 2 before anything starts
+  if (!first.heads.empty()) return run_heads(config_path, std::move(overrides), std::move(first));  // [[head]]s: daemon/heads.cpp
   Daemon d(config_path, std::move(overrides));
   return d.run();
 }

@@ -12,85 +12,95 @@ namespace {
 double delta(std::uint64_t now, std::uint64_t before) { return static_cast<double>(now - before); }
 }  // namespace
 
-DaemonMetrics::DaemonMetrics(Registry& m) {
-  frames_ = &m.counter("stripeline_frames_acquired_total", "Frames delivered by the source.");
-  missing_ = &m.counter("stripeline_frames_missing_total", "Frames the source reported as never arrived (their profiles are empty).");
-  profiles_ = &m.counter("stripeline_profiles_emitted_total", "Profiles (height rows) produced by the pipeline, one per frame.");
-  points_ = &m.counter("stripeline_points_total", "Detected points in the profiles.");
-  overflow_ = &m.counter("stripeline_points_overflow_total", "Points found beyond the output slots (counted, not written).");
-  batches_ = &m.counter("stripeline_batches_total", "Batches processed.");
-  bytes_ = &m.counter("stripeline_pixel_bytes_total", "Pixel bytes processed.");
-  compute_ = &m.counter("stripeline_compute_seconds_total", "Processor (CPU or GPU) time summed over batches.");
-  published_ = &m.counter("stripeline_profiles_published_total", "Profile rows sent to subscribers.");
-  hm_rows_ = &m.counter("stripeline_heightmap_rows_published_total", "Rows sent in heightmap messages.");
-  msgs_ = &m.counter("stripeline_messages_published_total", "Messages sent (all topics).");
+DaemonMetrics::DaemonMetrics(Registry& m, const std::string& head) {
+  // A head's families carry its label (several heads in one daemon); the
+  // process's own (up, start time, reloads, HTTP) are shared, unlabelled.
+  const std::string head_label = head.empty() ? "" : fmt::format("head=\"{}\"", head);
+  auto with = [&](const std::string& l) { return head_label.empty() ? l : l.empty() ? head_label : head_label + "," + l; };
+  auto counter = [&](const std::string& n, const std::string& h, const std::string& l = "") -> Counter& { return m.counter(n, h, with(l)); };
+  auto gauge = [&](const std::string& n, const std::string& h, const std::string& l = "") -> Gauge& { return m.gauge(n, h, with(l)); };
+  auto summary = [&](const std::string& n, const std::string& h) -> Summary& { return m.summary(n, h, 1024, head_label); };
+  auto histogram = [&](const std::string& n, const std::string& h, std::vector<double> b) -> Histogram& {
+    return m.histogram(n, h, std::move(b), head_label);
+  };
+  frames_ = &counter("stripeline_frames_acquired_total", "Frames delivered by the source.");
+  missing_ = &counter("stripeline_frames_missing_total", "Frames the source reported as never arrived (their profiles are empty).");
+  profiles_ = &counter("stripeline_profiles_emitted_total", "Profiles (height rows) produced by the pipeline, one per frame.");
+  points_ = &counter("stripeline_points_total", "Detected points in the profiles.");
+  overflow_ = &counter("stripeline_points_overflow_total", "Points found beyond the output slots (counted, not written).");
+  batches_ = &counter("stripeline_batches_total", "Batches processed.");
+  bytes_ = &counter("stripeline_pixel_bytes_total", "Pixel bytes processed.");
+  compute_ = &counter("stripeline_compute_seconds_total", "Processor (CPU or GPU) time summed over batches.");
+  published_ = &counter("stripeline_profiles_published_total", "Profile rows sent to subscribers.");
+  hm_rows_ = &counter("stripeline_heightmap_rows_published_total", "Rows sent in heightmap messages.");
+  msgs_ = &counter("stripeline_messages_published_total", "Messages sent (all topics).");
   for (int r = 0; r < kDropReasons; ++r) {
     const std::string label = fmt::format("reason=\"{}\"", to_string(static_cast<DropReason>(r)));
-    dropped_[r] = &m.counter("stripeline_profiles_dropped_total", "Profile rows not sent, by reason (hwm, no_subscriber, error).", label);
-    msg_dropped_[r] = &m.counter("stripeline_messages_dropped_total", "Messages not sent, by reason.", label);
+    dropped_[r] = &counter("stripeline_profiles_dropped_total", "Profile rows not sent, by reason (hwm, no_subscriber, error).", label);
+    msg_dropped_[r] = &counter("stripeline_messages_dropped_total", "Messages not sent, by reason.", label);
   }
-  pub_bytes_ = &m.counter("stripeline_published_bytes_total", "Bytes sent (all parts of all messages).");
-  series_ = &m.counter("stripeline_series_total", "Wire series started (one per scan).");
-  scans_done_ = &m.counter("stripeline_scans_completed_total", "Scans whose files were completed.");
+  pub_bytes_ = &counter("stripeline_published_bytes_total", "Bytes sent (all parts of all messages).");
+  series_ = &counter("stripeline_series_total", "Wire series started (one per scan).");
+  scans_done_ = &counter("stripeline_scans_completed_total", "Scans whose files were completed.");
   reload_ok_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"applied\"");
   reload_bad_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"rejected\"");
   reload_rolled_back_ = &m.counter("stripeline_config_reloads_total", "SIGHUP reloads, by result.", "result=\"rolled_back\"");
-  control_dropped_[0] = &m.counter("stripeline_control_messages_dropped_total",
+  control_dropped_[0] = &counter("stripeline_control_messages_dropped_total",
                                    "series-start/series-end not sent: a subscriber stayed at the high-water mark for publisher.control_timeout_ms, "
                                    "or a send error.",
                                    "topic=\"series-start\"");
-  control_dropped_[1] = &m.counter("stripeline_control_messages_dropped_total",
+  control_dropped_[1] = &counter("stripeline_control_messages_dropped_total",
                                    "series-start/series-end not sent: a subscriber stayed at the high-water mark for publisher.control_timeout_ms, "
                                    "or a send error.",
                                    "topic=\"series-end\"");
-  queue_ = &m.gauge("stripeline_queue_depth_batches", "Batches acquired but not yet through every sink.");
-  subscribers_ = &m.gauge("stripeline_subscribers", "Subscriptions matching the profile topic.");
-  healthy_ = &m.gauge("stripeline_healthy", "1 when no batch is stalled in flight.");
+  queue_ = &gauge("stripeline_queue_depth_batches", "Batches acquired but not yet through every sink.");
+  subscribers_ = &gauge("stripeline_subscribers", "Subscriptions matching the profile topic.");
+  healthy_ = &gauge("stripeline_healthy", "1 when no batch is stalled in flight.");
   up_ = &m.gauge("stripeline_up", "1 while the daemon runs.");
   start_time_ = &m.gauge("stripeline_start_time_seconds", "Daemon start, seconds since the Unix epoch.");
-  latency_ = &m.summary("stripeline_batch_latency_seconds", "Time from a batch leaving the source to its last sink (recent 1024 batches).");
-  compute_per_batch_ = &m.summary("stripeline_batch_compute_seconds", "Processor (CPU or GPU) time per batch (recent 1024 batches).");
-  live_waiting_ = &m.gauge("stripeline_live_frames_waiting", "Frames waiting at the source at the last acquisition (sources that report it; else 0).");
-  live_batch_ = &m.gauge("stripeline_live_batch_frames", "Frames the last acquisition took (the live path grows it while frames wait).");
-  live_to_batching_ = &m.counter("stripeline_live_batching_switches_total", "Live path: switches between the configured batch and batching.",
+  latency_ = &summary("stripeline_batch_latency_seconds", "Time from a batch leaving the source to its last sink (recent 1024 batches).");
+  compute_per_batch_ = &summary("stripeline_batch_compute_seconds", "Processor (CPU or GPU) time per batch (recent 1024 batches).");
+  live_waiting_ = &gauge("stripeline_live_frames_waiting", "Frames waiting at the source at the last acquisition (sources that report it; else 0).");
+  live_batch_ = &gauge("stripeline_live_batch_frames", "Frames the last acquisition took (the live path grows it while frames wait).");
+  live_to_batching_ = &counter("stripeline_live_batching_switches_total", "Live path: switches between the configured batch and batching.",
                                  "to=\"batching\"");
-  live_caught_up_ = &m.counter("stripeline_live_batching_switches_total", "Live path: switches between the configured batch and batching.",
+  live_caught_up_ = &counter("stripeline_live_batching_switches_total", "Live path: switches between the configured batch and batching.",
                                "to=\"configured\"");
-  live_dropped_ = &m.counter("stripeline_live_frames_dropped_total", "Live path: oldest waiting frames discarded beyond processing.live_max_waiting.");
+  live_dropped_ = &counter("stripeline_live_frames_dropped_total", "Live path: oldest waiting frames discarded beyond processing.live_max_waiting.");
   {
     const auto& b = LatencyHistogram::kBoundsUs;
-    live_latency_ = &m.histogram("stripeline_frame_latency_microseconds", "Frame arrival (or its fill) -> every sink done, per frame, microseconds.",
+    live_latency_ = &histogram("stripeline_frame_latency_microseconds", "Frame arrival (or its fill) -> every sink done, per frame, microseconds.",
                                  std::vector<double>(b.begin(), b.end()));
   }
   const char* causes[] = {"gap", "incomplete", "timeout", "failed"};
   for (std::size_t i = 0; i < lost_.size(); ++i)
-    lost_[i] = &m.counter("stripeline_frames_lost_total",
+    lost_[i] = &counter("stripeline_frames_lost_total",
                           "Camera frames lost, counted by size, by cause (every one in the stream is a missing row).",
                           fmt::format("cause=\"{}\"", causes[i]));
-  underruns_ = &m.counter("stripeline_camera_underruns_total",
+  underruns_ = &counter("stripeline_camera_underruns_total",
                           "The camera driver's underrun count: data that found no free buffer (Aravis 0.8 counts packets, not frames; the "
                           "frames are in the gap count).");
-  late_ = &m.counter("stripeline_camera_frames_late_total", "Frames completed after a newer one (already counted as gap): dropped.");
-  flushed_ = &m.counter("stripeline_batches_flushed_total", "Partial batches handed on by camera.flush_timeout.");
-  camera_losses_ = &m.counter("stripeline_camera_losses_total", "Times the camera stopped answering.");
-  camera_reconnects_ = &m.counter("stripeline_camera_reconnects_total", "Times a lost camera was opened again (each starts a new series).");
-  bytes_copied_ = &m.counter("stripeline_acquisition_bytes_copied_total",
+  late_ = &counter("stripeline_camera_frames_late_total", "Frames completed after a newer one (already counted as gap): dropped.");
+  flushed_ = &counter("stripeline_batches_flushed_total", "Partial batches handed on by camera.flush_timeout.");
+  camera_losses_ = &counter("stripeline_camera_losses_total", "Times the camera stopped answering.");
+  camera_reconnects_ = &counter("stripeline_camera_reconnects_total", "Times a lost camera was opened again (each starts a new series).");
+  bytes_copied_ = &counter("stripeline_acquisition_bytes_copied_total",
                              "Pixel bytes copied from the grabber's buffers into batches (0 on the direct, zero-copy path).");
   for (const AcquisitionPath p : {AcquisitionPath::Copy, AcquisitionPath::Direct})
-    path_[static_cast<std::size_t>(p)] = &m.gauge("stripeline_acquisition_path",
+    path_[static_cast<std::size_t>(p)] = &gauge("stripeline_acquisition_path",
                                                   "1 for the path the live source's frames take into batches: direct (the grabber writes "
                                                   "into the pipeline's buffers) or copy.",
                                                   std::string("path=\"") + to_string(p) + "\"");
-  batch_frames_ = &m.gauge("stripeline_batch_frames", "Frames per batch (from processing.batch_frames or the memory budget, docs/memory.md).");
-  pool_buffers_ = &m.gauge("stripeline_pool_buffers", "Batch buffers in the pool (batches in flight).");
-  profile_slots_ = &m.gauge("stripeline_profile_slots", "Output slots per column (multi-peak methods: at most what the memory budget holds).");
+  batch_frames_ = &gauge("stripeline_batch_frames", "Frames per batch (from processing.batch_frames or the memory budget, docs/memory.md).");
+  pool_buffers_ = &gauge("stripeline_pool_buffers", "Batch buffers in the pool (batches in flight).");
+  profile_slots_ = &gauge("stripeline_profile_slots", "Output slots per column (multi-peak methods: at most what the memory budget holds).");
   for (int i = 0; i < 2; ++i) {
     const std::string label = i == 0 ? "memory=\"host\"" : "memory=\"device\"";
-    budget_bytes_[i] = &m.gauge("stripeline_memory_budget_bytes", "The memory budget of the batches (device: CUDA backend only, else 0).", label);
-    planned_bytes_[i] = &m.gauge("stripeline_memory_planned_bytes", "Memory the batch geometry takes within the budget.", label);
+    budget_bytes_[i] = &gauge("stripeline_memory_budget_bytes", "The memory budget of the batches (device: CUDA backend only, else 0).", label);
+    planned_bytes_[i] = &gauge("stripeline_memory_planned_bytes", "Memory the batch geometry takes within the budget.", label);
   }
-  camera_connected_ = &m.gauge("stripeline_camera_connected", "1 while the camera streams, 0 while lost or not found (no camera source: 0).");
-  camera_detect_ = &m.gauge("stripeline_camera_loss_detection_seconds",
+  camera_connected_ = &gauge("stripeline_camera_connected", "1 while the camera streams, 0 while lost or not found (no camera source: 0).");
+  camera_detect_ = &gauge("stripeline_camera_loss_detection_seconds",
                             "Last loss: seconds from the camera's last sign of life to the loss being declared.");
   http_requests_ = &m.counter("stripeline_http_requests_total", "HTTP requests answered (all endpoints).");
   http_evicted_ = &m.counter("stripeline_http_connections_evicted_total",

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "acquisition/source.h"
 #include "daemon/http_server.h"
@@ -36,7 +37,9 @@ struct DaemonSnapshot {
 
 class DaemonMetrics {
  public:
-  explicit DaemonMetrics(Registry& registry);
+  // `head`: a head's name in a daemon of several heads; its families get the
+  // label head="<name>" (docs/daemon.md). "" = the single head, unlabelled.
+  explicit DaemonMetrics(Registry& registry, const std::string& head = "");
 
   // A new pipeline (its stats and source counters start again from zero).
   void new_pipeline();

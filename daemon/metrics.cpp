@@ -81,15 +81,15 @@ Counter& Registry::counter(const std::string& name, const std::string& help, con
 Gauge& Registry::gauge(const std::string& name, const std::string& help, const std::string& labels) {
   return *entry(name, help, Type::Gauge, labels).gauge;
 }
-Summary& Registry::summary(const std::string& name, const std::string& help, std::size_t window) {
-  Entry& e = entry(name, help, Type::Summary, "");
+Summary& Registry::summary(const std::string& name, const std::string& help, std::size_t window, const std::string& labels) {
+  Entry& e = entry(name, help, Type::Summary, labels);
   std::lock_guard lock(mu_);
   if (!e.summary) e.summary = std::make_unique<Summary>(window);
   return *e.summary;
 }
 
-Histogram& Registry::histogram(const std::string& name, const std::string& help, std::vector<double> bounds) {
-  Entry& e = entry(name, help, Type::Histogram, "");
+Histogram& Registry::histogram(const std::string& name, const std::string& help, std::vector<double> bounds, const std::string& labels) {
+  Entry& e = entry(name, help, Type::Histogram, labels);
   std::lock_guard lock(mu_);
   if (!e.histogram) e.histogram = std::make_unique<Histogram>(std::move(bounds));
   return *e.histogram;
@@ -116,15 +116,16 @@ std::string Registry::render() {
       const std::string labels = e->labels.empty() ? "" : "{" + e->labels + "}";
       if (e->counter) out += fmt::format("{}{} {}\n", f->name, labels, prometheus_number(e->counter->value()));
       if (e->gauge) out += fmt::format("{}{} {}\n", f->name, labels, prometheus_number(e->gauge->value()));
+      const std::string first = e->labels.empty() ? "" : e->labels + ",";  // before quantile= and le=
       if (e->summary) {
         const auto s = e->summary->snapshot();
-        for (const auto& [q, v] : s.quantiles) out += fmt::format("{}{{quantile=\"{}\"}} {}\n", f->name, q, prometheus_number(v));
-        out += fmt::format("{}_sum {}\n{}_count {}\n", f->name, prometheus_number(s.sum), f->name, s.count);
+        for (const auto& [q, v] : s.quantiles) out += fmt::format("{}{{{}quantile=\"{}\"}} {}\n", f->name, first, q, prometheus_number(v));
+        out += fmt::format("{}_sum{} {}\n{}_count{} {}\n", f->name, labels, prometheus_number(s.sum), f->name, labels, s.count);
       }
       if (e->histogram) {
         const auto h = e->histogram->snapshot();
-        for (const auto& [le, n] : h.cumulative) out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", f->name, prometheus_number(le), n);
-        out += fmt::format("{}_sum {}\n{}_count {}\n", f->name, prometheus_number(h.sum), f->name, h.count);
+        for (const auto& [le, n] : h.cumulative) out += fmt::format("{}_bucket{{{}le=\"{}\"}} {}\n", f->name, first, prometheus_number(le), n);
+        out += fmt::format("{}_sum{} {}\n{}_count{} {}\n", f->name, labels, prometheus_number(h.sum), f->name, labels, h.count);
       }
     }
   }

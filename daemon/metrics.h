@@ -81,8 +81,8 @@ class Registry {
   // same name with other labels joins the same family. References stay valid.
   Counter& counter(const std::string& name, const std::string& help, const std::string& labels = "");
   Gauge& gauge(const std::string& name, const std::string& help, const std::string& labels = "");
-  Summary& summary(const std::string& name, const std::string& help, std::size_t window = 1024);
-  Histogram& histogram(const std::string& name, const std::string& help, std::vector<double> bounds);
+  Summary& summary(const std::string& name, const std::string& help, std::size_t window = 1024, const std::string& labels = "");
+  Histogram& histogram(const std::string& name, const std::string& help, std::vector<double> bounds, const std::string& labels = "");
   // Called before each render (brings collected values up to date).
   void set_collector(std::function<void()> collect);
   std::string render();

@@ -48,6 +48,13 @@ Subcommand add_daemon(CLI::App& app) {
               overrides(c);
               if (!c.calibration.file.empty()) load_calibration(c.calibration.file);  // one line, exit 2
               if (c.publish) c.publisher.curve.check_key_files();
+              for (const HeadEntry& h : c.heads) {  // [[head]]s: each head's own files
+                Config hc = *h.config;
+                overrides(hc);
+                if (!hc.calibration.file.empty()) load_calibration(hc.calibration.file);
+                if (hc.publish) hc.publisher.curve.check_key_files();
+              }
+              if (c.merge.enabled) merge_service_config(c.merge, c.heads);  // the transforms file names every head
               std::printf("%s: ok\n", f->config.c_str());
               return 0;
             }

@@ -1,0 +1,94 @@
+#include "app/heads_config.h"
+
+#include <set>
+
+#include "app/config.h"
+#include "calibration/head_alignment.h"
+#include "core/errors.h"
+#include "kernels/rectify.h"
+
+namespace stripeline {
+
+namespace {
+[[noreturn]] void fail(const std::string& key, const std::string& what) { throw ConfigError(key + ": " + what); }
+
+// The grid, its rule and fill as the publisher's rectified rows read them (the one parser of X_MIN:X_MAX:DX).
+kernels::RectifyGrid grid_of(const DaemonMergeConfig& m) {
+  PublisherConfig g;
+  g.rectified_grid = m.grid;
+  g.rectified_rule = m.rule;
+  g.rectified_fill = m.fill;
+  return g.rectify_grid();
+}
+}  // namespace
+
+void DaemonMergeConfig::validate() const {
+  if (!enabled) return;
+  if (transforms.empty()) fail("transforms", "is required with enabled = true (expected the file `stripeline align` writes)");
+  if (grid.empty()) fail("grid", "is required with enabled = true (expected X_MIN:X_MAX:DX in world mm)");
+  try {
+    grid_of(*this).validate();
+  } catch (const InputError& e) {
+    fail("grid", e.what());
+  }
+  try {
+    parse_align_key(align);
+  } catch (const InputError& e) {
+    fail("align", e.what());
+  }
+  try {
+    parse_overlap_rule(overlap);
+  } catch (const InputError& e) {
+    fail("overlap", e.what());
+  }
+  if (!(tolerance_us >= 0)) fail("tolerance_us", "must be >= 0 microseconds");
+  if (window_ms < 1 || window_ms > 600000) fail("window_ms", "must be 1..600000 ms");
+  if (publish.find("://") == std::string::npos) fail("publish", "'" + publish + "' is not a ZeroMQ endpoint (expected e.g. tcp://127.0.0.1:5570)");
+  if (send_hwm < 1) fail("send_hwm", "must be >= 1");
+  if (rows_per_message < 1 || rows_per_message > 65536) fail("rows_per_message", "must be 1..65536");
+  if (!(subscribe_timeout > 0 && subscribe_timeout <= 3600)) fail("subscribe_timeout", "must be > 0 and <= 3600 seconds");
+}
+
+void check_heads(const std::vector<HeadEntry>& heads, const DaemonMergeConfig& merge) {
+  std::set<std::string> names, endpoints;
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    const std::string key = "head[" + std::to_string(i) + "]";
+    const Config& c = *heads[i].config;
+    if (!names.insert(heads[i].name).second) fail(key + ".name", "'" + heads[i].name + "' is the name of an earlier head (expected one name per head)");
+    if (c.publish && c.publisher.endpoint.find(":*") == std::string::npos && !endpoints.insert(c.publisher.endpoint).second)
+      fail(key + ".publisher.endpoint", "'" + c.publisher.endpoint + "' is an earlier head's (expected one endpoint per head)");
+    if (merge.enabled && !c.publish) fail(key + ".publisher.enabled", "must be true with [merge] enabled (the merge subscribes to every head's stream)");
+    if (merge.enabled && c.publisher.curve.enabled)
+      fail(key + ".security.curve", "cannot be used with [merge] enabled (the daemon's merge subscribes to its heads without CURVE; run `stripeline merge` for a CURVE hop)");
+    if (merge.enabled && c.publisher.endpoint.find(":*") != std::string::npos)
+      fail(key + ".publisher.endpoint", "'" + c.publisher.endpoint + "' is ephemeral; with [merge] enabled every head needs a fixed endpoint");
+  }
+  if (merge.enabled && heads.empty()) fail("merge.enabled", "needs [[head]] sections (the merge of one daemon's heads)");
+  if (merge.enabled && endpoints.count(merge.publish)) fail("merge.publish", "'" + merge.publish + "' is a head's endpoint (expected its own)");
+}
+
+MergeServiceConfig merge_service_config(const DaemonMergeConfig& m, const std::vector<HeadEntry>& heads) {
+  MergeServiceConfig c;
+  const HeadTransforms tf = load_head_transforms(m.transforms);
+  for (const HeadEntry& h : heads) {
+    const HeadTransform* t = tf.find(h.name);
+    if (!t) throw InputError(m.transforms + ": no [[head]] named '" + h.name + "' (merge.transforms: expected one for every head of the daemon)");
+    c.merge.heads.push_back(*t);
+    // The head's own endpoint; a wildcard address is reached on loopback.
+    std::string ep = h.config->publisher.endpoint;
+    if (const auto star = ep.find("://*:"); star != std::string::npos) ep.replace(star + 3, 1, "127.0.0.1");
+    c.endpoints.push_back(ep);
+  }
+  c.merge.align = parse_align_key(m.align);
+  c.merge.overlap = parse_overlap_rule(m.overlap);
+  c.merge.timestamp_tolerance_ns = static_cast<std::int64_t>(m.tolerance_us * 1000.0);
+  c.merge.window = std::chrono::milliseconds(m.window_ms);
+  c.merge.rows_per_block = m.rows_per_message;
+  c.merge.grid = grid_of(m);
+  c.merge.validate();
+  c.publish = m.publish;
+  c.send_hwm = m.send_hwm;
+  return c;
+}
+
+}  // namespace stripeline

@@ -1,0 +1,40 @@
+#!/bin/bash
+# Three synthetic heads in one daemon (docs/scale-out.md "Merging inside the daemon"):
+# rows/s per head and merged, from two /metrics scrapes SECONDS apart.
+#   bench/heads/measure.sh BINARY RATE MERGE SECONDS [BATCH] [WINDOW_MS]
+#   e.g. bench/heads/measure.sh build/stripeline 10000 1 10 16 1000
+# RATE: frames/s per head (0 = unpaced); MERGE: 1 = [merge] enabled. Frames
+# 256 x 32 Mono8, CPU backend, the sheet-of-light calibration and the
+# transforms beside this script (written by tests/test_heads.cpp's fixture:
+# X across the view -20..20 mm, heads 30 mm apart). Scratch in a temporary folder.
+set -euo pipefail
+[ $# -ge 4 ] || { echo "usage: $0 BINARY RATE MERGE SECONDS [BATCH] [WINDOW_MS]" >&2; exit 2; }
+BIN=$(readlink -f "$1"); RATE=$2; MERGE=$3; SECS=$4; BATCH=${5:-16}; WINDOW=${6:-1000}
+HERE=$(cd "$(dirname "$0")" && pwd)
+DIR=$(mktemp -d /tmp/stripeline-heads.XXXXXX)
+trap 'rm -rf "$DIR"' EXIT
+PORT=$((20000 + RANDOM % 20000))
+{
+  printf '[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n[processing]\nbackend = "cpu"\nbatch_frames = %s\n' "$BATCH"
+  printf '[calibration]\nfile = "%s/head.calibration.toml"\n' "$HERE"
+  printf '[output]\ndir = "%s/scans"\nply = ""\nheightmap = ""\npreview = ""\nsummary = ""\n' "$DIR"
+  printf '[publisher]\nenabled = true\nrows_per_message = 8\nstats_interval = 0\nsend_hwm = 100000\n'
+  printf '[daemon]\nscan_rows = 10000000\nrate = %s\npause = 0.0\nidle_close = 0.0\n[http]\nport = %s\n' "$RATE" "$PORT"
+  printf '[merge]\nenabled = %s\ntransforms = "%s/transforms.toml"\ngrid = "-55:55:0.5"\nwindow_ms = %s\npublish = "ipc://%s/merged.sock"\n' \
+    "$([ "$MERGE" = 1 ] && echo true || echo false)" "$HERE" "$WINDOW" "$DIR"
+  for h in a b c; do printf '[[head]]\nname = "%s"\n[head.publisher]\nendpoint = "ipc://%s/%s.sock"\n[head.synthetic]\nseed = %d\n' "$h" "$DIR" "$h" "$(printf '%d' "'$h")"; done
+} > "$DIR/d.toml"
+"$BIN" daemon --config "$DIR/d.toml" > "$DIR/run.log" 2>&1 &
+PID=$!
+scrape() { curl -s "localhost:$PORT/metrics" | grep -E '^stripeline_(frames_acquired_total|merge_rows_total|merge_head_rows_total\{head="[abc]",kind="(merged|late|lost)"\})' || true; }
+sleep 4
+scrape > "$DIR/m1"; T1=$(date +%s.%N); sleep "$SECS"; scrape > "$DIR/m2"; T2=$(date +%s.%N)
+kill -TERM "$PID"; wait "$PID" || true
+echo "3 heads, 256x32 Mono8, cpu, rate $RATE/head, batch $BATCH, merge $MERGE (window $WINDOW ms); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$DIR/m1" "$DIR/m2" "$T1" "$T2" <<'PY'
+import sys
+rd = lambda f: {l.split()[0]: float(l.split()[1]) for l in open(f)}
+a, b, t = rd(sys.argv[1]), rd(sys.argv[2]), float(sys.argv[4]) - float(sys.argv[3])
+for k in sorted(b): print(f"  {k}: {(b[k] - a.get(k, 0)) / t:,.0f} /s")
+PY
+grep -E "merge: series complete" "$DIR/run.log" | sed 's/.*merge:/  merge:/' | cut -c1-400 || true

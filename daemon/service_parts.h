@@ -1,0 +1,22 @@
+#pragma once
+// What the single-head daemon (daemon.cpp) and the daemon of several heads
+// (heads.cpp) take alike from a configuration.
+#include <optional>
+#include <string>
+
+#include "app/config.h"
+#include "daemon/http_server.h"
+
+namespace stripeline::daemon {
+
+// The process's start, UTC ("20261126T093000Z"): every scan file name starts with it.
+std::string utc_stamp();
+
+// [http]'s limits for the server.
+HttpLimits http_limits(const HttpConfig& h);
+
+// The publisher a configuration streams with: its section, with the
+// output's height code and filters, the filters on the processing backend.
+std::optional<PublisherConfig> stream_of(const Config& c);
+
+}  // namespace stripeline::daemon
