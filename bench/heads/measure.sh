@@ -7,6 +7,10 @@
 # 256 x 32 Mono8, CPU backend, the sheet-of-light calibration and the
 # transforms beside this script (written by tests/test_heads.cpp's fixture:
 # X across the view -20..20 mm, heads 30 mm apart). Scratch in a temporary folder.
+# Other settings through the environment (the GPU host's run, docs/scale-out.md
+# "Several GPUs on one host"): HEADS="a b" (names, in transforms.toml),
+# DEVICES="0 1" (one CUDA ordinal per head), BACKEND=cuda, WIDTH=2048 HEIGHT=52,
+# CALIBRATION=FILE (a sheet-of-light calibration of WIDTH x HEIGHT frames).
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: $0 BINARY RATE MERGE SECONDS [BATCH] [WINDOW_MS]" >&2; exit 2; }
 BIN=$(readlink -f "$1"); RATE=$2; MERGE=$3; SECS=$4; BATCH=${5:-16}; WINDOW=${6:-1000}
@@ -14,23 +18,30 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 DIR=$(mktemp -d /tmp/stripeline-heads.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
 PORT=$((20000 + RANDOM % 20000))
+HEADS=${HEADS:-a b c}; read -r -a NAMES <<< "$HEADS"; read -r -a DEVS <<< "${DEVICES:-}"
+WIDTH=${WIDTH:-256}; HEIGHT=${HEIGHT:-32}; BACKEND=${BACKEND:-cpu}; CALIBRATION=${CALIBRATION:-$HERE/head.calibration.toml}
 {
-  printf '[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n[processing]\nbackend = "cpu"\nbatch_frames = %s\n' "$BATCH"
-  printf '[calibration]\nfile = "%s/head.calibration.toml"\n' "$HERE"
+  printf '[synthetic]\nwidth = %s\nframe_height = %s\nframes = 0\n[processing]\nbackend = "%s"\nbatch_frames = %s\n' "$WIDTH" "$HEIGHT" "$BACKEND" "$BATCH"
+  printf '[calibration]\nfile = "%s"\n' "$(readlink -f "$CALIBRATION")"
   printf '[output]\ndir = "%s/scans"\nply = ""\nheightmap = ""\npreview = ""\nsummary = ""\n' "$DIR"
   printf '[publisher]\nenabled = true\nrows_per_message = 8\nstats_interval = 0\nsend_hwm = 100000\n'
   printf '[daemon]\nscan_rows = 10000000\nrate = %s\npause = 0.0\nidle_close = 0.0\n[http]\nport = %s\n' "$RATE" "$PORT"
   printf '[merge]\nenabled = %s\ntransforms = "%s/transforms.toml"\ngrid = "-55:55:0.5"\nwindow_ms = %s\npublish = "ipc://%s/merged.sock"\n' \
     "$([ "$MERGE" = 1 ] && echo true || echo false)" "$HERE" "$WINDOW" "$DIR"
-  for h in a b c; do printf '[[head]]\nname = "%s"\n[head.publisher]\nendpoint = "ipc://%s/%s.sock"\n[head.synthetic]\nseed = %d\n' "$h" "$DIR" "$h" "$(printf '%d' "'$h")"; done
+  for i in "${!NAMES[@]}"; do
+    h=${NAMES[$i]}
+    printf '[[head]]\nname = "%s"\n' "$h"
+    if [ -n "${DEVS[$i]:-}" ]; then printf 'device = %s\n' "${DEVS[$i]}"; fi
+    printf '[head.publisher]\nendpoint = "ipc://%s/%s.sock"\n[head.synthetic]\nseed = %d\n' "$DIR" "$h" "$((i + 1))"
+  done
 } > "$DIR/d.toml"
 "$BIN" daemon --config "$DIR/d.toml" > "$DIR/run.log" 2>&1 &
 PID=$!
-scrape() { curl -s "localhost:$PORT/metrics" | grep -E '^stripeline_(frames_acquired_total|merge_rows_total|merge_head_rows_total\{head="[abc]",kind="(merged|late|lost)"\})' || true; }
+scrape() { curl -s "localhost:$PORT/metrics" | grep -E '^stripeline_(frames_acquired_total|merge_rows_total|merge_head_rows_total\{head="[a-z0-9]+",kind="(merged|late|lost)"\})' || true; }
 sleep 4
 scrape > "$DIR/m1"; T1=$(date +%s.%N); sleep "$SECS"; scrape > "$DIR/m2"; T2=$(date +%s.%N)
 kill -TERM "$PID"; wait "$PID" || true
-echo "3 heads, 256x32 Mono8, cpu, rate $RATE/head, batch $BATCH, merge $MERGE (window $WINDOW ms); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "${#NAMES[@]} heads (${HEADS}${DEVICES:+ on devices $DEVICES}), ${WIDTH}x${HEIGHT} Mono8, $BACKEND, rate $RATE/head, batch $BATCH, merge $MERGE (window $WINDOW ms); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$DIR/m1" "$DIR/m2" "$T1" "$T2" <<'PY'
 import sys
 rd = lambda f: {l.split()[0]: float(l.split()[1]) for l in open(f)}
