@@ -3,8 +3,9 @@
 # rows/s per head and merged, from two /metrics scrapes SECONDS apart.
 #   bench/heads/measure.sh BINARY RATE MERGE SECONDS [BATCH] [WINDOW_MS]
 #   e.g. bench/heads/measure.sh build/stripeline 10000 1 10 16 1000
-# RATE: frames/s per head (0 = unpaced); MERGE: 1 = [merge] enabled. Frames
-# 256 x 32 Mono8, CPU backend, the sheet-of-light calibration and the
+# RATE: frames/s per head (0 = unpaced); MERGE: 1 = [merge] enabled; BACKEND=cuda in the
+# environment for the CUDA backend (every head on device 0). Frames
+# 256 x 32 Mono8, the sheet-of-light calibration and the
 # transforms beside this script (written by tests/test_heads.cpp's fixture:
 # X across the view -20..20 mm, heads 30 mm apart). Scratch in a temporary folder.
 set -euo pipefail
@@ -15,7 +16,7 @@ DIR=$(mktemp -d /tmp/stripeline-heads.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
 PORT=$((20000 + RANDOM % 20000))
 {
-  printf '[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n[processing]\nbackend = "cpu"\nbatch_frames = %s\n' "$BATCH"
+  printf '[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n[processing]\nbackend = "%s"\nbatch_frames = %s\n' "${BACKEND:-cpu}" "$BATCH"
   printf '[calibration]\nfile = "%s/head.calibration.toml"\n' "$HERE"
   printf '[output]\ndir = "%s/scans"\nply = ""\nheightmap = ""\npreview = ""\nsummary = ""\n' "$DIR"
   printf '[publisher]\nenabled = true\nrows_per_message = 8\nstats_interval = 0\nsend_hwm = 100000\n'
@@ -30,7 +31,7 @@ scrape() { curl -s "localhost:$PORT/metrics" | grep -E '^stripeline_(frames_acqu
 sleep 4
 scrape > "$DIR/m1"; T1=$(date +%s.%N); sleep "$SECS"; scrape > "$DIR/m2"; T2=$(date +%s.%N)
 kill -TERM "$PID"; wait "$PID" || true
-echo "3 heads, 256x32 Mono8, cpu, rate $RATE/head, batch $BATCH, merge $MERGE (window $WINDOW ms); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "3 heads, 256x32 Mono8, ${BACKEND:-cpu}, rate $RATE/head, batch $BATCH, merge $MERGE (window $WINDOW ms); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$DIR/m1" "$DIR/m2" "$T1" "$T2" <<'PY'
 import sys
 rd = lambda f: {l.split()[0]: float(l.split()[1]) for l in open(f)}
