@@ -307,6 +307,7 @@ Head::End Head::generation(const Config& cfg) {
                      to_string(resolve_backend(cfg.pipeline.backend)), cfg.pipeline.device, cfg.output.dir.string(), cfg.daemon.scan_rows, endpoint);
       },
       [&](const ScanResult&) { metrics_.scan_completed(); });
+  scans.set_log_prefix("head " + name_ + ": ");
   if (const auto sheet = session.apply_calibration())
     spdlog::info("head {}: calibration {} (id {}) applied: points in mm", name_, sheet->file, sheet->id);
   Pipeline& pipeline = session.pipeline();

@@ -46,7 +46,7 @@ void ScanWriter::open_scan() {
     current_.series = wire::new_uuid();
   }
   open_ = true;
-  spdlog::debug("scan {}: started (series {})", n, current_.series);
+  spdlog::debug("{}scan {}: started (series {})", log_prefix_, n, current_.series);
 }
 
 void ScanWriter::close_scan(const std::string& reason) {
@@ -87,7 +87,7 @@ void ScanWriter::close_scan(const std::string& reason) {
   }
   files_ = OutputSinks{};
   ++completed_;
-  spdlog::info("scan {}: {} rows, ended ({}), {} files", current_.number, current_.rows, reason, written.size());
+  spdlog::info("{}scan {}: {} rows, ended ({}), {} files", log_prefix_, current_.number, current_.rows, reason, written.size());
   if (on_scan_) on_scan_(current_);
 }
 
@@ -134,7 +134,7 @@ void ScanWriter::abort() noexcept {
   for (ProfileSink* f : files_.all()) f->abort();
   files_ = OutputSinks{};
   if (publisher_) publisher_->abort();
-  spdlog::error("scan {}: aborted after {} rows (its files were not kept)", current_.number, current_.rows);
+  spdlog::error("{}scan {}: aborted after {} rows (its files were not kept)", log_prefix_, current_.number, current_.rows);
 }
 
 void ScanWriter::set_end_reason(const std::string& reason) {

@@ -51,6 +51,8 @@ class ScanWriter final : public ProfileSink {
   void abort() noexcept override; // drops the open scan's temporaries; series-end "aborted"
 
   void set_end_reason(const std::string& reason);
+  // Starts its log lines ("head left: "); before begin().
+  void set_log_prefix(std::string prefix) { log_prefix_ = std::move(prefix); }
   // Ends the open scan when no frame arrived for daemon.idle_close seconds.
   // Thread-safe; never waits (skipped while the sink holds the writer).
   void tick(std::chrono::steady_clock::time_point now);
@@ -69,6 +71,7 @@ class ScanWriter final : public ProfileSink {
   OpenScanOutputs open_outputs_;
   Publisher* publisher_;
   std::string run_stamp_;
+  std::string log_prefix_;
   std::function<void()> on_begin_;
   std::function<void(const ScanResult&)> on_scan_;
   ScanInfo info_;

@@ -3,8 +3,9 @@
 # rows/s per head and merged, from two /metrics scrapes SECONDS apart.
 #   bench/heads/measure.sh BINARY RATE MERGE SECONDS [BATCH] [WINDOW_MS]
 #   e.g. bench/heads/measure.sh build/stripeline 10000 1 10 16 1000
-# RATE: frames/s per head (0 = unpaced); MERGE: 1 = [merge] enabled. Frames
-# 256 x 32 Mono8, CPU backend, the sheet-of-light calibration and the
+# RATE: frames/s per head (0 = unpaced); MERGE: 1 = [merge] enabled; BACKEND=cuda in the
+# environment for the CUDA backend (every head on device 0 unless DEVICES says). Frames
+# 256 x 32 Mono8, the sheet-of-light calibration and the
 # transforms beside this script (written by tests/test_heads.cpp's fixture:
 # X across the view -20..20 mm, heads 30 mm apart). Scratch in a temporary folder.
 # Other settings through the environment (the GPU host's run, docs/scale-out.md
