@@ -19,12 +19,12 @@ void ViewerFeed::begin(const ScanInfo& info) {
   const int width = info.layout.width;
   bins_ = std::clamp(width, 1, max_columns_);
   const bool sheet = info.sheet != nullptr;
-  for (ViewerRow* r : {&scratch_}) {
-    r->heights.assign(static_cast<std::size_t>(bins_), kNaN);
-    r->intensity.assign(static_cast<std::size_t>(bins_), kNaN);
-    r->quality.assign(static_cast<std::size_t>(bins_), kNaN);
-    r->x.assign(sheet ? static_cast<std::size_t>(bins_) : 0, kNaN);
-  }
+  ViewerRow blank;
+  blank.heights.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.intensity.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.quality.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.x.assign(sheet ? static_cast<std::size_t>(bins_) : 0, kNaN);
+  scratch_.assign(kRing, blank);
   const LinearCalibration& cal = info.calibration;
   const double per_bin = static_cast<double>(width) / bins_;
   ViewerInfo v;
@@ -38,7 +38,8 @@ void ViewerFeed::begin(const ScanInfo& info) {
   std::lock_guard lock(mu_);
   v.generation = info_.generation + 1;
   info_ = v;
-  slot_ = scratch_;  // sized for this run; no row yet (slot_seq_ unchanged)
+  ring_.assign(kRing, blank);  // sized for this run
+  run_first_ = newest_ + 1;    // rows of the run before are not taken any more
 }
 
 void ViewerFeed::decimate(const ProfileSpan& p, int frame, ViewerRow& out) const {
@@ -77,27 +78,31 @@ void ViewerFeed::decimate(const ProfileSpan& p, int frame, ViewerRow& out) const
 }
 
 void ViewerFeed::consume(const ProfileSpan& p) {
-  if (p.frames <= 0) return;
+  if (p.frames <= 0 || scratch_.empty()) return;
   rows_.fetch_add(static_cast<std::uint64_t>(p.frames), std::memory_order_relaxed);
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_take_ < period_) return;
-  if (p.width != scan_.layout.width || (p.xyz != nullptr) != !scratch_.x.empty()) return;  // not the layout begin() saw
+  const auto since = now - last_take_;
+  if (since < period_) return;
+  if (p.width != scan_.layout.width || (p.xyz != nullptr) != !scratch_[0].x.empty()) return;  // not the layout begin() saw
   last_take_ = now;
-  decimate(p, p.frames - 1, scratch_);
+  // As many rows as the time since the last take holds, spread over the span, its last profile last.
+  const int n = static_cast<int>(std::min<long long>({since / period_, kRing, p.frames}));
+  for (int i = 0; i < n; ++i) decimate(p, static_cast<int>(static_cast<long long>(i + 1) * p.frames / n) - 1, scratch_[static_cast<std::size_t>(i)]);
   std::unique_lock lock(mu_, std::try_to_lock);
-  if (!lock) {  // the viewer's thread is copying the slot: skip this row
-    skipped_.fetch_add(1, std::memory_order_relaxed);
+  if (!lock) {  // the viewer's thread is copying a row: skip these
+    skipped_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
     return;
   }
-  std::swap(slot_, scratch_);
-  ++slot_seq_;
+  for (int i = 0; i < n; ++i) std::swap(ring_[(newest_ + static_cast<std::uint64_t>(i)) % kRing], scratch_[static_cast<std::size_t>(i)]);
+  newest_ += static_cast<std::uint64_t>(n);
 }
 
 std::uint64_t ViewerFeed::take(std::uint64_t seen, ViewerRow& out) {
   std::lock_guard lock(mu_);
-  if (slot_seq_ == seen) return 0;
-  out = slot_;
-  return slot_seq_;
+  if (ring_.empty() || seen >= newest_) return 0;
+  const std::uint64_t next = std::max({seen + 1, newest_ >= kRing ? newest_ - kRing + 1 : 1, run_first_});  // older ones were overwritten
+  out = ring_[(next - 1) % kRing];
+  return next;
 }
 
 ViewerInfo ViewerFeed::info() const {

@@ -3,13 +3,16 @@
 // "Live viewer"). It is one more sink beside the scan writer, so it sees the
 // same rows the stream carries, in order, on the pipeline's sink stage.
 //
-// It never blocks the pipeline and allocates nothing per batch: at most
-// `rate` times a second it takes the last profile of a span, decimates it to
-// at most `max_columns` bins (the mean of the points found in each bin; the
-// mean intensity; the lowest quality) into a scratch row sized at begin(),
-// and swaps that row with the hand-off slot under a try_lock. When the
-// viewer's thread holds the slot the row is skipped and counted (skipped()).
-// The viewer's thread (ViewerHub) takes the newest row with take().
+// It never blocks the pipeline and allocates nothing per batch: it takes
+// about `rate` profiles per second of wall-clock time, spread evenly over
+// the spans (a span of a batch that took 0.5 s to come gives rate/2 of its
+// profiles, the last one always; at most kRing), decimates each to at most
+// `max_columns` bins (the mean of the points found in each bin; the mean
+// intensity; the lowest quality) into scratch rows sized at begin(), and
+// swaps them into a ring of kRing rows under a try_lock. When the viewer's
+// thread holds the ring the rows are skipped and counted (skipped()). The
+// viewer's thread (ViewerHub) takes them in order with take(), one per tick,
+// so that the page scrolls evenly however the rows come in batches.
 //
 // Thread-safety: begin/consume/finish from the pipeline's sink stage;
 // take(), info(), rows_seen(), skipped() from any thread.
@@ -51,8 +54,10 @@ class ViewerFeed final : public ProfileSink {
   void consume(const ProfileSpan& profiles) override;
   void finish() override {}
 
-  // The newest row since `seen` (a sequence number): copies it into `out`
-  // and returns its sequence number, or 0 when there is none newer.
+  static constexpr int kRing = 32;
+  // The oldest row still held after `seen` (a sequence number, 0 at first):
+  // copies it into `out` and returns its sequence number; 0 when there is
+  // none newer.
   std::uint64_t take(std::uint64_t seen, ViewerRow& out);
   ViewerInfo info() const;
   std::uint64_t rows_seen() const { return rows_.load(std::memory_order_relaxed); }
@@ -67,12 +72,13 @@ class ViewerFeed final : public ProfileSink {
   ScanInfo scan_;
   int bins_ = 0;
   double z_scale_ = 1.0 / 256.0, z_offset_ = 0;
-  ViewerRow scratch_;
+  std::vector<ViewerRow> scratch_;  // kRing
   std::chrono::steady_clock::time_point last_take_{};
   // Hand-off (mu_).
   mutable std::mutex mu_;
-  ViewerRow slot_;
-  std::uint64_t slot_seq_ = 0;
+  std::vector<ViewerRow> ring_;  // kRing; row n (1-based) at (n - 1) % kRing
+  std::uint64_t newest_ = 0;     // rows handed over so far
+  std::uint64_t run_first_ = 1;  // the first row of this run (begin())
   ViewerInfo info_;
   std::atomic<std::uint64_t> rows_{0}, skipped_{0};
 };

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -35,9 +36,10 @@ struct OneProfile {
   std::vector<std::int32_t> position;
   std::vector<std::uint16_t> intensity, stripe_width, quality;
   std::vector<std::uint8_t> count;
-  FrameMeta meta{};
+  std::vector<FrameMeta> meta;
   ProfileSpan span;
-  OneProfile(int width, std::vector<int> empty, std::uint64_t index) {
+  OneProfile(int width, std::vector<int> empty, std::uint64_t index, int frames = 1) {
+    for (int f = 0; f < frames; ++f)
     for (int c = 0; c < width; ++c) {
       const bool none = std::find(empty.begin(), empty.end(), c) != empty.end();
       position.push_back(none ? kNoPeak : c * 256 + 128);
@@ -46,11 +48,11 @@ struct OneProfile {
       quality.push_back(static_cast<std::uint16_t>(100 - c));
       count.push_back(none ? 0 : 1);
     }
-    meta.frame_id = index + 1000;
+    for (int f = 0; f < frames; ++f) meta.push_back(FrameMeta{index + 1000 + static_cast<std::uint64_t>(f), 0, 0, false, false});
     span.first_index = index;
-    span.frames = 1;
+    span.frames = frames;
     span.width = width;
-    span.meta = &meta;
+    span.meta = meta.data();
     span.position = position.data();
     span.intensity = intensity.data();
     span.stripe_width = stripe_width.data();
@@ -144,6 +146,28 @@ TEST(ViewerFeed, CalibratedHeightsAreInMillimetresAndRowsAreTakenAtMostAtTheRate
   EXPECT_EQ(feed.rows_seen(), 2u);
 }
 
+TEST(ViewerFeed, ABatchGivesRowsSpreadOverItTakenInOrderItsLastProfileLast) {
+  daemon::ViewerFeed feed(1024, 25.0);
+  feed.begin(info_of(4, false));
+  OneProfile batch(4, {}, 100, 200);  // the first span: as many rows as the ring holds
+  feed.consume(batch.span);
+  daemon::ViewerRow row;
+  std::uint64_t seq = 0;
+  std::vector<std::uint64_t> indices;
+  while (const std::uint64_t next = feed.take(seq, row)) {
+    EXPECT_EQ(next, seq + 1);
+    seq = next;
+    indices.push_back(row.index);
+  }
+  ASSERT_EQ(indices.size(), static_cast<std::size_t>(daemon::ViewerFeed::kRing));
+  EXPECT_TRUE(std::is_sorted(indices.begin(), indices.end()));
+  EXPECT_EQ(indices.back(), 299u) << "the span's last profile";
+  EXPECT_LT(indices.front(), 110u) << "spread over the span";
+  // A new run: nothing of the old one is taken again.
+  feed.begin(info_of(4, false));
+  EXPECT_EQ(feed.take(seq, row), 0u);
+}
+
 TEST(ViewerHub, StreamsEventsOnItsOwnThreadRefusesBeyondTheLimitAndProbesStillAnswer) {
   daemon::Registry registry;
   daemon::ViewerFeed feed(1024, 1000.0);
@@ -156,7 +180,8 @@ TEST(ViewerHub, StreamsEventsOnItsOwnThreadRefusesBeyondTheLimitAndProbesStillAn
 
   const int viewer = connect_to(server.port());
   ASSERT_GE(viewer, 0);
-  std::string got = get_until(viewer, "/events", "event: health");
+  // A new viewer gets the last health at once; the next (once a second) counts it.
+  std::string got = get_until(viewer, "/events", R"("viewers":1)");
   EXPECT_NE(got.find("HTTP/1.1 200 OK"), std::string::npos) << got;
   EXPECT_NE(got.find("Content-Type: text/event-stream"), std::string::npos);
   EXPECT_NE(got.find("Content-Security-Policy: default-src 'self'"), std::string::npos);
