@@ -47,8 +47,8 @@ def main():
         with Daemon(a.binary, tmp, port, rate=0.0, max_viewers=max(32, a.viewers)):
             time.sleep(3.0)  # warm up
             base = rows_per_second(port, a.seconds)
-            with cdp.Browser(width=1280, height=900) as browser:
-                pages = [browser.new_page(f"http://127.0.0.1:{port}/") for _ in range(a.viewers)]
+            with cdp.Browser(width=1280, height=900, extra_args=[f"--host-resolver-rules={cdp.Browser.VIEWER_HOSTS}"]) as browser:
+                pages = [browser.new_page(f"http://v{i}.viewer.test:{port}/") for i in range(a.viewers)]  # a host name each
                 for i, p in enumerate(pages):
                     p.wait_for("window.stripelineViewer && window.stripelineViewer.updates >= 3", 120, f"viewer {i + 1}")
                 browser.pump(2.0)

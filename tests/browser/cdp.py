@@ -38,7 +38,12 @@ def find_chromium():
 
 
 class Browser:
-    def __init__(self, width=1280, height=1700):
+    # A browser opens at most 6 HTTP/1.1 connections to one host:port, and
+    # each viewer's event stream holds one: N viewers in one browser need N
+    # host names. These all resolve to 127.0.0.1 inside this browser only.
+    VIEWER_HOSTS = "MAP *.viewer.test 127.0.0.1"
+
+    def __init__(self, width=1280, height=1700, extra_args=()):
         try:
             import websocket  # python3-websocket
         except ImportError as e:
@@ -50,7 +55,7 @@ class Browser:
                 "--remote-debugging-port=0", "--no-first-run", "--no-default-browser-check", "--disable-gpu", "--disable-extensions",
                 "--disable-background-networking", "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
                 "--disable-backgrounding-occluded-windows", "--disable-component-update", "--disable-sync", "--mute-audio",
-                "--force-color-profile=srgb", f"--window-size={width},{height}", "about:blank"]
+                "--force-color-profile=srgb", f"--window-size={width},{height}", *extra_args, "about:blank"]
         if os.geteuid() == 0:
             args.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
         self.log = open(os.path.join(self.profile, "chromium.log"), "w+")
@@ -135,7 +140,7 @@ class Browser:
             self.send(f"{domain}.enable", session=session)
         self.send("Emulation.setDeviceMetricsOverride", {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
                   session=session)
-        self.send("Page.navigate", {"url": url}, session=session)
+        self.send("Page.navigate", {"url": url}, session=session, timeout=120)
         return page
 
 

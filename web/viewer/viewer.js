@@ -8,6 +8,9 @@
   const MAP = window.STRIPELINE_COLOUR_MAP;       // 256 [r, g, b], low to high
   const NO_DATA = window.STRIPELINE_NO_DATA_COLOUR;
   const ROWS = 256, INTENSITY_ROWS = 128;
+  // Rows arrive ~25 times a second; they are drawn 10 times a second, a few
+  // at a time (each redraw of the page costs the browser far more than a row).
+  const DRAW_MS = 100;
 
   // What the page knows, also read by the browser tests (tests/browser).
   const state = window.stripelineViewer = {
@@ -55,17 +58,22 @@
     for (let y = 0; y < c.height; ++y) ctx.putImageData(img, 0, y);
   }
 
-  function paintRow(ctx, y, values, colour) {
-    const img = ctx.createImageData(bins, 1);
-    for (let b = 0; b < bins; ++b) {
-      const c = colour(values[b]);
-      img.data[b * 4] = c[0]; img.data[b * 4 + 1] = c[1]; img.data[b * 4 + 2] = c[2]; img.data[b * 4 + 3] = 255;
+  // rows[0] at canvas row y, rows[1] below it, ...
+  function paintRows(ctx, y, rows, colour) {
+    if (!rows.length) return;
+    const img = ctx.createImageData(bins, rows.length);
+    for (let r = 0; r < rows.length; ++r) {
+      const values = rows[r], o = r * bins * 4;
+      for (let b = 0; b < bins; ++b) {
+        const c = colour(values[b]);
+        img.data[o + b * 4] = c[0]; img.data[o + b * 4 + 1] = c[1]; img.data[o + b * 4 + 2] = c[2]; img.data[o + b * 4 + 3] = 255;
+      }
     }
     ctx.putImageData(img, 0, y);
   }
 
-  function scroll(ctx, canvas) {
-    ctx.drawImage(canvas, 0, 0, canvas.width, canvas.height - 1, 0, 1, canvas.width, canvas.height - 1);
+  function scroll(ctx, canvas, k) {
+    ctx.drawImage(canvas, 0, 0, canvas.width, canvas.height - k, 0, k, canvas.width, canvas.height - k);
   }
 
   function updateRange() {
@@ -83,14 +91,14 @@
   function redrawHeights() {
     hctx.fillStyle = 'rgb(' + NO_DATA.join(',') + ')';
     hctx.fillRect(0, 0, heightsCanvas.width, heightsCanvas.height);
-    for (let i = 0; i < held.length; ++i) paintRow(hctx, i, held[i], (h) => colourOf(h, state.range));
+    if (state.range) paintRows(hctx, 0, held, (h) => colourOf(h, state.range));
   }
 
   function onInfo(info) {
     state.info = info;
     state.unit = info.unit;
     bins = info.bins;
-    held = []; heldMin = []; heldMax = []; state.heldFrames = []; state.range = null;
+    held = []; heldMin = []; heldMax = []; state.heldFrames = []; state.range = null; pending = [];
     for (const c of [heightsCanvas, intensityCanvas]) c.width = bins;
     heightsCanvas.height = ROWS; intensityCanvas.height = INTENSITY_ROWS;
     redrawHeights();
@@ -148,6 +156,8 @@
     $('profile-label').textContent = 'frame ' + row.frame + ' (row ' + row.index + ')';
   }
 
+  let pending = [];  // rows received, not drawn yet (oldest first)
+
   function onRow(row) {
     if (!bins || row.h.length !== bins) return;
     const now = performance.now();
@@ -155,22 +165,36 @@
     state.lastUpdateAt = now;
     state.updates += 1;
     if (state.paused) return;
-    let lo = Infinity, hi = -Infinity;
-    for (const v of row.h) if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
-    held.unshift(row.h); heldMin.unshift(lo); heldMax.unshift(hi); state.heldFrames.unshift(row.index);
-    if (held.length > ROWS) { held.pop(); heldMin.pop(); heldMax.pop(); state.heldFrames.pop(); }
+    pending.push(row);
+    if (pending.length > ROWS) pending.shift();
+  }
+
+  function drawPending() {
+    if (state.paused || !pending.length) return;
+    const rows = pending.reverse();  // newest first, as the canvas
+    pending = [];
+    const k = Math.min(rows.length, ROWS);
+    for (let r = k - 1; r >= 0; --r) {
+      const h = rows[r].h;
+      let lo = Infinity, hi = -Infinity;
+      for (const v of h) if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+      held.unshift(h); heldMin.unshift(lo); heldMax.unshift(hi); state.heldFrames.unshift(rows[r].index);
+    }
+    held.length = heldMin.length = heldMax.length = state.heldFrames.length = Math.min(held.length, ROWS);
     if (updateRange()) {
       redrawHeights();
-    } else {
-      scroll(hctx, heightsCanvas);
-      paintRow(hctx, 0, row.h, (h) => colourOf(h, state.range));
+    } else if (state.range) {
+      scroll(hctx, heightsCanvas, k);
+      paintRows(hctx, 0, held.slice(0, k), (h) => colourOf(h, state.range));
     }
-    let imax = 1;
-    for (const v of row.i) if (v !== null) imax = Math.max(imax, v);
-    scroll(ictx, intensityCanvas);
-    paintRow(ictx, 0, row.i, (v) => (v === null ? NO_DATA : [v / imax * 255, v / imax * 255, v / imax * 255]));
-    drawProfile(row);
-    state.lastRow = row;
+    scroll(ictx, intensityCanvas, Math.min(k, INTENSITY_ROWS));
+    paintRows(ictx, 0, rows.slice(0, Math.min(k, INTENSITY_ROWS)).map((row) => {
+      let imax = 1;
+      for (const v of row.i) if (v !== null) imax = Math.max(imax, v);
+      return row.i.map((v) => (v === null ? null : v / imax * 255));
+    }), (v) => (v === null ? NO_DATA : [v, v, v]));
+    drawProfile(rows[0]);
+    state.lastRow = rows[0];
   }
 
   function cell(v, digits) {
@@ -225,5 +249,6 @@
     $('pause').className = state.paused ? 'on' : '';
   });
   drawScale();
+  setInterval(drawPending, DRAW_MS);
   connect();
 })();
