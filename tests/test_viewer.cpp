@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "app/config.h"
+#include "core/errors.h"
 #include "core/fixed_point.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
@@ -229,4 +231,19 @@ TEST(ViewerHub, StreamsEventsOnItsOwnThreadRefusesBeyondTheLimitAndProbesStillAn
   ::close(viewer);
   const std::string metrics = registry.render();
   EXPECT_NE(metrics.find("stripeline_viewer_refused_total 1"), std::string::npos) << metrics;
+}
+
+TEST(ViewerConfig, ViewerKeysParseAndAnOutOfRangeLimitIsRejectedNamingTheKey) {
+  const Config c = parse_config("[http]\nviewer = false\nmax_viewers = 4\n", "t.toml");
+  EXPECT_FALSE(c.http.viewer);
+  EXPECT_EQ(c.http.max_viewers, 4);
+  EXPECT_TRUE(parse_config("", "t.toml").http.viewer) << "on by default";
+  for (const char* text : {"max_viewers = 0", "max_viewers = 1025"}) {
+    try {
+      parse_config(std::string("[http]\n") + text + "\n", "t.toml");
+      ADD_FAILURE() << text << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("http.max_viewers"), std::string::npos) << e.what();
+    }
+  }
 }

@@ -84,9 +84,10 @@ def nearest_index(cmap, rgb):
 
 def test_step(binary, tmp, screenshot_out=None):
     port = free_port()
-    with Daemon(binary, tmp, port), cdp.Browser() as browser:
+    size = (1130, 1080) if screenshot_out else (1280, 1700)  # the README's picture: the page, no margin below
+    with Daemon(binary, tmp, port), cdp.Browser(*size) as browser:
         cmap = colour_map(port)
-        page = open_viewer(browser, port, updates=200, timeout=60)  # the waterfall mostly full
+        page = open_viewer(browser, port, updates=300, timeout=90)  # the waterfall full (256 rows)
         page.evaluate("document.getElementById('pause').click()")
         page.wait_for(f"{STATE}.paused === true", 5, "the display to pause")
         rng = page.evaluate(f"{STATE}.range")
