@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -35,41 +36,32 @@ struct Viewer {
   std::size_t written = 0;  // of queue.front()
 };
 
-void append_numbers(std::string& out, const std::vector<float>& v, int decimals) {
-  out += '[';
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    if (std::isnan(v[i]))
-      out += "null";
-    else if (decimals == 0)
-      fmt::format_to(std::back_inserter(out), "{}", std::lround(v[i]));
+// NaN (no point) becomes null; `round`: whole numbers (intensity, quality).
+nlohmann::json numbers(const std::vector<float>& v, bool round) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const float x : v) {
+    if (std::isnan(x))
+      a.push_back(nullptr);
+    else if (round)
+      a.push_back(std::lround(x));
     else
-      fmt::format_to(std::back_inserter(out), "{:.{}g}", v[i], decimals);
+      a.push_back(x);
   }
-  out += ']';
+  return a;
 }
 
-std::string event(const char* name, const std::string& json) { return fmt::format("event: {}\ndata: {}\n\n", name, json); }
+std::string event(const char* name, const nlohmann::json& data) { return fmt::format("event: {}\ndata: {}\n\n", name, data.dump()); }
 
-std::string info_json(const ViewerInfo& i, const ViewerLimits& l) {
-  return fmt::format(R"({{"generation":{},"width":{},"bins":{},"frame_height":{},"unit":"{}","x0":{},"dx":{},"calibration":"{}","rate":{}}})",
-                     i.generation, i.width, i.bins, i.frame_height, i.unit, i.x0, i.dx, i.calibration, l.rate);
+nlohmann::json info_json(const ViewerInfo& i, const ViewerLimits& l) {
+  return {{"generation", i.generation}, {"width", i.width}, {"bins", i.bins}, {"frame_height", i.frame_height}, {"unit", i.unit},
+          {"x0", i.x0}, {"dx", i.dx}, {"calibration", i.calibration}, {"rate", l.rate}};
 }
 
-std::string row_json(const ViewerRow& r) {
-  std::string s = fmt::format(R"({{"index":{},"frame":{},"h":)", r.index, r.frame_id);
-  s.reserve(r.heights.size() * 20);
-  append_numbers(s, r.heights, 6);
-  s += ",\"i\":";
-  append_numbers(s, r.intensity, 0);
-  s += ",\"q\":";
-  append_numbers(s, r.quality, 0);
-  if (!r.x.empty()) {
-    s += ",\"x\":";
-    append_numbers(s, r.x, 6);
-  }
-  s += '}';
-  return s;
+nlohmann::json row_json(const ViewerRow& r) {
+  nlohmann::json j = {{"index", r.index}, {"frame", r.frame_id}, {"h", numbers(r.heights, false)}, {"i", numbers(r.intensity, true)},
+                      {"q", numbers(r.quality, true)}};
+  if (!r.x.empty()) j["x"] = numbers(r.x, false);
+  return j;
 }
 
 }  // namespace
@@ -195,16 +187,16 @@ class ViewerHub::Impl {
     skipped.add(static_cast<double>(feed.skipped()) - skipped.value());
     if (now >= next_health) {
       next_health = now + std::chrono::seconds(1);
-      std::string h;
+      nlohmann::json h;
       try {
-        h = health ? health() : "{}";
+        h = nlohmann::json::parse(health ? health() : "{}");
       } catch (const std::exception& e) {
-        h = fmt::format(R"({{"state":"error: {}"}})", e.what());
+        h = {{"state", std::string("error: ") + e.what()}};
       }
-      // The viewers' own figures, appended to the daemon's object.
-      const std::string own = fmt::format(R"("viewers":{},"viewer_dropped":{},"viewer_skipped":{})", viewers.size(), dropped.value(),
-                                          skipped.value());
-      if (h.size() >= 2 && h.back() == '}') h = h.substr(0, h.size() - 1) + (h.size() > 2 ? "," : "") + own + "}";
+      // The viewers' own figures, beside the daemon's.
+      h["viewers"] = viewers.size();
+      h["viewer_dropped"] = dropped.value();
+      h["viewer_skipped"] = skipped.value();
       last_health = std::make_shared<const std::string>(event("health", h));
       broadcast(last_health);
     }
