@@ -31,6 +31,7 @@ void HttpConfig::validate() const {
   if (max_connections < 1 || max_connections > 65536) fail("max_connections", "must be 1..65536");
   if (!(request_timeout >= 0.05 && request_timeout <= 60)) fail("request_timeout", "must be 0.05..60 seconds");
   if (!(idle_timeout >= 0.1 && idle_timeout <= 3600)) fail("idle_timeout", "must be 0.1..3600 seconds");
+  if (max_viewers < 1 || max_viewers > 1024) fail("max_viewers", std::to_string(max_viewers) + " is out of range (expected 1..1024)");
 }
 
 namespace {

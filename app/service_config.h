@@ -30,6 +30,8 @@ struct HttpConfig {
   int max_connections = 256;          // open at once; beyond, the longest-idle one is closed (1..65536)
   double request_timeout = 2.0;       // seconds from a request's first byte to its last header line (0.05..60)
   double idle_timeout = 5.0;          // seconds a connection may stay open with no request (keep-alive; 0.1..3600)
+  bool viewer = true;                 // the live viewer: the page at / and its updates at /events (docs/daemon.md)
+  int max_viewers = 32;               // live viewers connected at once; beyond, refused with 503 (1..1024)
 
   // Throws ConfigError naming the key.
   void validate() const;

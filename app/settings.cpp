@@ -623,6 +623,8 @@ const Setting kHttpSettings[] = {
     {"max_connections", "", "1..65536", "Connections open at once", kService, FIELD(c.http.max_connections)},
     {"request_timeout", "", "0.05..60", "Seconds from a request's first byte to its last header line", kService, FIELD(c.http.request_timeout)},
     {"idle_timeout", "", "0.1..3600", "Seconds a connection may stay open with no request", kService, FIELD(c.http.idle_timeout)},
+    {"viewer", "", "", "Serve the live viewer: the page at / and its updates at /events", kService, FIELD(c.http.viewer)},
+    {"max_viewers", "", "1..1024", "Live viewers connected at once (beyond: 503)", kService, FIELD(c.http.max_viewers)},
 };
 
 const char* const kHeads = "app/heads_config.h";

@@ -61,6 +61,7 @@ struct Connection {
   bool close_after_write = false;
   bool got_first_byte = false;
   bool draining = false;  // response sent and write side shut: reading what the client still sends until it closes
+  bool handed_over = false;  // taken by a stream route: forgotten, not closed
   clock::time_point deadline;
   clock::time_point last_activity;
 };
@@ -69,7 +70,8 @@ struct Connection {
 
 class HttpServer::Impl {
  public:
-  Impl(std::map<std::string, Handler> r, HttpLimits l) : routes(std::move(r)), limits(l) {}
+  Impl(std::map<std::string, Handler> r, HttpLimits l, std::map<std::string, StreamHandler> s)
+      : routes(std::move(r)), streams(std::move(s)), limits(l) {}
   ~Impl() {
     for (auto& c : conns) ::close(c.fd);
     if (listen_fd >= 0) ::close(listen_fd);
@@ -194,7 +196,7 @@ class HttpServer::Impl {
   }
 
   void close_conn(std::list<Connection>::iterator it) {
-    ::close(it->fd);
+    if (!it->handed_over) ::close(it->fd);
     conns.erase(it);
   }
 
@@ -278,10 +280,21 @@ class HttpServer::Impl {
       return respond(c, r, true, false, "Allow: GET, HEAD\r\n");
     }
     const std::string path = target.substr(0, target.find('?'));
+    if (const auto stream = streams.find(path); stream != streams.end() && method == "GET") {
+      std::optional<HttpResponse> refusal;
+      try {
+        refusal = stream->second(c.fd);
+      } catch (const std::exception& e) {
+        refusal = HttpResponse{503, std::string("error: ") + e.what() + "\n"};
+      }
+      if (refusal) return respond(c, *refusal, true, false);
+      c.handed_over = true;  // the stream's owner writes, reads and closes it from now on
+      return false;
+    }
     const auto route = routes.find(path);
     HttpResponse r;
     if (route == routes.end()) {
-      r = {404, "not found (endpoints: /healthz, /livez, /readyz, /metrics)\n"};
+      r = {404, "not found (endpoints: /, /events, /healthz, /livez, /readyz, /metrics)\n"};
     } else {
       try {
         r = route->second();
@@ -294,8 +307,8 @@ class HttpServer::Impl {
 
   bool respond(Connection& c, const HttpResponse& r, bool close, bool head_only, const char* extra = "") {
     if (r.status == 400 || r.status == 431 || r.status == 505) ++bad_requests;
-    c.out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: {}\r\n\r\n", r.status,
-                        reason_phrase(r.status), r.content_type, r.body.size(), extra, close ? "close" : "keep-alive");
+    c.out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}{}Connection: {}\r\n\r\n", r.status,
+                        reason_phrase(r.status), r.content_type, r.body.size(), extra, kSecurityHeaders, close ? "close" : "keep-alive");
     if (!head_only) c.out += r.body;
     c.written = 0;
     c.close_after_write = close;
@@ -334,6 +347,7 @@ class HttpServer::Impl {
   }
 
   std::map<std::string, Handler> routes;
+  std::map<std::string, StreamHandler> streams;
   HttpLimits limits;
   int listen_fd = -1, wake_fd = -1;
   int port = 0;
@@ -345,12 +359,14 @@ class HttpServer::Impl {
   std::thread thread;
 };
 
-HttpServer::HttpServer(const std::string& address, int port, std::map<std::string, Handler> routes, HttpLimits limits)
-    : impl_(std::make_unique<Impl>(std::move(routes), limits)) {
+HttpServer::HttpServer(const std::string& address, int port, std::map<std::string, Handler> routes, HttpLimits limits,
+                       std::map<std::string, StreamHandler> streams)
+    : impl_(std::make_unique<Impl>(std::move(routes), limits, std::move(streams))) {
   impl_->bind(address, port);
   impl_->thread = std::thread([this] { impl_->loop(); });
   std::string paths;
   for (const auto& [p, h] : impl_->routes) paths += (paths.empty() ? "" : ", ") + p;
+  for (const auto& [p, h] : impl_->streams) paths += (paths.empty() ? "" : ", ") + p;
   spdlog::info("http: listening on http://{}:{} ({})", address, impl_->port, paths);
 }
 

@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace stripeline::daemon {
@@ -38,6 +39,12 @@ struct HttpResponse {
   std::string body;
   std::string content_type = "text/plain; charset=utf-8";
 };
+
+// Sent with every response (the viewer's pages included): the page may load
+// only what this server serves, is never framed, and leaks no referrer.
+inline constexpr const char* kSecurityHeaders =
+    "Content-Security-Policy: default-src 'self'\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
+    "Referrer-Policy: no-referrer\r\n";
 
 struct HttpLimits {
   int max_connections = 256;                                  // open at once, idle ones evicted beyond
@@ -50,10 +57,15 @@ struct HttpLimits {
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
+  // A long-lived response (the viewer's /events): given the connection's
+  // socket after a GET, it takes it (nullopt: the server forgets the socket
+  // without closing it) or answers a refusal the server sends.
+  using StreamHandler = std::function<std::optional<HttpResponse>(int fd)>;
   // Binds `address:port` (port 0: ephemeral, see port()) and starts serving
-  // `routes` (exact paths; a query string is ignored). Throws InputError when
-  // the address/port cannot be bound.
-  HttpServer(const std::string& address, int port, std::map<std::string, Handler> routes, HttpLimits limits = {});
+  // `routes` and `streams` (exact paths; a query string is ignored). Throws
+  // InputError when the address/port cannot be bound.
+  HttpServer(const std::string& address, int port, std::map<std::string, Handler> routes, HttpLimits limits = {},
+             std::map<std::string, StreamHandler> streams = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -34,7 +34,8 @@ if [[ "${1:-}" == "--tests" ]]; then
   packages+=(systemd)
   # ctest Slurm.JobArrayJoinsToTheUnshardedReplay starts its own one-node Slurm (tests/slurm/check_slurm_array.py).
   packages+=(slurmctld slurmd slurm-client munge)
-  packages+=(chromium)  # ctest -L browser: reports (tests/report/) and the live viewer opened in headless chromium
+  # ctest -L browser: reports (tests/report/) and the live viewer in headless Chromium, driven over its DevTools protocol (tests/browser/cdp.py).
+  packages+=(chromium python3-websocket)
 fi
 # The point-cloud viewers ctest Viewers.ReadTheNewPly opens our PLYs with
 # (PCL's pcl_ply2pcd, CloudCompare's command line; a large Qt stack, so opt-in:

@@ -1,0 +1,113 @@
+#include "daemon/viewer_feed.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace stripeline::daemon {
+
+namespace {
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+}
+
+ViewerFeed::ViewerFeed(int max_columns, double rate)
+    : max_columns_(std::max(1, max_columns)),
+      period_(std::chrono::nanoseconds(static_cast<long long>(1e9 / std::max(1.0, rate)))) {}
+
+void ViewerFeed::begin(const ScanInfo& info) {
+  scan_ = info;
+  const int width = info.layout.width;
+  bins_ = std::clamp(width, 1, max_columns_);
+  const bool sheet = info.sheet != nullptr;
+  ViewerRow blank;
+  blank.heights.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.intensity.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.quality.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.x.assign(sheet ? static_cast<std::size_t>(bins_) : 0, kNaN);
+  scratch_.assign(kRing, blank);
+  const LinearCalibration& cal = info.calibration;
+  const double per_bin = static_cast<double>(width) / bins_;
+  ViewerInfo v;
+  v.width = width;
+  v.bins = bins_;
+  v.frame_height = info.layout.frame_height;
+  v.unit = sheet ? "mm" : cal.unit();
+  v.x0 = cal.x(0.5 * per_bin - 0.5);
+  v.dx = cal.x(per_bin) - cal.x(0.0);
+  v.calibration = sheet ? "sheet " + info.sheet->id : cal.enabled ? "linear" : "none";
+  std::lock_guard lock(mu_);
+  v.generation = info_.generation + 1;
+  info_ = v;
+  ring_.assign(kRing, blank);  // sized for this run
+  run_first_ = newest_ + 1;    // rows of the run before are not taken any more
+}
+
+void ViewerFeed::decimate(const ProfileSpan& p, int frame, ViewerRow& out) const {
+  const int width = p.width;
+  const LinearCalibration& cal = scan_.calibration;
+  out.index = p.index(frame);
+  out.frame_id = p.meta[frame].frame_id;
+  for (int b = 0; b < bins_; ++b) {
+    const int c0 = static_cast<int>(static_cast<long long>(b) * width / bins_);
+    const int c1 = static_cast<int>(static_cast<long long>(b + 1) * width / bins_);
+    double h = 0, x = 0, in = 0;
+    int n = 0;
+    double q = std::numeric_limits<double>::infinity();
+    for (int c = c0; c < c1; ++c) {
+      if (p.peaks(frame, c) == 0) continue;
+      const std::size_t i = p.slot_index(frame, 0, c);
+      double z;
+      if (p.xyz) {
+        z = p.xyz[i * 3 + 2];
+        if (std::isnan(z)) continue;
+        x += p.xyz[i * 3 + 0];
+      } else {
+        z = cal.z(p.position[i] / 256.0);
+      }
+      h += z;
+      in += p.intensity[i];
+      if (p.quality) q = std::min(q, static_cast<double>(p.quality[i]));
+      ++n;
+    }
+    const auto at = static_cast<std::size_t>(b);
+    out.heights[at] = n ? static_cast<float>(h / n) : kNaN;
+    out.intensity[at] = n ? static_cast<float>(in / n) : kNaN;
+    out.quality[at] = n && p.quality ? static_cast<float>(q) : kNaN;
+    if (!out.x.empty()) out.x[at] = n ? static_cast<float>(x / n) : kNaN;
+  }
+}
+
+void ViewerFeed::consume(const ProfileSpan& p) {
+  if (p.frames <= 0 || scratch_.empty()) return;
+  rows_.fetch_add(static_cast<std::uint64_t>(p.frames), std::memory_order_relaxed);
+  const auto now = std::chrono::steady_clock::now();
+  const auto since = now - last_take_;
+  if (since < period_) return;
+  if (p.width != scan_.layout.width || (p.xyz != nullptr) != !scratch_[0].x.empty()) return;  // not the layout begin() saw
+  last_take_ = now;
+  // As many rows as the time since the last take holds, spread over the span, its last profile last.
+  const int n = static_cast<int>(std::min<long long>({since / period_, kRing, p.frames}));
+  for (int i = 0; i < n; ++i) decimate(p, static_cast<int>(static_cast<long long>(i + 1) * p.frames / n) - 1, scratch_[static_cast<std::size_t>(i)]);
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock) {  // the viewer's thread is copying a row: skip these
+    skipped_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    return;
+  }
+  for (int i = 0; i < n; ++i) std::swap(ring_[(newest_ + static_cast<std::uint64_t>(i)) % kRing], scratch_[static_cast<std::size_t>(i)]);
+  newest_ += static_cast<std::uint64_t>(n);
+}
+
+std::uint64_t ViewerFeed::take(std::uint64_t seen, ViewerRow& out) {
+  std::lock_guard lock(mu_);
+  if (ring_.empty() || seen >= newest_) return 0;
+  const std::uint64_t next = std::max({seen + 1, newest_ >= kRing ? newest_ - kRing + 1 : 1, run_first_});  // older ones were overwritten
+  out = ring_[(next - 1) % kRing];
+  return next;
+}
+
+ViewerInfo ViewerFeed::info() const {
+  std::lock_guard lock(mu_);
+  return info_;
+}
+
+}  // namespace stripeline::daemon

@@ -1,0 +1,86 @@
+#pragma once
+// ViewerFeed: the live viewer's tap on the daemon's rows (docs/daemon.md,
+// "Live viewer"). It is one more sink beside the scan writer, so it sees the
+// same rows the stream carries, in order, on the pipeline's sink stage.
+//
+// It never blocks the pipeline and allocates nothing per batch: it takes
+// about `rate` profiles per second of wall-clock time, spread evenly over
+// the spans (a span of a batch that took 0.5 s to come gives rate/2 of its
+// profiles, the last one always; at most kRing), decimates each to at most
+// `max_columns` bins (the mean of the points found in each bin; the mean
+// intensity; the lowest quality) into scratch rows sized at begin(), and
+// swaps them into a ring of kRing rows under a try_lock. When the viewer's
+// thread holds the ring the rows are skipped and counted (skipped()). The
+// viewer's thread (ViewerHub) takes them in order with take(), one per tick,
+// so that the page scrolls evenly however the rows come in batches.
+//
+// Thread-safety: begin/consume/finish from the pipeline's sink stage;
+// take(), info(), rows_seen(), skipped() from any thread.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pipeline/sink.h"
+
+namespace stripeline::daemon {
+
+// One decimated profile. heights: the unit of ViewerInfo (px rows, or mm);
+// NaN where no point was found. x: with a sheet-of-light calibration, each
+// bin's mean X in mm (NaN: none), else empty (x of bin b = x0 + dx * b).
+struct ViewerRow {
+  std::uint64_t index = 0;     // global frame index
+  std::uint64_t frame_id = 0;
+  std::vector<float> heights, intensity, quality, x;
+};
+
+// What a page needs to draw the rows of a run (one per pipeline).
+struct ViewerInfo {
+  std::uint64_t generation = 0;  // changes when a new pipeline begins
+  int width = 0;                 // source columns
+  int bins = 0;                  // columns of a ViewerRow
+  int frame_height = 0;
+  std::string unit = "px";       // of heights (and x)
+  double x0 = 0, dx = 1;         // x of bin b, centre (without a sheet calibration)
+  std::string calibration;       // "none", "linear" or the sheet calibration's id
+};
+
+class ViewerFeed final : public ProfileSink {
+ public:
+  ViewerFeed(int max_columns, double rate);
+  void begin(const ScanInfo& info) override;
+  void consume(const ProfileSpan& profiles) override;
+  void finish() override {}
+
+  static constexpr int kRing = 32;
+  // The oldest row still held after `seen` (a sequence number, 0 at first):
+  // copies it into `out` and returns its sequence number; 0 when there is
+  // none newer.
+  std::uint64_t take(std::uint64_t seen, ViewerRow& out);
+  ViewerInfo info() const;
+  std::uint64_t rows_seen() const { return rows_.load(std::memory_order_relaxed); }
+  std::uint64_t skipped() const { return skipped_.load(std::memory_order_relaxed); }
+
+ private:
+  void decimate(const ProfileSpan& p, int frame, ViewerRow& out) const;
+
+  const int max_columns_;
+  const std::chrono::nanoseconds period_;
+  // Sink stage only.
+  ScanInfo scan_;
+  int bins_ = 0;
+  double z_scale_ = 1.0 / 256.0, z_offset_ = 0;
+  std::vector<ViewerRow> scratch_;  // kRing
+  std::chrono::steady_clock::time_point last_take_{};
+  // Hand-off (mu_).
+  mutable std::mutex mu_;
+  std::vector<ViewerRow> ring_;  // kRing; row n (1-based) at (n - 1) % kRing
+  std::uint64_t newest_ = 0;     // rows handed over so far
+  std::uint64_t run_first_ = 1;  // the first row of this run (begin())
+  ViewerInfo info_;
+  std::atomic<std::uint64_t> rows_{0}, skipped_{0};
+};
+
+}  // namespace stripeline::daemon
