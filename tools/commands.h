@@ -30,6 +30,7 @@ Subcommand add_settings(CLI::App& app);         // stripeline settings [--markdo
 Subcommand add_proxy(CLI::App& app);            // stripeline proxy FRONTEND [--backend EP] [CURVE keys]
 Subcommand add_join(CLI::App& app);             // stripeline join PART... --out FILE (replay --frames parts)
 Subcommand add_merge(CLI::App& app);            // stripeline merge --head NAME=EP ... --transforms F.toml --grid X0:X1:DX
-Subcommand add_align(CLI::App& app);            // stripeline align --head NAME=REC,CAL ... --target T.toml -H N -o F.toml
+Subcommand add_align(CLI::App& app);
+Subcommand add_measure(CLI::App& app);          // stripeline measure REC -H N --job JOB.toml [--calibration F] [--json F] [--csv F]            // stripeline align --head NAME=REC,CAL ... --target T.toml -H N -o F.toml
 
 }  // namespace stripeline::tools
