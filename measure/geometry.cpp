@@ -1,5 +1,6 @@
 #include "measure/geometry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -54,17 +55,55 @@ bool PlaneFit::solve() {
   return true;
 }
 
-double first_crossing(const float* x, const double* h, long begin, long end, long step, double level, bool rising, double max_spacing) {
+double mean_spacing(const float* x, long begin, long end) {
+  if (end - begin < 2) return 0.0;
+  return (static_cast<double>(x[end - 1]) - x[begin]) / static_cast<double>(end - begin - 1);
+}
+
+double first_crossing(const float* x, const double* h, long begin, long end, long step, double level, bool rising, const Joining& jn) {
   for (long i = begin; i != end && i + step != end; i += step) {
     const long j = i + step;
-    if (std::abs(static_cast<double>(x[j]) - x[i]) > max_spacing) continue;
+    const double dx = std::abs(static_cast<double>(x[j]) - x[i]);
+    if (dx > jn.max_spacing) continue;
     const bool below_i = h[i] < level, below_j = h[j] < level;
-    if (rising ? (below_i && !below_j) : (!below_i && below_j)) {
-      const double t = (level - h[i]) / (h[j] - h[i]);
-      return x[i] + t * (static_cast<double>(x[j]) - x[i]);
+    if (!(rising ? (below_i && !below_j) : (!below_i && below_j))) continue;
+    if (jn.hole(dx)) {  // a step half a spacing from the higher point, toward the lower one
+      const long hi = h[i] >= h[j] ? i : j, lo = hi == i ? j : i;
+      return x[hi] + (x[lo] > x[hi] ? 0.5 : -0.5) * jn.spacing;
     }
+    const double t = (level - h[i]) / (h[j] - h[i]);
+    return x[i] + t * (static_cast<double>(x[j]) - x[i]);
   }
   return std::numeric_limits<double>::quiet_NaN();
+}
+
+namespace {
+
+double linear_positive_area(double f0, double f1, double dx) {
+  if (f0 >= 0 && f1 >= 0) return 0.5 * (f0 + f1) * dx;
+  if (f0 <= 0 && f1 <= 0) return 0.0;
+  const double pos = std::max(f0, f1);
+  return 0.5 * pos * dx * pos / (std::abs(f0) + std::abs(f1));
+}
+
+double linear_positive_length(double f0, double f1, double dx) {
+  if (f0 > 0 && f1 > 0) return dx;
+  if (f0 <= 0 && f1 <= 0) return 0.0;
+  return dx * std::max(f0, f1) / (std::abs(f0) + std::abs(f1));
+}
+
+}  // namespace
+
+double positive_area(double f0, double f1, double dx, const Joining& j) {
+  if (!j.hole(dx)) return linear_positive_area(f0, f1, dx);
+  const double hi = std::max(f0, f1), lo = std::min(f0, f1), reach = std::min(0.5 * j.spacing, dx);
+  return std::max(hi, 0.0) * reach + std::max(lo, 0.0) * (dx - reach);
+}
+
+double positive_length(double f0, double f1, double dx, const Joining& j) {
+  if (!j.hole(dx)) return linear_positive_length(f0, f1, dx);
+  const double hi = std::max(f0, f1), lo = std::min(f0, f1), reach = std::min(0.5 * j.spacing, dx);
+  return (hi > 0 ? reach : 0.0) + (lo > 0 ? dx - reach : 0.0);
 }
 
 }  // namespace stripeline::measure

@@ -28,11 +28,29 @@ class PlaneFit {
   bool ok_ = false;
 };
 
-// Where the polyline (x[i], h[i]), i in [begin, end), first crosses `level`
+// The profile between two consecutive points (docs/measure.md, "Holes"):
+// points up to 1.5 x the row's mean spacing apart are joined linearly; a
+// wider hole (a laser shadow beside a step, a dropout) is a step: the higher
+// point's height reaches `spacing` / 2 into the hole, the lower one's fills
+// the rest (a shadow falls on the lower surface); points farther apart than
+// max_spacing are not joined at all.
+struct Joining {
+  double spacing = 0.05;     // the row's mean point spacing
+  double max_spacing = 2.0;
+  bool hole(double dx) const { return dx > 1.5 * spacing; }
+};
+
+// The mean spacing of x[begin, end) (0 with fewer than 2 points).
+double mean_spacing(const float* x, long begin, long end);
+
+// Where the profile (x[i], h[i]), i in [begin, end), first crosses `level`
 // in the direction asked, scanning from begin toward end (step +1 or -1):
-// rising = from below to at-or-above. Linear interpolation between the two
-// points; consecutive points farther apart than max_spacing are not joined.
-// NaN when none.
-double first_crossing(const float* x, const double* h, long begin, long end, long step, double level, bool rising, double max_spacing);
+// rising = from below to at-or-above. NaN when none.
+double first_crossing(const float* x, const double* h, long begin, long end, long step, double level, bool rising, const Joining& j);
+
+// The integral over [0, dx] of max(f, 0) and the length where f > 0, f
+// being the profile between f0 (at 0) and f1 (at dx).
+double positive_area(double f0, double f1, double dx, const Joining& j);
+double positive_length(double f0, double f1, double dx, const Joining& j);
 
 }  // namespace stripeline::measure

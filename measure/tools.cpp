@@ -47,6 +47,13 @@ std::pair<long, long> span(const MeasureRow& row, double x0, double x1) {
   return {static_cast<long>(b - row.x.begin()), static_cast<long>(e - row.x.begin())};
 }
 
+Joining joining(const ToolSpec& t, const MeasureRow& row, long b, long e) {
+  Joining j;
+  j.spacing = mean_spacing(row.x.data(), b, e);
+  j.max_spacing = t.max_spacing;
+  return j;
+}
+
 template <typename F>
 void for_rows(const Part& p, const Area& a, F&& f) {
   if (!a.valid()) return;
@@ -108,8 +115,9 @@ void gap_flush(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& 
     for_rows(p, w, [&](const MeasureRow& row, long s, long e) {
       heights(row, s, e, ha, [&](double x, double y) { return pa.z_at(x, y); });
       heights(row, s, e, hb, [&](double x, double y) { return pb.z_at(x, y); });
-      const double left = first_crossing(row.x.data(), ha.data(), s, e, 1, -t.edge_depth, false, t.max_spacing);
-      const double right = first_crossing(row.x.data(), hb.data(), e - 1, s - 1, -1, -t.edge_depth, false, t.max_spacing);
+      const Joining jn = joining(t, row, s, e);
+      const double left = first_crossing(row.x.data(), ha.data(), s, e, 1, -t.edge_depth, false, jn);
+      const double right = first_crossing(row.x.data(), hb.data(), e - 1, s - 1, -1, -t.edge_depth, false, jn);
       if (std::isfinite(left) && std::isfinite(right) && right > left) gap.add(right - left);
     });
   r.points = gap.n;
@@ -122,14 +130,15 @@ void edge_or_groove(const ToolSpec& t, const Part& p, const std::vector<ToolResu
   std::vector<double> h;
   for_rows(p, a, [&](const MeasureRow& row, long s, long e) {
     heights(row, s, e, h, [&](double xx, double) { return p.reference.at(xx); });
+    const Joining jn = joining(t, row, s, e);
     if (t.kind == ToolKind::Edge) {
-      x.add(first_crossing(row.x.data(), h.data(), s, e, 1, t.level, t.rising, t.max_spacing));
+      x.add(first_crossing(row.x.data(), h.data(), s, e, 1, t.level, t.rising, jn));
       return;
     }
-    const double left = first_crossing(row.x.data(), h.data(), s, e, 1, t.level, false, t.max_spacing);
+    const double left = first_crossing(row.x.data(), h.data(), s, e, 1, t.level, false, jn);
     if (!std::isfinite(left)) return;
     const long from = span(row, left, kInf).first;
-    const double right = first_crossing(row.x.data(), h.data(), std::max(from - 1, s), e, 1, t.level, true, t.max_spacing);
+    const double right = first_crossing(row.x.data(), h.data(), std::max(from - 1, s), e, 1, t.level, true, jn);
     if (!std::isfinite(right)) return;
     x.add(0.5 * (left + right));
     width.add(right - left);
@@ -144,22 +153,6 @@ void edge_or_groove(const ToolSpec& t, const Part& p, const std::vector<ToolResu
   else r.values = {{"width", width.mean()}, {"x", x.mean()}, {"depth", top.mean() - bottom.mean()}};
 }
 
-// The integral over X of the positive part of the linear interpolant of f
-// between two points (f0 at 0, f1 at dx).
-double positive_area(double f0, double f1, double dx) {
-  if (f0 >= 0 && f1 >= 0) return 0.5 * (f0 + f1) * dx;
-  if (f0 <= 0 && f1 <= 0) return 0.0;
-  const double pos = std::max(f0, f1);
-  return 0.5 * pos * dx * pos / (std::abs(f0) + std::abs(f1));
-}
-
-// The length over X where the linear interpolant of f is above 0.
-double positive_length(double f0, double f1, double dx) {
-  if (f0 > 0 && f1 > 0) return dx;
-  if (f0 <= 0 && f1 <= 0) return 0.0;
-  return dx * std::max(f0, f1) / (std::abs(f0) + std::abs(f1));
-}
-
 void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, ToolResult& r) {
   const Area a = resolve(t.region, p, done);
   const double sign = t.below ? -1.0 : 1.0;
@@ -167,12 +160,13 @@ void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& don
   std::uint64_t n = 0;
   for_rows(p, a, [&](const MeasureRow& row, long s, long e) {
     n += static_cast<std::uint64_t>(e - s);
+    const Joining jn = joining(t, row, s, e);
     for (long i = s; i + 1 < e; ++i) {
       const double dx = static_cast<double>(row.x[i + 1]) - row.x[i];
       if (!(dx <= t.max_spacing)) continue;
       const double h0 = sign * (row.z[i] - p.reference.at(row.x[i])), h1 = sign * (row.z[i + 1] - p.reference.at(row.x[i + 1]));
-      vol += positive_area(h0, h1, dx);
-      area += positive_length(h0 - t.level, h1 - t.level, dx);
+      vol += positive_area(h0, h1, dx, jn);
+      area += positive_length(h0 - t.level, h1 - t.level, dx, jn);
     }
   });
   r.points = n;
@@ -201,8 +195,9 @@ void row_tools(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& 
     const Area a = resolve(t.region, p, done);
     for_rows(p, a, [&](const MeasureRow& row, long s, long e) {
       heights(row, s, e, h, [&](double x, double) { return p.reference.at(x); });
-      const double left = first_crossing(row.x.data(), h.data(), s, e, 1, t.level, true, t.max_spacing);
-      const double right = first_crossing(row.x.data(), h.data(), e - 1, s - 1, -1, t.level, true, t.max_spacing);
+      const Joining jn = joining(t, row, s, e);
+      const double left = first_crossing(row.x.data(), h.data(), s, e, 1, t.level, true, jn);
+      const double right = first_crossing(row.x.data(), h.data(), e - 1, s - 1, -1, t.level, true, jn);
       if (std::isfinite(left) && std::isfinite(right) && right > left) per_row.add(right - left);
     });
   } else {

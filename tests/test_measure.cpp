@@ -361,7 +361,11 @@ TEST_F(MeasureSynthetic, SphereVolumeAndHeight) {
   const double vol = parts[0].tools[0].value("volume"), top = parts[0].tools[1].value("max");
   std::printf("[ measure ] sphere cap (r 8, 7 mm high): volume %.2f of %.2f mm^3 (error %+.3f %%), top %+.2f um\n", vol, truth, (vol / truth - 1) * 100,
               (top - cap) * 1000);
-  EXPECT_NEAR(vol / truth, 1.0, 0.005);
+  // Not the 0.5 % the blocks meet: rows behind the top hide part of the far
+  // slope from the camera, and a hole is filled flat, not curved
+  // (docs/measure.md, "Measured accuracy"). The bound says what it does.
+  EXPECT_NEAR(vol / truth, 1.0, 0.025);
+  EXPECT_LT(vol, truth);
   EXPECT_NEAR(top, cap, 0.010);
 }
 
@@ -395,7 +399,7 @@ TEST_F(MeasureSynthetic, GrooveWidthPositionAndDepth) {
 TEST_F(MeasureSynthetic, PanelsGapAndFlush) {
   const auto parts = scan("panels", "[[tool]]\nname = \"gf\"\ntype = \"gap_flush\"\nregion = { anchor = \"scan\", x = " + xs(-8, 8) +
                                          ", y = [8, 32] }\na = { anchor = \"scan\", x = " + xs(-20, -4) + ", y = [8, 32] }\nb = { anchor = \"scan\", x = " +
-                                         xs(4, 20) + ", y = [8, 32] }\nlimits = { gap = [2.18, 2.22], flush = [0.28, 0.32] }\n");
+                                         xs(4, 20) + ", y = [8, 32] }\nedge_depth = 2.5\nlimits = { gap = [2.18, 2.22], flush = [0.28, 0.32] }\n");
   ASSERT_EQ(parts.size(), 1u);
   const auto& t = parts[0].tools[0];
   std::printf("[ measure ] panels (gap 2.2, flush 0.3 mm): gap %+.2f um, flush %+.2f um over %llu rows\n", (t.value("gap") - 2.2) * 1000,
@@ -459,7 +463,7 @@ TEST(MeasureCommand, SynthCalibrateMeasureWritesRecords) {
                                << "region = { anchor = \"scan\", x = [" << X(-8) << ", " << X(8) << "], y = [8, 32] }\n"
                                << "a = { anchor = \"scan\", x = [" << X(-20) << ", " << X(-4) << "], y = [8, 32] }\n"
                                << "b = { anchor = \"scan\", x = [" << X(4) << ", " << X(20) << "], y = [8, 32] }\n"
-                               << "limits = { gap = [2.18, 2.22], flush = [0.35, 0.40] }\n";
+                               << "edge_depth = 2.5\nlimits = { gap = [2.18, 2.22], flush = [0.35, 0.40] }\n";
   ASSERT_EQ(test::run_cli("measure " + p("panels.tiff") + " -H 256 --job " + p("job.toml") + " --calibration " + p("cal.toml") +
                               " --roi-offset 0,428 --json " + p("r.json") + " --csv " + p("r.csv"),
                           &out),
