@@ -489,12 +489,16 @@ TEST(MeasureCommand, SynthCalibrateMeasureWritesRecords) {
   EXPECT_EQ(csv.substr(csv.find('\n') + 1, 7), "1,fail,");
 
   // The shipped example job: regions on the part, belt reference; all pass.
+  std::filesystem::create_directory(p("parts"));
   ASSERT_EQ(test::run_cli("measure " + p("panels.tiff") + " -H 256 --job " + test::source_dir() + "/configs/jobs/panels.toml --calibration " +
-                              p("cal.toml") + " --roi-offset 0,428 --json " + p("e.json"),
+                              p("cal.toml") + " --roi-offset 0,428 --json " + p("e.json") + " --parts-dir " + p("parts") + " --queue 4",
                           &out),
             0)
       << out;
   EXPECT_NE(out.find("1 parts (1 passed, 0 failed)"), std::string::npos) << out;
+  // The part's own files: its points and its range map.
+  EXPECT_GT(std::filesystem::file_size(p("parts/part-000001.ply")), 100000u);
+  EXPECT_GT(std::filesystem::file_size(p("parts/part-000001.tif")), 1000u);
 
   // A bad key: one line naming it, exit 2, no records written.
   std::ofstream(p("bad.toml")) << "[detection]\nthreshold = 1.0\ngap = 3\n[[tool]]\nname = \"h\"\ntype = \"height\"\nregion = { x = [0, 1] }\n";

@@ -1,7 +1,9 @@
 // `stripeline measure INPUT --job JOB.toml`: a recording replayed (with its
 // calibration: the tools in mm), parts cut out of it and measured by the
 // job's tools, per-part records to JSON and CSV (docs/measure.md).
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "app/run_session.h"
@@ -9,6 +11,7 @@
 #include "core/errors.h"
 #include "measure/job.h"
 #include "measure/measure_sink.h"
+#include "measure/part_files.h"
 #include "measure/records.h"
 #include "tools/calibration_flags.h"
 #include "tools/setting_flags.h"
@@ -19,7 +22,8 @@ namespace stripeline::tools {
 Subcommand add_measure(CLI::App& app) {
   auto* sub = app.add_subcommand("measure", "Cut parts out of a replayed scan and measure them with a job's tools (docs/measure.md)");
   struct Flags {
-    std::string input, job, json, csv, calibration, roi_offset;
+    std::string input, job, json, csv, calibration, roi_offset, parts_dir;
+    double part_dx = 0.1;
     double y_step = 0.0;
     int frame_height = 0, queue = 0;
     bool quiet = false;
@@ -30,6 +34,8 @@ Subcommand add_measure(CLI::App& app) {
   sub->add_option("-H,--frame-height", f->frame_height, "Rows per frame")->required();
   sub->add_option("--json", f->json, "Per-part records as one JSON document (written when the scan ends)");
   sub->add_option("--csv", f->csv, "Per-part records as CSV, one line per part");
+  sub->add_option("--parts-dir", f->parts_dir, "Also each part's points (part-NNNNNN.ply) and range map (part-NNNNNN.tif) in this directory");
+  sub->add_option("--part-dx", f->part_dx, "With --parts-dir: the range maps' bin width (default 0.1)");
   sub->add_flag("-q,--quiet", f->quiet, "No line per part on standard output");
   sub->add_option("--queue", f->queue,
                   "Measure on a worker thread fed by a queue of N parts, as live (a part finding it full is dropped and counted); 0: on the "
@@ -53,10 +59,15 @@ Subcommand add_measure(CLI::App& app) {
             session.check_outputs(extra);
             session.open_source();
             session.apply_calibration();
+            if (!f->parts_dir.empty() && !std::filesystem::is_directory(f->parts_dir))
+              throw InputError("--parts-dir " + f->parts_dir + ": not a directory (expected an existing directory for the parts' files)");
+            if (!(f->part_dx > 0) || !std::isfinite(f->part_dx)) throw InputError("--part-dx " + std::to_string(f->part_dx) + " (expected a bin width > 0)");
+            const measure::PartFileOptions part_files{f->parts_dir, f->part_dx};
             measure::ResultFiles files(*job, f->json, f->csv);
             std::uint64_t passed = 0, failed = 0;
-            measure::MeasureSink sink(job, [&](const measure::PartResult& r, const measure::Part&) {
+            measure::MeasureSink sink(job, [&](const measure::PartResult& r, const measure::Part& part) {
               files.add(r);
+              measure::write_part_files(part, part_files);
               passed += r.decision == measure::Decision::Pass;
               failed += r.decision == measure::Decision::Fail;
               if (f->quiet) return;
