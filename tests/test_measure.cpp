@@ -488,6 +488,25 @@ TEST(MeasureCommand, SynthCalibrateMeasureWritesRecords) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2);
   EXPECT_EQ(csv.substr(csv.find('\n') + 1, 7), "1,fail,");
 
+  // The same scan as a range map file (mean of 0.05 mm bins), measured offline.
+  ASSERT_EQ(test::run_cli("replay " + p("panels.tiff") + " -H 256 -q --calibration " + p("cal.toml") + " --roi-offset 0,428 --range-map " + p("rm.tif") +
+                              " --range-grid -45:45:0.05 --range-rule mean",
+                          &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_cli("measure " + p("rm.tif") + " --job " + p("job.toml") + " --json " + p("rm.json"), &out), 0) << out;
+  std::ifstream rin(p("rm.json"));
+  const nlohmann::json rm = nlohmann::json::parse(rin);
+  ASSERT_EQ(rm["parts"].size(), 1u);
+  const double rm_gap = rm["parts"][0]["tools"][0]["values"]["gap"].get<double>(), rm_flush = rm["parts"][0]["tools"][0]["values"]["flush"].get<double>();
+  std::printf("[ measure ] panels from a range map (mean of 0.05 mm bins): gap %+.2f um, flush %+.2f um\n", (rm_gap - 2.2) * 1000, (rm_flush - 0.3) * 1000);
+  EXPECT_NEAR(rm_gap, 2.2, 0.020);
+  EXPECT_NEAR(rm_flush, 0.3, 0.020);
+  EXPECT_NEAR(rm["parts"][0]["y"][0].get<double>(), 5.2, 1e-6);
+  EXPECT_EQ(test::run_cli("measure " + p("panels.tiff") + " --job " + p("job.toml"), &out), 2);  // a recording without -H
+  EXPECT_NE(out.find("or a recording with -H)"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+
   // The shipped example job: regions on the part, belt reference; all pass.
   std::filesystem::create_directory(p("parts"));
   ASSERT_EQ(test::run_cli("measure " + p("panels.tiff") + " -H 256 --job " + test::source_dir() + "/configs/jobs/panels.toml --calibration " +

@@ -13,25 +13,69 @@
 #include "measure/measure_sink.h"
 #include "measure/part_files.h"
 #include "measure/records.h"
+#include "measure/scan_files.h"
 #include "tools/calibration_flags.h"
 #include "tools/setting_flags.h"
 #include "tools/commands.h"
 
 namespace stripeline::tools {
 
+namespace {
+
+struct MeasureFlags {
+  std::string input, job, json, csv, calibration, roi_offset, parts_dir;
+  double part_dx = 0.1;
+  double y_step = 0.0;
+  int frame_height = 0, queue = 0;
+  bool quiet = false;
+};
+
+// The per-part line on standard output.
+void print_part(const measure::PartResult& r) {
+  std::printf("part %llu: %s, y %.3f..%.3f %s", static_cast<unsigned long long>(r.part), measure::to_string(r.decision), r.y_first, r.y_last,
+              r.units.c_str());
+  for (const auto& t : r.tools)
+    for (const auto& [k, v] : t.values) std::printf(", %s.%s %.6g", t.name.c_str(), k.c_str(), v);
+  std::printf("\n");
+}
+
+// Checks --parts-dir and --part-dx; their options.
+measure::PartFileOptions part_file_options(const MeasureFlags& f) {
+  if (!f.parts_dir.empty() && !std::filesystem::is_directory(f.parts_dir))
+    throw InputError("--parts-dir " + f.parts_dir + ": not a directory (expected an existing directory for the parts' files)");
+  if (!(f.part_dx > 0) || !std::isfinite(f.part_dx)) throw InputError("--part-dx " + std::to_string(f.part_dx) + " (expected a bin width > 0)");
+  return {f.parts_dir, f.part_dx};
+}
+
+// A range map file (no -H): read, cut, measured on this thread.
+int measure_file(const MeasureFlags& f, const measure::Job& job) {
+  if (!f.calibration.empty() || !f.roi_offset.empty() || f.y_step != 0.0 || f.queue != 0)
+    throw InputError("--calibration, --roi-offset, --y-step and --queue are for recordings (with -H); a range map is already in mm");
+  const measure::PartFileOptions part_files = part_file_options(f);
+  measure::ResultFiles files(job, f.json, f.csv);
+  std::uint64_t passed = 0, failed = 0;
+  const std::uint64_t rows = measure::measure_range_map(f.input, job, [&](const measure::PartResult& r, const measure::Part& part) {
+    files.add(r);
+    measure::write_part_files(part, part_files);
+    passed += r.decision == measure::Decision::Pass;
+    failed += r.decision == measure::Decision::Fail;
+    if (!f.quiet) print_part(r);
+  });
+  files.finish("mm");
+  std::printf("%zu parts (%llu passed, %llu failed) in %llu rows, units mm\n", files.results().size(), static_cast<unsigned long long>(passed),
+              static_cast<unsigned long long>(failed), static_cast<unsigned long long>(rows));
+  return 0;
+}
+
+}  // namespace
+
 Subcommand add_measure(CLI::App& app) {
   auto* sub = app.add_subcommand("measure", "Cut parts out of a replayed scan and measure them with a job's tools (docs/measure.md)");
-  struct Flags {
-    std::string input, job, json, csv, calibration, roi_offset, parts_dir;
-    double part_dx = 0.1;
-    double y_step = 0.0;
-    int frame_height = 0, queue = 0;
-    bool quiet = false;
-  };
-  auto f = std::make_shared<Flags>();
-  sub->add_option("input", f->input, "Recorded image: frames concatenated vertically (as replay reads it)")->required();
+  auto f = std::make_shared<MeasureFlags>();
+  sub->add_option("input", f->input, "Recorded image: frames concatenated vertically (as replay reads it, with -H), or a range map "
+                                     "(replay --range-map, without -H)")->required();
   sub->add_option("--job", f->job, "Measurement job (TOML): detection, tools, regions, limits")->required();
-  sub->add_option("-H,--frame-height", f->frame_height, "Rows per frame")->required();
+  sub->add_option("-H,--frame-height", f->frame_height, "Rows per frame of a recording");
   sub->add_option("--json", f->json, "Per-part records as one JSON document (written when the scan ends)");
   sub->add_option("--csv", f->csv, "Per-part records as CSV, one line per part");
   sub->add_option("--parts-dir", f->parts_dir, "Also each part's points (part-NNNNNN.ply) and range map (part-NNNNNN.tif) in this directory");
@@ -43,6 +87,7 @@ Subcommand add_measure(CLI::App& app) {
   add_calibration_flags(sub, f->calibration, f->y_step, f->roi_offset);
   return {sub, [f] {
             const auto job = std::make_shared<const measure::Job>(measure::load_job(f->job));
+            if (f->frame_height == 0) return measure_file(*f, *job);
             Config c = default_config();
             c.output = OutputConfig{};
             c.output.dir = "";
@@ -59,10 +104,7 @@ Subcommand add_measure(CLI::App& app) {
             session.check_outputs(extra);
             session.open_source();
             session.apply_calibration();
-            if (!f->parts_dir.empty() && !std::filesystem::is_directory(f->parts_dir))
-              throw InputError("--parts-dir " + f->parts_dir + ": not a directory (expected an existing directory for the parts' files)");
-            if (!(f->part_dx > 0) || !std::isfinite(f->part_dx)) throw InputError("--part-dx " + std::to_string(f->part_dx) + " (expected a bin width > 0)");
-            const measure::PartFileOptions part_files{f->parts_dir, f->part_dx};
+            const measure::PartFileOptions part_files = part_file_options(*f);
             measure::ResultFiles files(*job, f->json, f->csv);
             std::uint64_t passed = 0, failed = 0;
             measure::MeasureSink sink(job, [&](const measure::PartResult& r, const measure::Part& part) {
@@ -70,12 +112,7 @@ Subcommand add_measure(CLI::App& app) {
               measure::write_part_files(part, part_files);
               passed += r.decision == measure::Decision::Pass;
               failed += r.decision == measure::Decision::Fail;
-              if (f->quiet) return;
-              std::printf("part %llu: %s, y %.3f..%.3f %s", static_cast<unsigned long long>(r.part), measure::to_string(r.decision), r.y_first,
-                          r.y_last, r.units.c_str());
-              for (const auto& t : r.tools)
-                for (const auto& [k, v] : t.values) std::printf(", %s.%s %.6g", t.name.c_str(), k.c_str(), v);
-              std::printf("\n");
+              if (!f->quiet) print_part(r);
             }, f->queue);
             if (f->queue < 0) throw InputError("--queue " + std::to_string(f->queue) + " (expected 0 or a number of parts)");
             session.run({&sink});
