@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "calibration_fixtures.h"
@@ -529,6 +531,83 @@ TEST(MeasureCommand, SynthCalibrateMeasureWritesRecords) {
   EXPECT_EQ(test::run_cli("measure " + p("panels.tiff") + " -H 256 --job " + p("job.toml") + " --json " + p("b.json"), &out), 2);
   EXPECT_NE(out.find("job.units = \"mm\" but the scan is in px"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(p("b.json")));
+}
+
+}  // namespace
+}  // namespace stripeline
+
+// ---------------------------------------------------------------------------
+// The worker hand-off: a slow consumer of results never holds up the sink.
+
+namespace stripeline {
+namespace {
+
+// `parts` boxes 10 rows long, 10 apart, as profiles without a calibration
+// (px: Z = the stripe's row), one span per 5 rows.
+struct HandMadeScan {
+  static constexpr int kWidth = 64, kRows = 5;
+  std::vector<FrameMeta> meta = std::vector<FrameMeta>(kRows);
+  std::vector<std::int32_t> position = std::vector<std::int32_t>(kRows * kWidth);
+  std::vector<std::uint8_t> count = std::vector<std::uint8_t>(kRows * kWidth, 1);
+
+  void feed(ProfileSink& sink, int parts) {
+    for (int block = 0; block < 4 * parts; ++block) {  // 20 rows per part: 10 high, 10 low
+      const bool high = block % 4 < 2;
+      for (int i = 0; i < kRows * kWidth; ++i) position[i] = (high && (i % kWidth) > 20 && (i % kWidth) < 40 ? 30 : 10) * kPositionOne;
+      ProfileSpan s;
+      s.first_index = static_cast<std::uint64_t>(block) * kRows;
+      s.frames = kRows;
+      s.width = kWidth;
+      s.meta = meta.data();
+      s.position = position.data();
+      s.count = count.data();
+      sink.consume(s);
+    }
+  }
+};
+
+TEST(MeasureSinkWorker, AFullQueueDropsPartsInsteadOfWaiting) {
+  auto job = std::make_shared<const Job>(measure::parse_job(
+      "[job]\nunits = \"px\"\n[detection]\nreference_z = 10\nthreshold = 5\ngap_length = 3\n[[tool]]\nname = \"h\"\ntype = \"height\"\nregion = { x = [2, 10] }\n", "px.toml"));
+  ScanInfo info;
+  // Synchronous: every part measured.
+  std::vector<PartResult> all;
+  {
+    measure::MeasureSink sink(job, [&](const PartResult& r, const Part&) { all.push_back(r); });
+    sink.begin(info);
+    HandMadeScan().feed(sink, 12);
+    sink.finish();
+  }
+  ASSERT_EQ(all.size(), 12u);
+  EXPECT_EQ(all[0].units, "px");
+  EXPECT_NEAR(all[0].tools[0].value("mean"), 20.0, 1e-9);  // row 30 over the reference row 10
+  EXPECT_EQ(all[11].frame_first, 11u * 20u);
+  // A worker with a queue of 2 whose consumer is stuck until the scan is fed.
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<PartResult> got;
+  measure::MeasureSink sink(job, [&](const PartResult& r, const Part&) {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return release; });
+    got.push_back(r);
+  }, 2);
+  sink.begin(info);
+  HandMadeScan().feed(sink, 12);  // returns although the consumer is stuck: no part waits for it
+  {
+    std::lock_guard<std::mutex> lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  sink.finish();
+  // The first two always find room; a third if the worker had taken the
+  // first out of the queue when it ended; the rest dropped and counted.
+  EXPECT_GE(got.size(), 2u);
+  EXPECT_LE(got.size(), 3u);
+  EXPECT_EQ(got.size() + sink.dropped(), 12u);
+  ASSERT_GE(got.size(), 2u);
+  EXPECT_EQ(got[0].part, 1u);
+  EXPECT_EQ(got[1].part, 2u);
 }
 
 }  // namespace
