@@ -1,11 +1,15 @@
 #include "measure/scan_files.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "io/float_tiff_reader.h"
+#include "io/metadata_reader.h"
+#include "io/ply_writer.h"
 #include "measure/part_detector.h"
 
 namespace stripeline::measure {
@@ -63,6 +67,50 @@ std::uint64_t measure_range_map(const std::filesystem::path& file, const Job& jo
   }
   detector.finish();
   return static_cast<std::uint64_t>(map.height);
+}
+
+std::uint64_t measure_ply(const std::filesystem::path& file, const Job& job, const OnMeasured& on_result) {
+  const std::string what = file.string() + ": ";
+  double y_step = 0;
+  try {
+    y_step = io::read_metadata(file).at("calibration").at("y_step_mm").get<double>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(what + "no sheet-of-light calibration in its metadata (expected a PLY of `stripeline replay --calibration ... --ply`)");
+  }
+  if (!(y_step > 0)) throw InputError(what + "its y_step_mm is not usable (expected > 0)");
+  if (job.units != "mm") throw InputError(job.file + ": job.units = \"" + job.units + "\" but a calibrated PLY is in mm (expected units = \"mm\")");
+  const std::vector<io::PlyVertex> v = io::read_ply(file);
+  PartDetector* self = nullptr;
+  PartDetector detector(job.detection, y_step, "mm", [&](Part&& p) {
+    const PartResult r = measure_part(job, p);
+    if (on_result) on_result(r, p);
+    self->recycle(std::move(p));
+  });
+  self = &detector;
+  MeasureRow row;
+  std::uint64_t rows = 0;
+  std::vector<std::size_t> order;
+  auto flush = [&] {
+    order.resize(row.x.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return row.x[a] < row.x[b]; });
+    MeasureRow sorted;
+    sorted.frame = row.frame, sorted.y = row.y;
+    for (std::size_t i : order) sorted.x.push_back(row.x[i]), sorted.z.push_back(row.z[i]);
+    detector.push(sorted);
+    row.clear_points();
+    ++rows;
+  };
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i].x) || !std::isfinite(v[i].z) || !std::isfinite(v[i].y)) continue;
+    if (!row.x.empty() && std::abs(v[i].y - row.y) >= 0.5 * y_step) flush();
+    if (row.x.empty()) row.frame = rows, row.y = v[i].y;
+    row.x.push_back(v[i].x);
+    row.z.push_back(v[i].z);
+  }
+  if (!row.x.empty()) flush();
+  detector.finish();
+  return rows;
 }
 
 }  // namespace stripeline::measure

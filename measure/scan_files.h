@@ -16,6 +16,11 @@ namespace stripeline::measure {
 
 using OnMeasured = std::function<void(const PartResult&, const Part&)>;
 
+// A calibrated PLY that stripeline wrote (replay --ply with a calibration):
+// consecutive points whose Y lies within half the file's y_step_mm of their
+// row's first point form a row (at that first point's Y), sorted by X.
+std::uint64_t measure_ply(const std::filesystem::path& file, const Job& job, const OnMeasured& on_result);
+
 // Returns the rows read.
 std::uint64_t measure_range_map(const std::filesystem::path& file, const Job& job, const OnMeasured& on_result);
 

@@ -505,6 +505,16 @@ TEST(MeasureCommand, SynthCalibrateMeasureWritesRecords) {
   EXPECT_NEAR(rm_gap, 2.2, 0.020);
   EXPECT_NEAR(rm_flush, 0.3, 0.020);
   EXPECT_NEAR(rm["parts"][0]["y"][0].get<double>(), 5.2, 1e-6);
+  // And as a calibrated PLY.
+  ASSERT_EQ(test::run_cli("replay " + p("panels.tiff") + " -H 256 -q --calibration " + p("cal.toml") + " --roi-offset 0,428 --ply " + p("pts.ply"), &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_cli("measure " + p("pts.ply") + " --job " + p("job.toml") + " --json " + p("ply.json"), &out), 0) << out;
+  std::ifstream pin(p("ply.json"));
+  const nlohmann::json pj = nlohmann::json::parse(pin);
+  ASSERT_EQ(pj["parts"].size(), 1u);
+  EXPECT_NEAR(pj["parts"][0]["tools"][0]["values"]["gap"].get<double>(), part["tools"][0]["values"]["gap"].get<double>(), 1e-6);  // the same points
+  EXPECT_NEAR(pj["parts"][0]["tools"][0]["values"]["flush"].get<double>(), part["tools"][0]["values"]["flush"].get<double>(), 1e-6);
   EXPECT_EQ(test::run_cli("measure " + p("panels.tiff") + " --job " + p("job.toml"), &out), 2);  // a recording without -H
   EXPECT_NE(out.find("or a recording with -H)"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;

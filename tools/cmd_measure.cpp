@@ -47,20 +47,23 @@ measure::PartFileOptions part_file_options(const MeasureFlags& f) {
   return {f.parts_dir, f.part_dx};
 }
 
-// A range map file (no -H): read, cut, measured on this thread.
+// A range map or a calibrated PLY (no -H): read, cut, measured on this thread.
 int measure_file(const MeasureFlags& f, const measure::Job& job) {
   if (!f.calibration.empty() || !f.roi_offset.empty() || f.y_step != 0.0 || f.queue != 0)
-    throw InputError("--calibration, --roi-offset, --y-step and --queue are for recordings (with -H); a range map is already in mm");
+    throw InputError("--calibration, --roi-offset, --y-step and --queue are for recordings (with -H); a range map or a calibrated PLY is already in mm");
   const measure::PartFileOptions part_files = part_file_options(f);
   measure::ResultFiles files(job, f.json, f.csv);
   std::uint64_t passed = 0, failed = 0;
-  const std::uint64_t rows = measure::measure_range_map(f.input, job, [&](const measure::PartResult& r, const measure::Part& part) {
+  const auto on_part = [&](const measure::PartResult& r, const measure::Part& part) {
     files.add(r);
     measure::write_part_files(part, part_files);
     passed += r.decision == measure::Decision::Pass;
     failed += r.decision == measure::Decision::Fail;
     if (!f.quiet) print_part(r);
-  });
+  };
+  const std::string ext = std::filesystem::path(f.input).extension().string();
+  const std::uint64_t rows =
+      ext == ".ply" || ext == ".PLY" ? measure::measure_ply(f.input, job, on_part) : measure::measure_range_map(f.input, job, on_part);
   files.finish("mm");
   std::printf("%zu parts (%llu passed, %llu failed) in %llu rows, units mm\n", files.results().size(), static_cast<unsigned long long>(passed),
               static_cast<unsigned long long>(failed), static_cast<unsigned long long>(rows));
@@ -72,8 +75,8 @@ int measure_file(const MeasureFlags& f, const measure::Job& job) {
 Subcommand add_measure(CLI::App& app) {
   auto* sub = app.add_subcommand("measure", "Cut parts out of a replayed scan and measure them with a job's tools (docs/measure.md)");
   auto f = std::make_shared<MeasureFlags>();
-  sub->add_option("input", f->input, "Recorded image: frames concatenated vertically (as replay reads it, with -H), or a range map "
-                                     "(replay --range-map, without -H)")->required();
+  sub->add_option("input", f->input, "Recorded image: frames concatenated vertically (as replay reads it, with -H), or, without -H, a range "
+                                     "map (replay --range-map) or a calibrated PLY (replay --calibration --ply)")->required();
   sub->add_option("--job", f->job, "Measurement job (TOML): detection, tools, regions, limits")->required();
   sub->add_option("-H,--frame-height", f->frame_height, "Rows per frame of a recording");
   sub->add_option("--json", f->json, "Per-part records as one JSON document (written when the scan ends)");
