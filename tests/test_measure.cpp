@@ -404,7 +404,7 @@ TEST_F(MeasureSynthetic, PanelsGapAndFlush) {
                                          xs(4, 20) + ", y = [8, 32] }\nedge_depth = 2.5\nlimits = { gap = [2.18, 2.22], flush = [0.28, 0.32] }\n");
   ASSERT_EQ(parts.size(), 1u);
   const auto& t = parts[0].tools[0];
-  std::printf("[ measure ] panels (gap 2.2, flush 0.3 mm): gap %+.2f um, flush %+.2f um over %llu rows\n", (t.value("gap") - 2.2) * 1000,
+  std::printf("[ measure ] panels (gap 2.2, flush 0.3 mm): gap %+.2f um, flush %+.2f um (%llu rows with both edges and flush points)\n", (t.value("gap") - 2.2) * 1000,
               (t.value("flush") - 0.3) * 1000, static_cast<unsigned long long>(t.points));
   EXPECT_NEAR(t.value("gap"), 2.2, 0.020);
   EXPECT_NEAR(t.value("flush"), 0.3, 0.020);
