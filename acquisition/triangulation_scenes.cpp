@@ -264,8 +264,10 @@ PartsScene::PartsScene(PartsSceneConfig config) : config_(std::move(config)) {
 
 double PartsScene::height_at(double x, double y) const {
   double h = 0.0;  // the conveyor
-  for (const auto& b : config_.blocks)
-    if (x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1) h = std::max(h, b.height);
+  for (const auto& b : config_.blocks) {
+    const double xs = x - b.skew * (y - b.y0);
+    if (xs >= b.x0 && xs <= b.x1 && y >= b.y0 && y <= b.y1) h = std::max(h, b.height);
+  }
   for (const auto& s : config_.spheres) {
     const double r2 = (x - s.x) * (x - s.x) + (y - s.y) * (y - s.y);
     if (r2 < s.radius * s.radius) h = std::max(h, s.z + std::sqrt(s.radius * s.radius - r2));
@@ -285,8 +287,8 @@ void PartsScene::breaks(std::uint64_t frame, std::vector<double>& xs) const {
   xs.clear();
   for (const auto& b : config_.blocks)
     if (y >= b.y0 && y <= b.y1) {
-      xs.push_back(b.x0);
-      xs.push_back(b.x1);
+      xs.push_back(b.x0 + b.skew * (y - b.y0));
+      xs.push_back(b.x1 + b.skew * (y - b.y0));
     }
   for (const auto& s : config_.spheres) {
     const double dy = y - s.y;
@@ -328,6 +330,89 @@ std::string PartsScene::describe() const {
   s << "parts on a conveyor (" << config_.blocks.size() << " gauge blocks, " << config_.spheres.size() << " spheres, " << config_.planes.size()
     << " tilted planes), " << config_.y_step_mm << " mm per frame";
   return s.str();
+}
+
+// ---------------------------------------------------------------------------
+// Named scenes
+
+namespace {
+
+enum : std::uint64_t { kSaltConveyor = 31 };
+
+// Parts on y in [5, 35] mm, scanned at 0.2 mm per frame from y = 0.
+PartsPreset finite(double y_step = 0.2, std::uint64_t frames = 200) {
+  PartsPreset p;
+  p.config.y_step_mm = y_step;
+  p.frames = frames;
+  return p;
+}
+
+}  // namespace
+
+bool is_parts_preset(const std::string& name) {
+  for (const char* n : {"gauge", "sphere-ramp", "gauge-blocks", "sphere", "tilted-plane", "groove", "panels", "conveyor"})
+    if (name == n) return true;
+  return false;
+}
+
+const char* parts_preset_names() { return "gauge, sphere-ramp, gauge-blocks, sphere, tilted-plane, groove, panels or conveyor"; }
+
+PartsPreset parts_preset(const std::string& name, std::uint64_t seed) {
+  PartsPreset p;
+  auto& c = p.config;
+  if (name == "gauge") {  // the calibration's acceptance (tests/calibration_fixtures.h GaugeScene)
+    c.y_step_mm = 0.2;
+    const double x0[4] = {-42.0, -22.0, -2.0, 18.0}, h[4] = {1.0, 2.0, 5.0, 10.0};
+    for (int i = 0; i < 4; ++i) c.blocks.push_back({x0[i], x0[i] + 12.0, -100.0, 100.0, h[i]});
+  } else if (name == "sphere-ramp") {  // (tests/calibration_fixtures.h SphereRampScene)
+    c.y_step_mm = 0.4;
+    c.spheres.push_back({-22.0, 10.0, -1.0, 8.0});
+    c.planes.push_back({5.0, 40.0, -100.0, 100.0, 10.0, 10.0, std::tan(20.0 * kDeg), 0.08, 30.0});
+  } else if (name == "gauge-blocks") {
+    // One part: blocks 12 mm wide, 30 mm long, of 1, 2, 5 and 10 mm (sides
+    // leaning 0.003 along Y).
+    p = finite();
+    const double x0[4] = {-42.0, -22.0, -2.0, 18.0}, h[4] = {1.0, 2.0, 5.0, 10.0};
+    for (int i = 0; i < 4; ++i) p.config.blocks.push_back({x0[i], x0[i] + 12.0, 5.1, 35.1, h[i], 0.003});
+  } else if (name == "sphere") {
+    // A ball of radius 8 mm sunk 1 mm into the conveyor (a 7 mm cap).
+    p = finite();
+    p.config.spheres.push_back({0.0, 20.0, -1.0, 8.0});
+  } else if (name == "tilted-plane") {
+    // A wedge 40 x 30 mm: its top tilted 10 deg across the scan and 1.15 deg
+    // along it, 1.76 to 8.82 mm high (its foot line x = -30 at y = 5).
+    p = finite();
+    p.config.planes.push_back({-20.0, 20.0, 5.1, 35.1, -30.0, 5.0, std::tan(10.0 * kDeg), 0.02, 30.0});
+  } else if (name == "groove") {
+    // A block 40 x 30 mm, 8 mm high, with a groove 3 mm wide and 2 mm deep
+    // along Y, its centre at x = 0; the sides lean 0.004 along Y.
+    p = finite();
+    p.config.blocks.push_back({-20.0, 20.0, 5.1, 35.1, 6.0, 0.004});
+    p.config.blocks.push_back({-20.0, -1.5, 5.1, 35.1, 8.0, 0.004});
+    p.config.blocks.push_back({1.5, 20.0, 5.1, 35.1, 8.0, 0.004});
+  } else if (name == "panels") {
+    // Two panels 28.9 mm wide, 30 mm long: the left one 5.0 mm high, the
+    // right one 5.3 mm: gap 2.2 mm, flush +0.3 mm (sides lean 0.005 along Y).
+    p = finite();
+    p.config.blocks.push_back({-30.0, -1.1, 5.1, 35.1, 5.0, 0.005});
+    p.config.blocks.push_back({1.1, 30.0, 5.1, 35.1, 5.3, 0.005});
+  } else if (name == "conveyor") {
+    // 50 blocks, 8..16 mm long, 10..25 mm wide, 2..10 mm high, 4..12 mm apart
+    // along Y, at 0.5 mm per frame.
+    p.config.y_step_mm = 0.5;
+    double y = 5.05;
+    for (std::uint64_t i = 0; i < 50; ++i) {
+      auto rnd = [&, draw = std::uint64_t{0}]() mutable { return render::unit(render::hash(seed, kSaltConveyor, i, draw++)); };
+      const double length = 8.0 + 8.0 * rnd(), width = 10.0 + 15.0 * rnd(), height = 2.0 + 8.0 * rnd(), gap = 4.0 + 8.0 * rnd();
+      const double x0 = -25.0 + (40.0 - width) * rnd();
+      p.config.blocks.push_back({x0, x0 + width, y, y + length, height});
+      y += length + gap;
+    }
+    p.frames = static_cast<std::uint64_t>(std::ceil((y + 5.0) / p.config.y_step_mm));
+  } else {
+    throw ConfigError("parts scene '" + name + "' is not known (expected " + parts_preset_names() + ")");
+  }
+  return p;
 }
 
 }  // namespace stripeline

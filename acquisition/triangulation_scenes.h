@@ -73,6 +73,10 @@ class TargetScene final : public TriangulationScene {
 struct GaugeBlock {
   double x0, x1, y0, y1;   // footprint, mm
   double height;           // top face above the conveyor, mm
+  // Its X sides lean along Y: at Y, the block spans [x0, x1] + skew (Y - y0)
+  // (a parallelogram; 0 = a rectangle). A small skew lets the sides cross
+  // the sensor's columns at every phase.
+  double skew = 0.0;
 };
 struct SpherePart {
   double x, y, z;          // centre, mm (z < radius: a ball sitting in the conveyor's plate)
@@ -112,5 +116,19 @@ class PartsScene final : public TriangulationScene {
  private:
   PartsSceneConfig config_;
 };
+
+// The named parts scenes of `stripeline synth --scene NAME` (docs/measure.md,
+// "Synthetic parts"): gauge, sphere-ramp (the calibration's acceptance
+// parts, long along Y) and the finite parts that part detection cuts out:
+// gauge-blocks, sphere, tilted-plane, groove, panels, conveyor (50 blocks at
+// random spacing drawn from `seed`). `frames`: enough to scan the scene.
+struct PartsPreset {
+  PartsSceneConfig config;
+  std::uint64_t frames = 40;
+};
+bool is_parts_preset(const std::string& name);
+const char* parts_preset_names();  // "gauge, sphere-ramp, ..." for messages
+// ConfigError for an unknown name.
+PartsPreset parts_preset(const std::string& name, std::uint64_t seed = 1);
 
 }  // namespace stripeline

@@ -12,10 +12,11 @@ packages=(build-essential cmake ninja-build pkg-config git curl dpkg-dev file
           libtiff-dev libpng-dev libdeflate-dev libhwy-dev
           nlohmann-json3-dev libsystemd-dev
           libaravis-dev libusb-1.0-0-dev zlib1g-dev
-          libceres-dev)
+          libceres-dev libmodbus-dev)
 # (curl: the README's /metrics example. dpkg-dev: dpkg-shlibdeps, which
 # computes the .deb's Depends: scripts/package-deb.sh; file: CPackDeb runs it
 # on every packaged file, and fails without it.)
+# (libmodbus-dev: the daemon's Modbus TCP server of measured parts, docs/measure.md.)
 # (aravis-0.8.pc names libusb-1.0 and zlib, which Debian 12's libaravis-dev
 # does not pull in: pkg-config fails without them.)
 # (libceres-dev: the sheet-of-light calibration's fit, calibration/; it brings

@@ -228,12 +228,7 @@ struct GaugeScene {
   static constexpr double kX0[4] = {-42.0, -22.0, -2.0, 18.0};
   static constexpr double kWidth = 12.0;
   static constexpr double kYStep = 0.2;
-  static PartsSceneConfig config() {
-    PartsSceneConfig c;
-    c.y_step_mm = kYStep;
-    for (int i = 0; i < 4; ++i) c.blocks.push_back({kX0[i], kX0[i] + kWidth, -100.0, 100.0, kHeights[i]});
-    return c;
-  }
+  static PartsSceneConfig config() { return parts_preset("gauge").config; }  // these blocks (acquisition/triangulation_scenes.h)
 };
 
 // A ball of radius 8 mm sitting 1 mm deep in the conveyor, and a plane tilted
@@ -245,13 +240,7 @@ struct SphereRampScene {
   static constexpr double kFootX = 10.0, kFootY = 10.0, kSlopeY = 0.08;
   static double slope_x() { return std::tan(20.0 * kDeg); }
   static constexpr double kYStep = 0.4;
-  static PartsSceneConfig config() {
-    PartsSceneConfig c;
-    c.y_step_mm = kYStep;
-    c.spheres.push_back({kCentre[0], kCentre[1], kCentre[2], kRadius});
-    c.planes.push_back({5.0, 40.0, -100.0, 100.0, kFootX, kFootY, slope_x(), kSlopeY, 30.0});
-    return c;
-  }
+  static PartsSceneConfig config() { return parts_preset("sphere-ramp").config; }  // these parts (acquisition/triangulation_scenes.h)
   // Truth: the sphere's centre to the plane's foot line (on the conveyor, Z = 0).
   static double centre_to_foot_line() {
     const Eigen::Vector3d dir = Eigen::Vector3d(-kSlopeY, slope_x(), 0.0).normalized();

@@ -198,7 +198,7 @@ TEST(Metadata, NoHandBuiltJsonInTheSources) {
   EXPECT_FALSE(std::regex_search(R"(fail("is required with trigger = \"software\": it is"))", hand_built));
   std::vector<std::string> found;
   int files = 0;
-  for (const char* folder : {"core", "kernels", "io", "acquisition", "stages", "pipeline", "calibration", "streaming", "app", "daemon", "tools", "bench"}) {
+  for (const char* folder : {"core", "kernels", "io", "acquisition", "stages", "pipeline", "calibration", "measure", "streaming", "app", "daemon", "tools", "bench"}) {
     const std::filesystem::path root = std::filesystem::path(test::source_dir()) / folder;
     if (!std::filesystem::exists(root)) continue;
     for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {

@@ -12,6 +12,7 @@
 #include "io/atomic_file.h"
 #include "io/recording.h"
 #include "tools/commands.h"
+#include "acquisition/triangulation_scenes.h"
 #include "tools/synth_triangulation.h"
 
 namespace stripeline::tools {
@@ -79,16 +80,18 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--reflection", f->c.reflection, "Fraction of columns with a secondary reflection")->capture_default_str();
   sub->add_option("--truth", f->truth, "Also write the true stripe centres as CSV here (--scene: the scene's truth as JSON)");
   sub->add_option("--scene", f->tri.scene,
-                  "Sheet-of-light sensor instead (docs/calibration.md): target (with --target), gauge or sphere-ramp; 2048x1088 sensor");
+                  std::string("Sheet-of-light sensor instead (docs/calibration.md, docs/measure.md): target (with --target), ") + parts_preset_names() +
+                      "; 2048x1088 sensor; without --frames, the scene's own count");
   sub->add_option("--target", f->tri.target, "--scene target: the target file (configs/targets/)");
   sub->add_option("--roi", f->tri.roi, "--scene: X,Y,W,H window of the sensor (default 0,428,2048,256)");
   sub->add_option("--out-of-view", f->tri.out_of_view, "--scene target: fraction of frames partly out of view");
   sub->add_option("--corrupted", f->tri.corrupted, "--scene target: fraction of corrupted frames");
-  return {sub, [f] {
+  return {sub, [f, sub] {
             if (!f->tri.scene.empty()) {
               f->tri.out = f->out;
               f->tri.truth = f->truth;
-              f->tri.frames = f->c.frames;
+              if (sub->count("--frames") && f->c.frames == 0) throw InputError("--frames 0: a recording needs at least one frame");
+              f->tri.frames = sub->count("--frames") ? f->c.frames : 0;  // 0: the scene's own
               f->tri.seed = f->c.seed;
               return synth_triangulation(f->tri);
             }

@@ -33,5 +33,6 @@ Subcommand add_merge(CLI::App& app);            // stripeline merge --head NAME=
 Subcommand add_align(CLI::App& app);            // stripeline align --head NAME=REC,CAL ... --target T.toml -H N -o F.toml
 Subcommand add_render(CLI::App& app);           // stripeline render FILE --out PICTURE.png
 Subcommand add_report(CLI::App& app);           // stripeline report FILE... --out report.html
+Subcommand add_measure(CLI::App& app);          // stripeline measure REC -H N --job JOB.toml [--calibration F] [--json F] [--csv F]
 
 }  // namespace stripeline::tools

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
                                                     tools::add_simulate_camera(app), tools::add_calibrate(app),
                                                     tools::add_bench_replay(app), tools::add_describe(app), tools::add_settings(app), tools::add_proxy(app),
                                                     tools::add_join(app), tools::add_merge(app), tools::add_align(app),
-                                                    tools::add_render(app), tools::add_report(app)};
+                                                    tools::add_render(app), tools::add_report(app), tools::add_measure(app)};
 
   // Global flags (-v) are accepted after the subcommand too.
   // (not for a command that reads its own argument list, such as filter)
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const auto& cmd : commands) known = known || cmd.app->get_name() == argv[1];
     if (!known) {
-      std::fprintf(stderr, "stripeline: unknown command '%s' (expected run, replay, synth, bench, subscribe, daemon, filter, bench-filters, cameras, simulate-camera, calibrate, bench-replay, describe or settings; see --help)\n", argv[1]);
+      std::fprintf(stderr, "stripeline: unknown command '%s' (expected run, replay, synth, bench, subscribe, daemon, filter, bench-filters, cameras, simulate-camera, calibrate, bench-replay, describe, settings or measure; see --help)\n", argv[1]);
       return 2;
     }
   }

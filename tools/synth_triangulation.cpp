@@ -18,29 +18,10 @@ namespace stripeline::tools {
 
 namespace {
 
-constexpr double kDeg = 3.14159265358979323846 / 180.0;
-
-// The parts of the acceptance tests (tests/calibration_fixtures.h): gauge
-// blocks 12 mm wide of 1, 2, 5, 10 mm; a ball of radius 8 mm 1 mm deep in
-// the conveyor and a plane tilted 20 deg across and 4.6 deg along the scan.
-PartsSceneConfig parts(const std::string& scene) {
-  PartsSceneConfig c;
-  if (scene == "gauge") {
-    c.y_step_mm = 0.2;
-    const double x0[4] = {-42.0, -22.0, -2.0, 18.0}, h[4] = {1.0, 2.0, 5.0, 10.0};
-    for (int i = 0; i < 4; ++i) c.blocks.push_back({x0[i], x0[i] + 12.0, -100.0, 100.0, h[i]});
-  } else {
-    c.y_step_mm = 0.4;
-    c.spheres.push_back({-22.0, 10.0, -1.0, 8.0});
-    c.planes.push_back({5.0, 40.0, -100.0, 100.0, 10.0, 10.0, std::tan(20.0 * kDeg), 0.08, 30.0});
-  }
-  return c;
-}
-
 nlohmann::json parts_json(const PartsSceneConfig& c) {
   nlohmann::json j = {{"y_start_mm", c.y_start_mm}, {"y_step_mm", c.y_step_mm}};
   j["gauge_blocks"] = nlohmann::json::array();
-  for (const auto& b : c.blocks) j["gauge_blocks"].push_back({{"x0", b.x0}, {"x1", b.x1}, {"y0", b.y0}, {"y1", b.y1}, {"height", b.height}});
+  for (const auto& b : c.blocks) j["gauge_blocks"].push_back({{"x0", b.x0}, {"x1", b.x1}, {"y0", b.y0}, {"y1", b.y1}, {"height", b.height}, {"skew", b.skew}});
   j["spheres"] = nlohmann::json::array();
   for (const auto& s : c.spheres) j["spheres"].push_back({{"centre", {s.x, s.y, s.z}}, {"radius", s.radius}});
   j["planes"] = nlohmann::json::array();
@@ -52,16 +33,17 @@ nlohmann::json parts_json(const PartsSceneConfig& c) {
 
 }  // namespace
 
-int synth_triangulation(const TriangulationSynthOptions& o) {
-  if (o.scene != "target" && o.scene != "gauge" && o.scene != "sphere-ramp")
-    throw InputError("--scene '" + o.scene + "' is not known (expected target, gauge or sphere-ramp)");
+int synth_triangulation(const TriangulationSynthOptions& given) {
+  TriangulationSynthOptions o = given;
+  if (o.scene != "target" && !is_parts_preset(o.scene))
+    throw InputError("--scene '" + o.scene + "' is not known (expected target, " + parts_preset_names() + ")");
+  if (o.frames == 0) o.frames = o.scene == "target" ? 40 : parts_preset(o.scene, o.seed).frames;  // the scene's own
   TriangulationScannerConfig sc;
   sc.frames = o.frames;
   sc.seed = o.seed;
   char extra = 0;
   if (std::sscanf(o.roi.c_str(), "%d,%d,%d,%d%c", &sc.roi.x, &sc.roi.y, &sc.roi.width, &sc.roi.height, &extra) != 4)
     throw InputError("--roi '" + o.roi + "' is not understood (expected X,Y,W,H in sensor pixels)");
-  if (o.frames == 0) throw InputError("--frames 0: a recording needs at least one frame");
   sc.validate();
   TriangulationCamera camera(sc.geometry);
   nlohmann::json truth = {{"scene", o.scene},
@@ -103,7 +85,7 @@ int synth_triangulation(const TriangulationSynthOptions& o) {
     }
     scene = ts;
   } else {
-    const PartsSceneConfig pc = parts(o.scene);
+    const PartsSceneConfig pc = parts_preset(o.scene, o.seed).config;
     truth["parts"] = parts_json(pc);
     scene = std::make_shared<PartsScene>(pc);
   }

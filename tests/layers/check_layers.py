@@ -5,7 +5,7 @@ Every file in a layer folder may include headers of its own layer and of the
 layers below it, never of a layer above; and no two folders may include each
 other (no cycle). The order, bottom first:
 
-    core, kernels, io, acquisition, stages, pipeline, calibration, streaming, app, daemon, tools
+    core, kernels, io, acquisition, stages, pipeline, calibration, measure, streaming, app, daemon, tools
 
 Sub-folders belong to their top folder's layer (core/cuda is core, stages/cuda
 is stages). Only quoted includes of project headers are read; system headers
@@ -23,7 +23,7 @@ import tempfile
 
 # Layers, bottom first. Folders in one string separated by '|' share a rank
 # (siblings that must not include each other either way: caught as a cycle).
-ORDER = ["core", "kernels", "io", "acquisition", "stages", "pipeline", "calibration", "streaming", "app", "daemon", "tools"]
+ORDER = ["core", "kernels", "io", "acquisition", "stages", "pipeline", "calibration", "measure", "streaming", "app", "daemon", "tools"]
 EXTENSIONS = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

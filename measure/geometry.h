@@ -1,0 +1,56 @@
+#pragma once
+// Plane fits and crossings for the measurement tools (docs/measure.md,
+// "Definitions"). Host code, double precision.
+#include <cstddef>
+
+namespace stripeline::measure {
+
+// Least squares Z = c0 + c1 (X - x0) + c2 (Y - y0) over the points added
+// (vertical residuals; centred at the first point for conditioning).
+class PlaneFit {
+ public:
+  void add(double x, double y, double z);
+  std::size_t count() const { return n_; }
+  // Solves; false with fewer than 3 points or points on one line (then only
+  // the mean Z, flat, is available: z_at returns it and ok() is false).
+  bool solve();
+  bool ok() const { return ok_; }
+  double z_at(double x, double y) const { return c0_ + c1_ * (x - x0_) + c2_ * (y - y0_); }
+  double slope_x() const { return c1_; }
+  double slope_y() const { return c2_; }
+
+ private:
+  double x0_ = 0, y0_ = 0;
+  double s_[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+  double t_[3] = {0, 0, 0};
+  std::size_t n_ = 0;
+  double c0_ = 0, c1_ = 0, c2_ = 0;
+  bool ok_ = false;
+};
+
+// The profile between two consecutive points (docs/measure.md, "Holes"):
+// points up to 1.5 x the row's mean spacing apart are joined linearly; a
+// wider hole (a laser shadow beside a step, a dropout) is a step: the higher
+// point's height reaches `spacing` / 2 into the hole, the lower one's fills
+// the rest (a shadow falls on the lower surface); points farther apart than
+// max_spacing are not joined at all.
+struct Joining {
+  double spacing = 0.05;     // the row's mean point spacing
+  double max_spacing = 2.0;
+  bool hole(double dx) const { return dx > 1.5 * spacing; }
+};
+
+// The mean spacing of x[begin, end) (0 with fewer than 2 points).
+double mean_spacing(const float* x, long begin, long end);
+
+// Where the profile (x[i], h[i]), i in [begin, end), first crosses `level`
+// in the direction asked, scanning from begin toward end (step +1 or -1):
+// rising = from below to at-or-above. NaN when none.
+double first_crossing(const float* x, const double* h, long begin, long end, long step, double level, bool rising, const Joining& j);
+
+// The integral over [0, dx] of max(f, 0) and the length where f > 0, f
+// being the profile between f0 (at 0) and f1 (at dx).
+double positive_area(double f0, double f1, double dx, const Joining& j);
+double positive_length(double f0, double f1, double dx, const Joining& j);
+
+}  // namespace stripeline::measure

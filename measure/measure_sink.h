@@ -1,0 +1,72 @@
+#pragma once
+// The measuring sink (docs/measure.md): each profile's points, mapped as
+// every other sink maps them (core/profile_mapping.h: the calibration's mm,
+// else px), become a row; part detection (measure/part_detector.h) cuts
+// parts out of the rows; each part that ends is measured by the job's tools
+// (measure/tools.h) and handed to `on_result`.
+//
+// Where the tools run: with queue_parts = 0 on the pipeline's sink thread
+// (offline: every part measured); with queue_parts = N > 0 on a worker
+// thread of the sink's own, fed by a queue of at most N parts: detection
+// stays on the sink thread (a pass over each row's points), and a part
+// finding the queue full is counted in dropped() and not measured, so the
+// tools never stall acquisition. on_result then runs on the worker.
+// Thread-safety: begin/consume/finish/abort on the pipeline's one sink thread.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/profile_mapping.h"
+#include "measure/job.h"
+#include "measure/part_detector.h"
+#include "measure/tools.h"
+#include "pipeline/sink.h"
+
+namespace stripeline::measure {
+
+class MeasureSink final : public ProfileSink {
+ public:
+  using OnResult = std::function<void(const PartResult&, const Part&)>;
+  MeasureSink(std::shared_ptr<const Job> job, OnResult on_result, int queue_parts = 0);
+  ~MeasureSink() override;
+  // InputError when the job's units and the scan's differ (a mm job needs a
+  // sheet-of-light calibration).
+  void begin(const ScanInfo& info) override;
+  void consume(const ProfileSpan& profiles) override;
+  void finish() override;
+  void abort() noexcept override;
+
+  const std::string& units() const { return units_; }
+  std::uint64_t rows() const { return rows_; }
+  std::uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  void on_part(Part&& part);
+  void work();
+  void stop_worker() noexcept;
+
+  std::shared_ptr<const Job> job_;
+  OnResult on_result_;
+  ProfileMapping mapping_;
+  std::unique_ptr<PartDetector> detector_;
+  MeasureRow row_;
+  std::string units_ = "mm";
+  std::uint64_t rows_ = 0;
+  int queue_parts_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Part> queue_;
+  std::vector<Part> done_;  // measured on the worker: their rows go back to the detector
+  bool closing_ = false;
+  std::exception_ptr error_;
+  std::atomic<std::uint64_t> dropped_{0};
+  std::thread worker_;
+};
+
+}  // namespace stripeline::measure

@@ -1,0 +1,116 @@
+#include "measure/scan_files.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "io/float_tiff_reader.h"
+#include "io/metadata_reader.h"
+#include "io/ply_writer.h"
+#include "measure/part_detector.h"
+
+namespace stripeline::measure {
+
+std::uint64_t measure_range_map(const std::filesystem::path& file, const Job& job, const OnMeasured& on_result) {
+  io::FloatPlanes map;
+  try {
+    map = io::read_float_tiff(file);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (expected a range map of `stripeline replay --range-map`, or a recording with -H)");
+  }
+  const std::string what = file.string() + ": ";
+  nlohmann::json d;
+  try {
+    d = nlohmann::json::parse(map.description);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(what + "no stripeline description (expected a range map of `stripeline replay --range-map`, or a recording with -H)");
+  }
+  if (d.value("stripeline", "") != "range-map" || map.planes.size() != 1)
+    throw InputError(what + "not a range map (expected one written by `stripeline replay --range-map`, or a recording with -H)");
+  if (job.units != "mm") throw InputError(job.file + ": job.units = \"" + job.units + "\" but a range map is in mm (expected units = \"mm\")");
+  double x_min = 0, dx = 0, y_step = 0, y_offset = 0;
+  try {
+    x_min = d.at("grid").at("x_min_mm").get<double>();
+    dx = d.at("grid").at("dx_mm").get<double>();
+    const auto& c = d.at("calibration");
+    if (c.value("y_source", "frame") != "frame")
+      throw InputError(what + "its rows' Y came from an encoder, which the file does not hold (expected y_source frame)");
+    y_step = c.at("y_step_mm").get<double>();
+    y_offset = c.value("y_offset_mm", 0.0);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(what + "its description lacks the grid or the motion step (" + e.what() + ")");
+  }
+  if (!(dx > 0) || !(y_step > 0) || !std::isfinite(x_min)) throw InputError(what + "its grid or motion step is not usable");
+  PartDetector* self = nullptr;
+  PartDetector detector(job.detection, y_step, "mm", [&](Part&& p) {
+    const PartResult r = measure_part(job, p);
+    if (on_result) on_result(r, p);
+    self->recycle(std::move(p));
+  });
+  self = &detector;
+  MeasureRow row;
+  const std::vector<float>& z = map.planes[0];
+  for (std::int64_t r = 0; r < map.height; ++r) {
+    row.clear_points();
+    row.frame = static_cast<std::uint64_t>(r);
+    row.y = y_offset + static_cast<double>(r) * y_step;
+    for (int i = 0; i < map.width; ++i) {
+      const float v = z[static_cast<std::size_t>(r) * map.width + i];
+      if (!std::isfinite(v)) continue;
+      row.x.push_back(static_cast<float>(x_min + i * dx));
+      row.z.push_back(v);
+    }
+    detector.push(row);
+  }
+  detector.finish();
+  return static_cast<std::uint64_t>(map.height);
+}
+
+std::uint64_t measure_ply(const std::filesystem::path& file, const Job& job, const OnMeasured& on_result) {
+  const std::string what = file.string() + ": ";
+  double y_step = 0;
+  try {
+    y_step = io::read_metadata(file).at("calibration").at("y_step_mm").get<double>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(what + "no sheet-of-light calibration in its metadata (expected a PLY of `stripeline replay --calibration ... --ply`)");
+  }
+  if (!(y_step > 0)) throw InputError(what + "its y_step_mm is not usable (expected > 0)");
+  if (job.units != "mm") throw InputError(job.file + ": job.units = \"" + job.units + "\" but a calibrated PLY is in mm (expected units = \"mm\")");
+  const std::vector<io::PlyVertex> v = io::read_ply(file);
+  PartDetector* self = nullptr;
+  PartDetector detector(job.detection, y_step, "mm", [&](Part&& p) {
+    const PartResult r = measure_part(job, p);
+    if (on_result) on_result(r, p);
+    self->recycle(std::move(p));
+  });
+  self = &detector;
+  MeasureRow row;
+  std::uint64_t rows = 0;
+  std::vector<std::size_t> order;
+  auto flush = [&] {
+    order.resize(row.x.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return row.x[a] < row.x[b]; });
+    MeasureRow sorted;
+    sorted.frame = row.frame, sorted.y = row.y;
+    for (std::size_t i : order) sorted.x.push_back(row.x[i]), sorted.z.push_back(row.z[i]);
+    detector.push(sorted);
+    row.clear_points();
+    ++rows;
+  };
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i].x) || !std::isfinite(v[i].z) || !std::isfinite(v[i].y)) continue;
+    if (!row.x.empty() && std::abs(v[i].y - row.y) >= 0.5 * y_step) flush();
+    if (row.x.empty()) row.frame = rows, row.y = v[i].y;
+    row.x.push_back(v[i].x);
+    row.z.push_back(v[i].z);
+  }
+  if (!row.x.empty()) flush();
+  detector.finish();
+  return rows;
+}
+
+}  // namespace stripeline::measure
