@@ -164,22 +164,8 @@ void Daemon::collect(std::optional<std::chrono::milliseconds> wait) {
   } else {
     lock.lock();
   }
-  DaemonSnapshot s;
-  if (source_) {
-    s.has_source = true;
-    s.frames = source_->frames();
-    s.missing = source_->missing();
-    s.in_flight = source_->in_flight();
-    s.acquisition = source_->acquisition_counters();
-  }
-  if (publisher_) {
-    s.publisher = publisher_->counters();
-    s.subscribers = publisher_->subscribers();
-  }
-  s.healthy = health_locked().first;
-  s.camera_connected = camera_.connected();
-  if (http_) s.http = http_->stats();
-  metrics_.collect(s);
+  metrics_.collect(snapshot_of(source_, publisher_.get(), health_locked().first, camera_.connected(),
+                               http_ ? std::optional<HttpServer::Stats>(http_->stats()) : std::nullopt));
   process_.update();
 }
 

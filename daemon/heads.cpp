@@ -149,22 +149,7 @@ class Head {
   // Brings the head's metrics up to date (`http`: the server's counters, given to one head only).
   void collect(std::optional<HttpServer::Stats> http = std::nullopt) {
     std::lock_guard lock(mu_);
-    DaemonSnapshot s;
-    if (source_) {
-      s.has_source = true;
-      s.frames = source_->frames();
-      s.missing = source_->missing();
-      s.in_flight = source_->in_flight();
-      s.acquisition = source_->acquisition_counters();
-    }
-    if (publisher_) {
-      s.publisher = publisher_->counters();
-      s.subscribers = publisher_->subscribers();
-    }
-    s.healthy = state_locked().healthy;
-    s.camera_connected = camera_.connected();
-    s.http = http;
-    metrics_.collect(s);
+    metrics_.collect(snapshot_of(source_, publisher_.get(), state_locked().healthy, camera_.connected(), http));
   }
 
  private:

@@ -28,4 +28,24 @@ std::optional<PublisherConfig> stream_of(const Config& c) {
   return publisher_for_outputs(c.publisher, c.output, c.pipeline.backend);
 }
 
+DaemonSnapshot snapshot_of(const InstrumentedSource* source, Publisher* publisher, bool healthy, bool camera_connected,
+                           std::optional<HttpServer::Stats> http) {
+  DaemonSnapshot s;
+  if (source) {
+    s.has_source = true;
+    s.frames = source->frames();
+    s.missing = source->missing();
+    s.in_flight = source->in_flight();
+    s.acquisition = source->acquisition_counters();
+  }
+  if (publisher) {
+    s.publisher = publisher->counters();
+    s.subscribers = publisher->subscribers();
+  }
+  s.healthy = healthy;
+  s.camera_connected = camera_connected;
+  s.http = http;
+  return s;
+}
+
 }  // namespace stripeline::daemon

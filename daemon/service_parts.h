@@ -5,7 +5,10 @@
 #include <string>
 
 #include "app/config.h"
+#include "daemon/daemon_metrics.h"
 #include "daemon/http_server.h"
+#include "daemon/instrumented_source.h"
+#include "streaming/publisher.h"
 
 namespace stripeline::daemon {
 
@@ -18,5 +21,11 @@ HttpLimits http_limits(const HttpConfig& h);
 // The publisher a configuration streams with: its section, with the
 // output's height code and filters, the filters on the processing backend.
 std::optional<PublisherConfig> stream_of(const Config& c);
+
+// One head's counters for the metrics: its source (null between scans), its
+// publisher (null when it streams nothing), its health and camera, and the
+// server's counters where this head reports them.
+DaemonSnapshot snapshot_of(const InstrumentedSource* source, Publisher* publisher, bool healthy, bool camera_connected,
+                           std::optional<HttpServer::Stats> http);
 
 }  // namespace stripeline::daemon
