@@ -343,7 +343,7 @@ struct EnginesRun {
   std::vector<double> profiles_per_s;  // each engine over its own window
   double total_profiles_per_s = 0;
 };
-EnginesRun run_engines_together(const Shape& shape, const BenchOptions& o, const std::vector<int>& devices) {
+[[maybe_unused]] EnginesRun run_engines_together(const Shape& shape, const BenchOptions& o, const std::vector<int>& devices) {  // CUDA builds only
   const auto n = devices.size();
   const auto warmup = static_cast<std::uint64_t>(o.buffers);
   std::latch gate(static_cast<std::ptrdiff_t>(n));
@@ -396,6 +396,11 @@ std::string device_list(const std::vector<int>& devices) {
 // --devices: pinned H2D per device alone and all at once, then the streaming
 // total for the first 1..N entries, against N x the first device alone.
 Json bench_devices(const Shape& shape, const BenchOptions& o) {
+#if !STRIPELINE_HAVE_CUDA
+  (void)shape;
+  (void)o;
+  throw_no_cuda_backend();  // never reached: --devices is refused first without CUDA
+#else
   const std::vector<int>& devices = o.devices;
   Json j;
   std::printf("\n== several engines: %d frames of %dx%d per batch (%.1f MB), devices %s\n", shape.frames, shape.width, shape.frame_height,
@@ -452,6 +457,7 @@ Json bench_devices(const Shape& shape, const BenchOptions& o) {
   streaming.field("alone_sum_profiles_per_s", alone_total);
   j.object("streaming", streaming);
   return j;
+#endif
 }
 
 // One paced run: `frames` frames at `rate`, batches of `k`, the live path's
