@@ -335,21 +335,9 @@ void Daemon::use_publisher(const Config& cfg) {
     publisher_ = std::move(fresh);
     return;
   }
-  // The same endpoint rebound: the old socket closes asynchronously.
-  const auto deadline = clock::now() + std::chrono::seconds(3);
-  while (true) {
-    try {
-      auto p = std::make_unique<Publisher>(*wanted);
-      std::lock_guard lock(mu_);
-      publisher_ = std::move(p);
-      return;
-    } catch (const ConfigError&) {
-      throw;
-    } catch (const InputError&) {
-      if (clock::now() > deadline) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  auto p = bind_publisher(*wanted);  // the same endpoint rebound
+  std::lock_guard lock(mu_);
+  publisher_ = std::move(p);
 }
 
 Daemon::End Daemon::generation(const Config& cfg) {

@@ -227,20 +227,9 @@ void Head::use_publisher(const Config& cfg) {
   old.reset();  // closing lingers (linger_ms): never with mu_ held
   metrics_.publisher_replaced();
   if (!wanted) return;
-  const auto deadline = clock::now() + 3s;  // the same endpoint rebound: the old socket closes asynchronously
-  while (true) {
-    try {
-      auto p = std::make_unique<Publisher>(*wanted);
-      std::lock_guard lock(mu_);
-      publisher_ = std::move(p);
-      return;
-    } catch (const ConfigError&) {
-      throw;
-    } catch (const InputError&) {
-      if (clock::now() > deadline) throw;
-      std::this_thread::sleep_for(50ms);
-    }
-  }
+  auto p = bind_publisher(*wanted);
+  std::lock_guard lock(mu_);
+  publisher_ = std::move(p);
 }
 
 Head::End Head::generation(const Config& cfg) {

@@ -1,8 +1,11 @@
 #include "daemon/service_parts.h"
 
+#include <chrono>
 #include <ctime>
+#include <thread>
 
 #include "app/outputs.h"
+#include "core/errors.h"
 
 namespace stripeline::daemon {
 
@@ -26,6 +29,20 @@ HttpLimits http_limits(const HttpConfig& h) {
 std::optional<PublisherConfig> stream_of(const Config& c) {
   if (!c.publish) return std::nullopt;
   return publisher_for_outputs(c.publisher, c.output, c.pipeline.backend);
+}
+
+std::unique_ptr<Publisher> bind_publisher(const PublisherConfig& config) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (true) {
+    try {
+      return std::make_unique<Publisher>(config);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const InputError&) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
 }
 
 DaemonSnapshot snapshot_of(const InstrumentedSource* source, Publisher* publisher, bool healthy, bool camera_connected,

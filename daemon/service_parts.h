@@ -1,6 +1,7 @@
 #pragma once
 // What the single-head daemon (daemon.cpp) and the daemon of several heads
 // (heads.cpp) take alike from a configuration.
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,11 @@ HttpLimits http_limits(const HttpConfig& h);
 // The publisher a configuration streams with: its section, with the
 // output's height code and filters, the filters on the processing backend.
 std::optional<PublisherConfig> stream_of(const Config& c);
+
+// A publisher for `config`, bound again where its endpoint was just
+// released: the old socket closes asynchronously, so a busy endpoint is
+// retried for up to 3 s (InputError after that; ConfigError at once).
+std::unique_ptr<Publisher> bind_publisher(const PublisherConfig& config);
 
 // One head's counters for the metrics: its source (null between scans), its
 // publisher (null when it streams nothing), its health and camera, and the
