@@ -451,6 +451,8 @@ const Setting kProcessingSettings[] = {
     {"live_max_waiting", "--live-max-waiting", "0 (buffers x live_max_batch), -1 (never drop) or a frame count",
      "Live path: beyond this many frames waiting at the source the oldest are dropped (counted)", "pipeline/live_batching.h",
      FIELD(c.pipeline.live_max_waiting)},
+    {k::cuda_graphs, "--cuda-graphs", "", "CUDA, batches of <= 16 frames: replay each slot's copies and kernels as one CUDA graph (docs/cuda.md)", kChain,
+     FIELD(c.pipeline.chain.cuda_graphs)},
     {k::blur_size, "-b,--blur", "0 (off) or odd 3..15", "Gaussian blur size", kChain, FIELD(c.pipeline.chain.blur_size)},
     {k::blur_across, "--blur-across", "", "Blur across columns too (false: along the columns only, docs/extraction.md)", kChain,
      FIELD(c.pipeline.chain.blur_across)},

@@ -5,7 +5,8 @@
 // slots). Times each kernel with CUDA events for 1, 4, 16 and 300 frames
 // per launch (launch after launch on one stream, after a warm-up), checks
 // both against the CPU oracle once, and prints the medians. Not a test:
-// nothing but the bits is checked.
+// nothing but the bits is checked. Then profiles the block kernel's phases
+// (thread 0's clock64() at each boundary, summed over 50 launches).
 //
 //   line_model_kernel_bench [K=8] [REPS=200]
 #include <algorithm>
@@ -41,6 +42,42 @@ DeviceBuffer upload(const T* host, std::size_t n, const char* what) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Where a frame's time goes in the block kernel: cycles per frame of each
+// phase and pass (thread 0's view: the phase's slowest warp), as microseconds
+// at the SM's clock.
+void print_phase_profile(const kernels::LineModelParams& line, const kernels::LineModelArrays& in, const kernels::LineModelArrays& out,
+                         std::uint8_t* back, int width, int clock_khz, cudaStream_t stream) {
+  static const char* const kNames[kc::kLinePhaseCount] = {"transfer", "entering", "back-pointers", "first states",
+                                                          "last states", "path", "runs", "drop short"};
+  constexpr int kLaunches = 50;
+  for (int frames : {1, 300}) {
+    kernels::LineModelView v;
+    v.in = in, v.out = out, v.back = back, v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
+    kc::LinePhaseProfile sum{};
+    for (int r = 0; r < kLaunches; ++r) {
+      const kc::LinePhaseProfile one = kc::line_model_block_phase_cycles(v, line, stream);
+      for (int a = 0; a <= kernels::kLinePasses; ++a)
+        for (int b = 0; b < kc::kLinePhaseCount; ++b) sum.cycles[a][b] += one.cycles[a][b];
+    }
+    const double per = 1.0 / (static_cast<double>(kLaunches) * frames), us = 1e3 / clock_khz;
+    std::printf("  block kernel phases, %d frame(s) per launch (cycles per frame; us at %.0f MHz); passes per frame %.2f\n", frames, clock_khz / 1e3,
+                static_cast<double>(sum.cycles[kernels::kLinePasses][1]) * per);
+    double total = 0;
+    for (int b = 0; b < kc::kLinePhaseCount; ++b) {
+      std::printf("    %-14s", kNames[b]);
+      for (int a = 0; a < kernels::kLinePasses; ++a) {
+        const double c = static_cast<double>(sum.cycles[a][b]) * per;
+        total += c;
+        std::printf("  pass %d %8.0f (%6.2f us)", a + 1, c, c * us);
+      }
+      std::printf("\n");
+    }
+    const double write = static_cast<double>(sum.cycles[kernels::kLinePasses][0]) * per;
+    total += write;
+    std::printf("    %-14s  %8.0f (%6.2f us); all phases %8.0f cycles (%6.2f us)\n", "write", write, write * us, total, total * us);
+  }
 }
 
 }  // namespace
@@ -119,5 +156,10 @@ int main(int argc, char** argv) {
       }
     }
   }
+  int clock_khz = 0;
+  STRIPELINE_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  print_phase_profile(line, {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()},
+                      {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()},
+                      back.as<std::uint8_t>(), kWidth, clock_khz, stream.get());
   return 0;
 }

@@ -87,12 +87,25 @@ inline std::size_t line_model_scratch_bytes(int candidates, int width, int frame
 
 namespace line_model {
 
+// Loops over a column's candidates or states run to the constant bound
+// (K or K + 1) and stop at the column's own count, and the GPU unrolls
+// them: every array index is then a constant, so a lane's candidates and
+// scores live in registers, not in local memory (on the block kernel, whose
+// shared memory leaves the L1 cache little room, local memory went to L2).
+#if defined(__CUDA_ARCH__)
+#define STRIPELINE_UNROLL _Pragma("unroll")
+#else
+#define STRIPELINE_UNROLL
+#endif
+
 inline constexpr std::int64_t kNone = -(std::int64_t{1} << 60);  // an unreachable state's score
 inline constexpr std::uint8_t kBreak = 0x80;
 
+// 32-bit fields (strength and level are at most 65535 << 8): four registers
+// a candidate on the GPU. Sums and products of them are taken in 64 bits.
 struct Candidate {
   std::int32_t position = 0, width = 0;
-  std::int64_t strength = 0, level = 0;  // Q8 8-bit levels
+  std::int32_t strength = 0, level = 0;  // Q8 8-bit levels
 };
 
 STRIPELINE_HD std::int64_t abs64(std::int64_t v) { return v < 0 ? -v : v; }
@@ -107,9 +120,10 @@ STRIPELINE_HD Candidate candidate(const LineModelView& v, const LineModelParams&
   Candidate c;
   c.position = v.in.position[i];
   c.width = v.in.stripe_width[i];
-  c.strength = (static_cast<std::int64_t>(v.in.quality[i]) << 8) >> p.strength_shift;
-  if (c.width > p.line_width) c.strength = c.strength * p.line_width / c.width;
-  c.level = (static_cast<std::int64_t>(v.in.intensity[i]) << 8) >> p.strength_shift;
+  std::int64_t strength = (static_cast<std::int64_t>(v.in.quality[i]) << 8) >> p.strength_shift;
+  if (c.width > p.line_width) strength = strength * p.line_width / c.width;
+  c.strength = static_cast<std::int32_t>(strength);
+  c.level = static_cast<std::int32_t>((static_cast<std::int64_t>(v.in.intensity[i]) << 8) >> p.strength_shift);
   return c;
 }
 
@@ -119,7 +133,7 @@ STRIPELINE_HD std::int64_t link_cost(const Candidate& a, const Candidate& b, con
   const std::int64_t dy = abs64(static_cast<std::int64_t>(b.position) - a.position);
   const std::int64_t excess = dy > p.step_q8 ? dy - p.step_q8 : 0;
   return ((excess * p.jump_cost_q8) >> 8) + abs64(static_cast<std::int64_t>(b.width) - a.width) * p.width_cost_q8 +
-         ((abs64(b.level - a.level) * p.intensity_cost_q8) >> 8);
+         ((abs64(static_cast<std::int64_t>(b.level) - a.level) * p.intensity_cost_q8) >> 8);
 }
 
 STRIPELINE_HD std::uint8_t& back_at(const LineModelView& v, const LineModelParams& p, int f, int x, int s) {
@@ -138,27 +152,43 @@ STRIPELINE_HD int slots_filled(const LineModelView& v, const LineModelParams& p,
 // Column x's candidates into c; returns their number.
 STRIPELINE_HD int load_candidates(const LineModelView& v, const LineModelParams& p, int f, int x, Candidate* c) {
   const int n = slots_filled(v, p, f, x);
-  for (int s = 0; s < n; ++s) c[s] = candidate(v, p, f, s, x);
+  STRIPELINE_UNROLL
+  for (int s = 0; s < kMaxLineCandidates; ++s) {
+    if (s >= n) break;
+    c[s] = candidate(v, p, f, s, x);
+  }
   return n;
 }
 
-// Column x of frame f's output: candidate state s (1..K) of the input, or empty (s = 0).
-STRIPELINE_HD void write_column(const LineModelView& v, const LineModelParams& p, int f, int x, int s) {
-  const std::size_t o = static_cast<std::size_t>(f) * v.width + x;
-  if (s == 0) {
-    v.out.position[o] = kNoPeak;
-    v.out.intensity[o] = 0;
-    v.out.stripe_width[o] = 0;
-    v.out.quality[o] = 0;
-    v.out.count[o] = 0;
-    return;
-  }
+// Column x of frame f's output: candidate state s (1..K) of the input, or
+// empty (s = 0). Read (chosen_output) and written (store_output) apart, so a
+// GPU lane can read several columns before it writes any.
+struct ColumnOutput {
+  std::int32_t position = kNoPeak;
+  std::uint16_t intensity = 0, stripe_width = 0, quality = 0;
+  std::uint8_t count = 0;
+};
+STRIPELINE_HD ColumnOutput chosen_output(const LineModelView& v, const LineModelParams& p, int f, int x, int s) {
+  ColumnOutput o;
+  if (s == 0) return o;
   const std::size_t i = candidate_index(v, p, f, s - 1, x);
-  v.out.position[o] = v.in.position[i];
-  v.out.intensity[o] = v.in.intensity[i];
-  v.out.stripe_width[o] = v.in.stripe_width[i];
-  v.out.quality[o] = v.in.quality[i];
-  v.out.count[o] = 1;
+  o.position = v.in.position[i];
+  o.intensity = v.in.intensity[i];
+  o.stripe_width = v.in.stripe_width[i];
+  o.quality = v.in.quality[i];
+  o.count = 1;
+  return o;
+}
+STRIPELINE_HD void store_output(const LineModelView& v, int f, int x, const ColumnOutput& c) {
+  const std::size_t o = static_cast<std::size_t>(f) * v.width + x;
+  v.out.position[o] = c.position;
+  v.out.intensity[o] = c.intensity;
+  v.out.stripe_width[o] = c.stripe_width;
+  v.out.quality[o] = c.quality;
+  v.out.count[o] = c.count;
+}
+STRIPELINE_HD void write_column(const LineModelView& v, const LineModelParams& p, int f, int x, int s) {
+  store_output(v, f, x, chosen_output(v, p, f, x, s));
 }
 
 // The best way into "no line" at a column: the best of the previous
@@ -166,8 +196,11 @@ STRIPELINE_HD void write_column(const LineModelView& v, const LineModelParams& p
 STRIPELINE_HD void enter_none(const std::int64_t* prev, int prev_n, std::int64_t& score, std::uint8_t& from) {
   int arg = 0;
   std::int64_t best = prev[0];
-  for (int a = 1; a <= prev_n; ++a)
+  STRIPELINE_UNROLL
+  for (int a = 1; a <= kMaxLineCandidates; ++a) {
+    if (a > prev_n) break;
     if (prev[a] > best) best = prev[a], arg = a;
+  }
   score = best;
   from = static_cast<std::uint8_t>(arg);
 }
@@ -180,7 +213,9 @@ STRIPELINE_HD void enter_candidate(const Candidate& c, const Candidate* prev_c, 
                                    std::int64_t& score, std::uint8_t& from) {
   std::int64_t top = prev[0] - p.segment_cost_q8;
   std::uint8_t arg = 0;
-  for (int a = 1; a <= prev_n; ++a) {
+  STRIPELINE_UNROLL
+  for (int a = 1; a <= kMaxLineCandidates; ++a) {
+    if (a > prev_n) break;
     const std::int64_t link = link_cost(prev_c[a - 1], c, p);
     const bool brk = link > p.segment_cost_q8;
     const std::int64_t s = prev[a] - (brk ? p.segment_cost_q8 : link);
@@ -193,8 +228,12 @@ STRIPELINE_HD void enter_candidate(const Candidate& c, const Candidate* prev_c, 
 // The best state of the last column (the lowest on ties).
 STRIPELINE_HD int final_state(const std::int64_t* score, int n) {
   int state = 0;
-  for (int s = 1; s <= n; ++s)
-    if (score[s] > score[state]) state = s;
+  std::int64_t best = score[0];
+  STRIPELINE_UNROLL
+  for (int s = 1; s <= kMaxLineCandidates; ++s) {
+    if (s > n) break;
+    if (score[s] > best) best = score[s], state = s;
+  }
   return state;
 }
 
@@ -208,7 +247,9 @@ STRIPELINE_HD void advance_column(const Candidate* prev_c, int prev_n, const std
   std::uint8_t from = 0;
   enter_none(prev, prev_n, cur[0], from);
   if (back != nullptr) back[0] = from;
-  for (int b = 1; b <= cur_n; ++b) {
+  STRIPELINE_UNROLL
+  for (int b = 1; b <= kMaxLineCandidates; ++b) {
+    if (b > cur_n) break;
     if ((excluded >> (b - 1)) & 1) {
       cur[b] = kNone;
       from = 0;

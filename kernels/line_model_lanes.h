@@ -121,13 +121,29 @@ STRIPELINE_HD std::int64_t* transfer_row(const LineModelLaneScratch& s, int lane
   return s.transfer + (static_cast<std::size_t>(lane) * s.states + a) * s.states;
 }
 
+// A column's candidates and scores handed on to the next column by copy
+// (bounded, unrolled loops): with constant indices they stay in registers on
+// the GPU, where swapping two arrays through pointers put them in local memory.
+STRIPELINE_HD void copy_candidates(const Candidate* from, int n, Candidate* to) {
+  STRIPELINE_UNROLL
+  for (int i = 0; i < kMaxLineCandidates; ++i) {
+    if (i >= n) break;
+    to[i] = from[i];
+  }
+}
+STRIPELINE_HD void copy_scores(const std::int64_t* from, int n, std::int64_t* to) {
+  STRIPELINE_UNROLL
+  for (int i = 0; i < kLineStates; ++i) {
+    if (i > n) break;
+    to[i] = from[i];
+  }
+}
+
 // Phase 1 (per lane): the chunk's transfer matrix; pass 0 clears its masks.
 STRIPELINE_HD void lane_transfer(const LineModelView& v, const LineModelParams& p, int f, int pass, int lanes, int lane, const LineModelLaneScratch& s) {
   const Chunk c = chunk_of(v.width, lanes, lane);
   if (c.empty()) return;
-  Candidate cand[2][kMaxLineCandidates];
-  Candidate* prev_c = cand[0];
-  Candidate* cur_c = cand[1];
+  Candidate prev_c[kMaxLineCandidates], cur_c[kMaxLineCandidates];
   const int in_n = c.begin == 0 ? 0 : load_candidates(v, p, f, c.begin - 1, prev_c);
   for (int a = 0; a <= in_n; ++a)  // row a starts from state a alone
     for (int b = 0; b <= in_n; ++b) transfer_row(s, lane, a)[b] = a == b ? 0 : kNone;
@@ -139,10 +155,10 @@ STRIPELINE_HD void lane_transfer(const LineModelView& v, const LineModelParams& 
       std::int64_t* row = transfer_row(s, lane, a);
       std::int64_t next[kLineStates];
       advance_column(prev_c, prev_n, row, cur_c, cur_n, s.mask[x], p, next, nullptr, 0);
-      for (int b = 0; b <= cur_n; ++b) row[b] = next[b];
+      copy_scores(next, cur_n, row);
     }
-    Candidate* t = prev_c;
-    prev_c = cur_c, cur_c = t, prev_n = cur_n;
+    copy_candidates(cur_c, cur_n, prev_c);
+    prev_n = cur_n;
   }
   s.n_last[lane] = static_cast<std::uint8_t>(prev_n);
 }
@@ -172,19 +188,20 @@ STRIPELINE_HD void lanes_entering(int b, int l, const LineModelLaneScratch& s) {
 STRIPELINE_HD void lane_back_pointers(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s) {
   const Chunk c = chunk_of(v.width, lanes, lane);
   if (c.empty()) return;
-  Candidate cand[2][kMaxLineCandidates];
-  Candidate* prev_c = cand[0];
-  Candidate* cur_c = cand[1];
+  Candidate prev_c[kMaxLineCandidates], cur_c[kMaxLineCandidates];
   int prev_n = c.begin == 0 ? 0 : load_candidates(v, p, f, c.begin - 1, prev_c);
-  std::int64_t score[2][kLineStates];
-  for (int a = 0; a <= prev_n; ++a) score[0][a] = lane == 0 ? 0 : s.entering[static_cast<std::size_t>(lane) * kLineStates + a];
-  int cur = 1;
+  std::int64_t prev_score[kLineStates], cur_score[kLineStates];
+  if (lane == 0)
+    prev_score[0] = 0;
+  else
+    copy_scores(s.entering + static_cast<std::size_t>(lane) * kLineStates, prev_n, prev_score);
   const int states = p.candidates + 1;
-  for (int x = c.begin; x < c.end; ++x, cur ^= 1) {
+  for (int x = c.begin; x < c.end; ++x) {
     const int cur_n = load_candidates(v, p, f, x, cur_c);
-    advance_column(prev_c, prev_n, score[cur ^ 1], cur_c, cur_n, s.mask[x], p, score[cur], s.back + static_cast<std::size_t>(x) * states, 1);
-    Candidate* t = prev_c;
-    prev_c = cur_c, cur_c = t, prev_n = cur_n;
+    advance_column(prev_c, prev_n, prev_score, cur_c, cur_n, s.mask[x], p, cur_score, s.back + static_cast<std::size_t>(x) * states, 1);
+    copy_scores(cur_score, cur_n, prev_score);
+    copy_candidates(cur_c, cur_n, prev_c);
+    prev_n = cur_n;
   }
 }
 
@@ -304,9 +321,23 @@ STRIPELINE_HD void lane_drop_short(const LineModelView& v, const LineModelParams
 }
 
 // Phase 9 (per lane, columns lane, lane + lanes, ...: coalesced on the GPU):
-// the output.
+// the output, four columns read before they are written (their loads
+// overlap on the GPU).
 STRIPELINE_HD void lane_write(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s) {
-  for (int x = lane; x < v.width; x += lanes) write_column(v, p, f, x, s.chosen[x] & 0x0F);
+  constexpr int kAtOnce = 4;
+  for (int x0 = lane; x0 < v.width; x0 += kAtOnce * lanes) {
+    ColumnOutput out[kAtOnce];
+    STRIPELINE_UNROLL
+    for (int k = 0; k < kAtOnce; ++k) {
+      const int x = x0 + k * lanes;
+      if (x < v.width) out[k] = chosen_output(v, p, f, x, s.chosen[x] & 0x0F);
+    }
+    STRIPELINE_UNROLL
+    for (int k = 0; k < kAtOnce; ++k) {
+      const int x = x0 + k * lanes;
+      if (x < v.width) store_output(v, f, x, out[k]);
+    }
+  }
 }
 
 }  // namespace line_model

@@ -87,6 +87,11 @@ struct ChainConfig {
   // profiles' points array (core/calibrated_point.h), on the processor's
   // backend, so no output maps points on the host. Null: no points array.
   std::shared_ptr<const AppliedCalibration> calibration;
+  // CUDA backend, batches of <= 16 frames (the low-latency mode): each pool
+  // slot's upload, kernels and download replayed as one CUDA graph
+  // (stages/cuda/cuda_stages.cpp). No effect on results; false enqueues them
+  // call by call (bench compares both).
+  bool cuda_graphs = true;
 };
 
 const char* to_string(ColumnMethod m);

@@ -30,6 +30,7 @@ inline constexpr const char* noise_factor = "noise_factor";
 inline constexpr const char* stripe_max_width = "stripe_max_width";  // AdaptiveConfig::max_width
 inline constexpr const char* steger_sigma = "steger_sigma";
 inline constexpr const char* pixel_bits = "pixel_bits";
+inline constexpr const char* cuda_graphs = "cuda_graphs";  // ChainConfig::cuda_graphs
 // the neighbour check (NeighbourCheckConfig)
 inline constexpr const char* neighbour_columns = "neighbour_columns";  // NeighbourCheckConfig::columns
 inline constexpr const char* neighbour_step = "neighbour_step";        // NeighbourCheckConfig::step

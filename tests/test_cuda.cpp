@@ -703,6 +703,41 @@ TEST_F(CudaProcessor, SubmitWaitComputeOnlyAndReuse) {
 #endif
 }
 
+// The low-latency mode's CUDA graphs (one per slot and batch size, replayed
+// with new pixels each time) give the CPU's bits, as the call-by-call path
+// does, with the line model on.
+TEST_F(CudaProcessor, LowLatencyBatchesReplayedAsGraphsMatchCpu) {
+#if STRIPELINE_HAVE_CUDA
+  const HostAllocator pinned = host_allocator_for(Backend::Cuda);
+  ChainConfig config;  // the default chain (adaptive), with the line model
+  config.line_model.enabled = true;
+  Batch in = make_batch(1936, 52, 1, 16, PixelFormat::Mono8, pinned);
+  auto cpu = make_processor(Backend::Cpu, in.layout, config);
+  auto graphs = cuda::make_cuda_processor_ex(in.layout, config);
+  ChainConfig calls = config;
+  calls.cuda_graphs = false;
+  auto direct = cuda::make_cuda_processor_ex(in.layout, calls);
+  const int slots = output_slots(config, in.layout.frame_height);
+  ProfileBatch got = make_profiles(in, slots, pinned), got_direct = make_profiles(in, slots, pinned);
+  const std::array frames{1, 1, 3, 1, 16, 3, 1};
+  for (std::size_t round = 0; round < frames.size(); ++round) {
+    in.frames = frames[round];
+    in.sequence = 200 + static_cast<std::uint64_t>(round);
+    fill_stripes(in, 500 + static_cast<int>(round), 1 + static_cast<int>(round % 2));
+    ProfileBatch expected = make_profiles(in, slots);
+    cpu->process(in, expected);
+    got.poison();
+    got_direct.poison();
+    graphs->process(in, got);
+    direct->process(in, got_direct);
+    ASSERT_TRUE(same_profiles(expected, got)) << "graph replay, round " << round << ", " << in.frames << " frames";
+    ASSERT_TRUE(same_profiles(expected, got_direct)) << "call by call, round " << round;
+  }
+  EXPECT_EQ(graphs->graphs(), 3) << "one graph per batch size seen (1, 3, 16 frames) for the one slot";
+  EXPECT_EQ(direct->graphs(), 0);
+#endif
+}
+
 TEST_F(CudaProcessor, AbsurdAllocationThrowsCudaError) {
   // Accepted by validate_chain (every dimension at its maximum) but 16 TiB of
   // pixels: cudaMalloc must fail and say so, not crash.

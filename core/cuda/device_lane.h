@@ -32,16 +32,19 @@ class DeviceLane {
 
   cudaStream_t stream() const { return stream_; }
 
-  // Brackets of the timed part (kernels of one batch).
-  void record_start() { STRIPELINE_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
-  void record_stop() { STRIPELINE_CUDA_CHECK(cudaEventRecord(stop_, stream_)); }
+  // Brackets of the timed part (kernels of one batch). Every record is
+  // "external": inside a stream capture it becomes an event record node of
+  // the graph, so the host can wait on and time the events of each replay
+  // (a plain record there is only an ordering mark inside the graph).
+  void record_start() { record(start_); }
+  void record_stop() { record(stop_); }
   // Milliseconds between the last recorded start and stop; both must be complete.
   float elapsed() const { return elapsed_ms(start_, stop_); }
   // Blocks until the last recorded stop is complete (timed work without copies).
   void wait_stop() { STRIPELINE_CUDA_CHECK(cudaEventSynchronize(stop_)); }
 
   // Everything enqueued so far is done once wait() returns.
-  void record_done() { STRIPELINE_CUDA_CHECK(cudaEventRecord(done_, stream_)); }
+  void record_done() { record(done_); }
   void wait() { STRIPELINE_CUDA_CHECK(cudaEventSynchronize(done_)); }
   // record_done() + wait().
   void finish() {
@@ -50,6 +53,8 @@ class DeviceLane {
   }
 
  private:
+  void record(cudaEvent_t event) { STRIPELINE_CUDA_CHECK(cudaEventRecordWithFlags(event, stream_, cudaEventRecordExternal)); }
+
   Stream stream_;
   Event done_, start_, stop_;
 };

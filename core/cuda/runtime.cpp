@@ -58,6 +58,31 @@ Event Event::create_spin() { return create(cudaEventDisableTiming); }
 
 void Event::destroy_handle(cudaEvent_t e) noexcept { STRIPELINE_CUDA_LOG(cudaEventDestroy(e)); }
 
+GraphExec GraphExec::capture(cudaStream_t stream, const std::function<void()>& enqueue) {
+  STRIPELINE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    enqueue();
+  } catch (...) {
+    // Leave capture mode. The failure invalidated the capture, so this call
+    // reports that again: the first error (being rethrown) is the one to tell.
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+    static_cast<void>(ended);
+    if (graph != nullptr) STRIPELINE_CUDA_LOG(cudaGraphDestroy(graph));
+    throw;
+  }
+  STRIPELINE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  STRIPELINE_CUDA_LOG(cudaGraphDestroy(graph));  // the executable graph keeps what it needs
+  STRIPELINE_CUDA_CHECK(made);
+  return GraphExec(exec);
+}
+
+void GraphExec::launch(cudaStream_t stream) const { STRIPELINE_CUDA_CHECK(cudaGraphLaunch(get(), stream)); }
+
+void GraphExec::destroy_handle(cudaGraphExec_t g) noexcept { STRIPELINE_CUDA_LOG(cudaGraphExecDestroy(g)); }
+
 float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {
   float ms = 0.0f;
   STRIPELINE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));

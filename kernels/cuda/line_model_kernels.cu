@@ -70,9 +70,10 @@ __global__ void line_model_kernel(LineModelView v, LineModelParams p, unsigned c
 // ---------------------------------------------------------------------------
 // One frame per block of kBlockLanes threads: chunks of width / 256 columns
 // (8 for 2,048), so the per-lane phases walk 8 columns instead of 64, and the
-// three scans over the lanes (the entering scores, the chosen states at the
-// chunks' ends, the segment lengths) run in log depth within each warp and
-// over the 8 warps, instead of lane after lane. Every scan is of exact
+// three scans over the lanes run in log depth instead of lane after lane:
+// the entering scores over the block's tree of lanes, the chosen states at
+// the chunks' ends and the segment lengths within each warp and over the 8
+// warps. Every scan is of exact
 // integer functions (max-plus matrices, maps of states, saturated counts),
 // so any order of composition gives the sequential loops' values: the
 // CPU test of the phases (lane after lane) and the oracle stay the check.
@@ -81,78 +82,109 @@ constexpr int kBlockWarps = kBlockLanes / kWarp;
 
 // The block's own scratch beside the phases' (static shared memory).
 struct BlockScan {
-  std::int64_t product[kBlockWarps][kLineStates * kLineStates];  // each warp's chunks' transfer matrices multiplied
-  std::int64_t warp_entering[kBlockWarps][kLineStates];           // the scores entering each warp's first chunk
-  std::uint8_t product_rows[kBlockWarps];                         // rows of product[w] (states entering warp w's first chunk)
   unsigned long long warp_map[kBlockWarps];                       // each warp's composed map of states (below)
   unsigned warp_run_in[kBlockWarps], warp_run_out[kBlockWarps];   // each warp's composed run functions
   std::uint8_t warp_last[kBlockWarps];                            // the chosen state at each warp's last chunk's end
   std::uint16_t warp_run_before[kBlockWarps], warp_run_after[kBlockWarps];
 };
 
-// E1 (warp w): product[w] = T(first chunk) x ... x T(last chunk) of the warp,
-// the (max, +) product over the states each boundary has. A chunk's matrix
-// has rows 0..n_last[l - 1] (0 for the frame's first chunk) and columns
-// 0..n_last[l]; the product's entries are spread over the warp's lanes.
-__device__ void warp_transfer_product(const LineModelLaneScratch& s, int used, int warp, int lane, BlockScan& b) {
-  const int first = warp * kWarp, end = min(first + kWarp, used);
-  std::int64_t* acc = b.product[warp];
-  const int rows = first == 0 ? 1 : s.n_last[first - 1] + 1;
-  int cols = s.n_last[first] + 1;
-  for (int e = lane; e < rows * cols; e += kWarp) acc[e] = lm::transfer_row(s, first, e / cols)[e % cols];
-  __syncwarp();
-  for (int l = first + 1; l < end; ++l) {
-    const int mid = cols, next_cols = s.n_last[l] + 1;
-    std::int64_t value[(kLineStates * kLineStates + kWarp - 1) / kWarp];
-    int k = 0;
-    for (int e = lane; e < rows * next_cols; e += kWarp, ++k) {
-      const int a = e / next_cols, c = e % next_cols;
-      std::int64_t best = lm::kNone;
-      for (int m = 0; m < mid; ++m) {
-        const std::int64_t x = acc[a * mid + m], y = lm::transfer_row(s, l, m)[c];
-        const std::int64_t score = x <= lm::kNone || y <= lm::kNone ? lm::kNone : x + y;
-        if (score > best) best = score;
-      }
-      value[k] = best;
-    }
-    __syncwarp();
-    k = 0;
-    for (int e = lane; e < rows * next_cols; e += kWarp, ++k) acc[e] = value[k];
-    cols = next_cols;
-    __syncwarp();
-  }
-  if (lane == 0) b.product_rows[warp] = static_cast<std::uint8_t>(rows);
-}
+// The entering scores of every chunk in log depth: a work-efficient
+// (Blelloch) scan over the block's lanes of the chunks' (max, +) transfer
+// matrices, in place in s.transfer, one thread per tree node. Up: the node
+// whose range ends at lane j (ranges of 2d lanes, j = 2d k + 2d - 1) gets
+// T(left half) x T(right half) where T(right half) was, so the left half's
+// product stays at its own right end for the way down. Down: s.entering[j]
+// holds the scores entering node j's range; its left half gets them as they
+// are, its right half gets them times the left half's product. Lanes past
+// `used` are the identity, so lane `used` ends with the scores at the last
+// column. Every step is an exact integer max/plus, so the scores are the
+// sequential loop's in any order (tests: the CPU phases lane after lane).
+__device__ int states_before(const LineModelLaneScratch& s, int l) { return l == 0 ? 1 : s.n_last[l - 1] + 1; }
 
-// The entering scores of every chunk: E1 per warp, E2 over the warps (warp
-// 0, a lane per state), E3 per warp over its chunks from its entering scores.
-__device__ void block_entering(const LineModelLaneScratch& s, int used, int warp, int lane, BlockScan& b) {
-  const int warps = (used + kWarp - 1) / kWarp;
-  if (warp < warps) warp_transfer_product(s, used, warp, lane, b);
-  __syncthreads();
-  if (warp == 0 && lane < kLineStates) {
-    std::int64_t in[kLineStates];
-    for (int a = 0; a < kLineStates; ++a) in[a] = a == 0 ? 0 : lm::kNone;  // before column 0: "no line"
-    for (int w = 0; w < warps; ++w) {
-      b.warp_entering[w][lane] = in[lane];
-      __syncwarp(0x1FFu);
-      const int rows = b.product_rows[w], cols = s.n_last[min((w + 1) * kWarp, used) - 1] + 1;
+// R = L x R in place, column by column (each column of R read into
+// registers before it is overwritten): L rows x mid, R mid x cols.
+__device__ void multiply_into_right(const std::int64_t* left, std::int64_t* right, int rows, int mid, int cols, int stride) {
+  for (int c = 0; c < cols; ++c) {
+    std::int64_t in[kLineStates], out[kLineStates];
+#pragma unroll
+    for (int m = 0; m < kLineStates; ++m) in[m] = m < mid ? right[m * stride + c] : lm::kNone;
+#pragma unroll
+    for (int a = 0; a < kLineStates; ++a) {
       std::int64_t best = lm::kNone;
-      if (lane < cols)
-        for (int a = 0; a < rows; ++a) {
-          const std::int64_t x = b.warp_entering[w][a], y = b.product[w][a * cols + lane];
+      if (a < rows)
+#pragma unroll
+        for (int m = 0; m < kLineStates; ++m) {
+          if (m >= mid) break;
+          const std::int64_t x = left[a * stride + m], y = in[m];
           const std::int64_t score = x <= lm::kNone || y <= lm::kNone ? lm::kNone : x + y;
           if (score > best) best = score;
         }
-      for (int a = 0; a < kLineStates; ++a) in[a] = __shfl_sync(0x1FFu, best, a);
+      out[a] = best;
     }
+#pragma unroll
+    for (int a = 0; a < kLineStates; ++a)
+      if (a < rows) right[a * stride + c] = out[a];
+  }
+}
+
+// v = v x M in place: v has n entries, M n x cols.
+__device__ void vector_times(std::int64_t* v, const std::int64_t* matrix, int n, int cols, int stride) {
+  std::int64_t in[kLineStates];
+#pragma unroll
+  for (int a = 0; a < kLineStates; ++a) in[a] = a < n ? v[a] : lm::kNone;
+#pragma unroll
+  for (int c = 0; c < kLineStates; ++c) {
+    if (c >= cols) break;
+    std::int64_t best = lm::kNone;
+#pragma unroll
+    for (int a = 0; a < kLineStates; ++a) {
+      if (a >= n) break;
+      const std::int64_t x = in[a], y = matrix[a * stride + c];
+      const std::int64_t score = x <= lm::kNone || y <= lm::kNone ? lm::kNone : x + y;
+      if (score > best) best = score;
+    }
+    v[c] = best;
+  }
+}
+
+template <int kLanes>
+__device__ void block_entering(const LineModelLaneScratch& s, int used, int tid) {
+  const int states = s.states;
+  std::int64_t* const entering = s.entering;
+  auto matrix = [&](int l) { return lm::transfer_row(s, l, 0); };
+  auto vec = [&](int l) { return entering + static_cast<std::size_t>(l) * kLineStates; };
+  if (tid >= used && tid < kLanes) {  // the identity on the last column's states
+    const int n = s.n_last[used - 1];
+    s.n_last[tid] = static_cast<std::uint8_t>(n);
+    for (int a = 0; a <= n; ++a)
+      for (int b = 0; b <= n; ++b) matrix(tid)[a * states + b] = a == b ? 0 : lm::kNone;
   }
   __syncthreads();
-  if (warp < warps && lane < kLineStates)
-    for (int l = warp * kWarp; l < min((warp + 1) * kWarp, used); ++l) {
-      lm::lanes_entering(lane, l, s, l == warp * kWarp ? b.warp_entering[warp] : s.entering + static_cast<std::size_t>(l) * kLineStates);
-      __syncwarp(0x1FFu);
+  for (int d = 1; d < kLanes; d *= 2) {
+    const int j = (tid + 1) * 2 * d - 1;
+    if (j < kLanes) multiply_into_right(matrix(j - d), matrix(j), states_before(s, j - 2 * d + 1), s.n_last[j - d] + 1, s.n_last[j] + 1, states);
+    __syncthreads();
+  }
+  if (tid == 0) {
+    if (used == kLanes) {  // the scores at the last column: the frame's start times the whole product
+      std::int64_t* last = vec(kLanes);
+      last[0] = 0;
+      vector_times(last, matrix(kLanes - 1), 1, s.n_last[kLanes - 1] + 1, states);
     }
+    vec(kLanes - 1)[0] = 0;  // before column 0: "no line", nothing else
+  }
+  __syncthreads();
+  for (int d = kLanes / 2; d >= 1; d /= 2) {
+    const int j = (tid + 1) * 2 * d - 1;
+    if (j < kLanes) {
+      const int n = states_before(s, j - 2 * d + 1);
+      std::int64_t* right = vec(j);
+      std::int64_t* left = vec(j - d);
+      for (int a = 0; a < n; ++a) left[a] = right[a];
+      vector_times(right, matrix(j - d), n, s.n_last[j - d] + 1, states);
+    }
+    __syncthreads();
+  }
 }
 
 // Maps of states, 4 bits per state in 64 bits: (f o g)(t) = f(g(t)).
@@ -248,33 +280,70 @@ __device__ void block_runs(const LineModelView& v, const LineModelLaneScratch& s
   if (l == used - 1) s.run_out[used] = 0;
 }
 
+// Phase boundaries of the block kernel, for the bench's cycle profile
+// (line_model_block_phase_cycles): kTimed instantiations have thread 0 add
+// each phase's clock64() cycles to g_phase_cycles[pass][phase].
+constexpr int kPhases = kLinePhaseCount;
+__device__ unsigned long long g_phase_cycles[kLinePasses + 1][kPhases];
+
+template <bool kTimed>
+struct PhaseClock {
+  long long at = 0;
+  __device__ PhaseClock() {
+    if constexpr (kTimed) at = clock64();
+  }
+  __device__ void mark(int pass, int phase) {
+    if constexpr (kTimed) {
+      if (threadIdx.x != 0) return;
+      const long long now = clock64();
+      g_phase_cycles[pass][phase] += static_cast<unsigned long long>(now - at);
+      at = now;
+    }
+  }
+};
+
+template <bool kTimed>
 __global__ void __launch_bounds__(kBlockLanes, 1)
     line_model_block_kernel(LineModelView v, LineModelParams p, unsigned char* global_columns, bool columns_shared) {
   extern __shared__ __align__(8) unsigned char shared[];
   __shared__ BlockScan scan;
+  PhaseClock<kTimed> clock;
   const int f = static_cast<int>(blockIdx.x), lane_id = static_cast<int>(threadIdx.x);
   const int warp = lane_id / kWarp, lane = lane_id % kWarp;
   const LineModelLaneScratch s = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
   const int used = lm::lanes_used(v.width, kBlockLanes);
-  for (int pass = 0; pass < kLinePasses; ++pass) {
+  int pass = 0;
+  for (; pass < kLinePasses; ++pass) {
     lm::lane_transfer(v, p, f, pass, kBlockLanes, lane_id, s);
     __syncthreads();
-    block_entering(s, used, warp, lane, scan);
+    clock.mark(pass, 0);
+    block_entering<kBlockLanes>(s, used, lane_id);
     __syncthreads();
+    clock.mark(pass, 1);
     lm::lane_back_pointers(v, p, f, kBlockLanes, lane_id, s);
     __syncthreads();
+    clock.mark(pass, 2);
     lm::lane_first_states(v, p, kBlockLanes, lane_id, s);
     __syncthreads();
+    clock.mark(pass, 3);
     block_last_states(v, p, s, used, warp, lane, scan);
     __syncthreads();
+    clock.mark(pass, 4);
     lm::lane_path(v, p, kBlockLanes, lane_id, s);
     __syncthreads();
+    clock.mark(pass, 5);
     block_runs(v, s, used, warp, lane, scan);
     __syncthreads();
+    clock.mark(pass, 6);
     lm::lane_drop_short(v, p, kBlockLanes, lane_id, s);
-    if (!__syncthreads_or(s.dropped[lane_id] != 0)) break;
+    const bool again = __syncthreads_or(s.dropped[lane_id] != 0);
+    clock.mark(pass, 7);
+    if (!again) break;
   }
   lm::lane_write(v, p, f, kBlockLanes, lane_id, s);
+  clock.mark(kLinePasses, 0);
+  if constexpr (kTimed)
+    if (threadIdx.x == 0) g_phase_cycles[kLinePasses][1] += static_cast<unsigned long long>(pass < kLinePasses ? pass + 1 : pass);
 }
 }  // namespace
 
@@ -283,9 +352,10 @@ void configure_line_model(std::size_t max_bytes) {
   STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(line_model_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   g_shared_limit.store(bytes < kDefaultShared ? kDefaultShared : bytes);
   cudaFuncAttributes block{};
-  STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&block, line_model_block_kernel));
+  STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&block, line_model_block_kernel<false>));
   const std::size_t block_bytes = max_bytes > block.sharedSizeBytes ? max_bytes - block.sharedSizeBytes : 0;
-  STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(line_model_block_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(block_bytes)));
+  STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(line_model_block_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(block_bytes)));
+  STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(line_model_block_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(block_bytes)));
   g_block_shared_limit.store(block_bytes);
 }
 
@@ -294,7 +364,8 @@ LineKernel line_kernel_for(const LineModelParams& params, int width) {
   return block.fixed_bytes <= g_block_shared_limit.load() ? LineKernel::Block : LineKernel::Warp;
 }
 
-void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel) {
+namespace {
+void launch(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel, bool timed) {
   if (view.frames <= 0 || view.width <= 0 || params.candidates <= 0) return;
   if (kernel == LineKernel::Auto) kernel = line_kernel_for(params, view.width);
   const bool block = kernel == LineKernel::Block;
@@ -305,13 +376,33 @@ void launch_line_model(const LineModelView& view, const LineModelParams& params,
   const bool columns_shared = size.fixed_bytes + size.column_bytes <= limit;
   const std::size_t shared = size.fixed_bytes + (columns_shared ? size.column_bytes : 0);
   const auto frames = static_cast<unsigned>(view.frames);
-  if (block) {
-    line_model_block_kernel<<<frames, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared);
+  if (block && timed) {
+    line_model_block_kernel<true><<<frames, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared);
+    STRIPELINE_CUDA_CHECK_LAUNCH("line_model_block_kernel (timed)");
+  } else if (block) {
+    line_model_block_kernel<false><<<frames, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared);
     STRIPELINE_CUDA_CHECK_LAUNCH("line_model_block_kernel");
   } else {
     line_model_kernel<<<frames, kWarp, shared, stream>>>(view, params, view.back, columns_shared);
     STRIPELINE_CUDA_CHECK_LAUNCH("line_model_kernel");
   }
+}
+
+}  // namespace
+
+void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel) {
+  launch(view, params, stream, kernel, false);
+}
+
+LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream) {
+  static_assert(sizeof(LinePhaseCycles) == sizeof g_phase_cycles);
+  const LinePhaseProfile zero{};
+  STRIPELINE_CUDA_CHECK(cudaMemcpyToSymbolAsync(g_phase_cycles, zero.cycles, sizeof zero.cycles, 0, cudaMemcpyHostToDevice, stream));
+  launch(view, params, stream, LineKernel::Block, true);
+  LinePhaseProfile out{};
+  STRIPELINE_CUDA_CHECK(cudaMemcpyFromSymbolAsync(out.cycles, g_phase_cycles, sizeof out.cycles, 0, cudaMemcpyDeviceToHost, stream));
+  STRIPELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return out;
 }
 
 }  // namespace stripeline::kernels::cuda

@@ -36,4 +36,17 @@ LineKernel line_kernel_for(const LineModelParams& params, int width);
 
 void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel = LineKernel::Auto);
 
+// For the bench's profile of the block kernel (bench/line_model_kernel_bench):
+// one launch of a variant whose thread 0 reads clock64() at each phase
+// boundary; [pass][phase] = cycles summed over the view's frames (phases:
+// transfer, entering, back-pointers, first states, last states, path, runs,
+// drop short), [kLinePasses][0] = the output's write, [kLinePasses][1] = the
+// passes run. Synchronises the stream.
+inline constexpr int kLinePhaseCount = 8;
+using LinePhaseCycles = unsigned long long[kLinePasses + 1][kLinePhaseCount];
+struct LinePhaseProfile {
+  LinePhaseCycles cycles;
+};
+LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream);
+
 }  // namespace stripeline::kernels::cuda

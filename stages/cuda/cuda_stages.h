@@ -40,6 +40,10 @@ class CudaProcessor : public BatchProcessor {
   // shared memory (or fusion was turned off) and the per-stage kernels run
   // through a device scratch buffer.
   virtual bool fused() const = 0;
+  // CUDA graphs captured so far: the low-latency mode replays one per pool
+  // slot and batch size (ChainConfig::cuda_graphs); 0 when off, or after a
+  // capture failed (then batches are enqueued call by call).
+  virtual int graphs() const = 0;
 
  protected:
   using BatchProcessor::BatchProcessor;
