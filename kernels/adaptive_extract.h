@@ -520,15 +520,15 @@ STRIPELINE_HD bool is_candidate(const Column& col, int height, int y, std::uint3
 
 // The scan of column_adaptive from the column's summary; `next(y)` returns
 // the first row >= y that passes adaptive::is_candidate, or `height` when
-// none does, and `brightest()` adaptive::evaluate of the brightest row (a
-// loop and a call here; the CPU's SIMD path reads both from what it computed
-// across columns, stages/cpu/simd_chain.h).
-template <class Column, class Raw, class Emit, class Next, class Brightest>
+// none does, and `evaluate(y)` adaptive::evaluate of candidate row y (a loop
+// and a call here; the CPU's SIMD path reads the candidates and the
+// brightest row's stripe from what it computed across columns,
+// stages/cpu/simd_chain.h).
+template <class Column, class Raw, class Emit, class Next, class Evaluate>
 STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit,
-                                       const adaptive::ColumnSummary& summary, const Next& next, const Brightest& brightest_stripe) {
+                                       const adaptive::ColumnSummary& summary, const Next& next, const Evaluate& evaluate) {
   using adaptive::Stripe;
   const std::uint32_t lowest = summary.lowest;
-  const std::uint64_t tv = summary.tv;
   int found = 0;
   Stripe chosen;
   int brightest = -1;
@@ -537,7 +537,7 @@ STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int he
     // its score lets the scan skip most other candidates unevaluated.
     const std::uint32_t top = summary.top;
     brightest = summary.brightest;
-    if (top - lowest >= p.min_contrast && top > lowest) chosen = brightest_stripe();
+    if (top - lowest >= p.min_contrast && top > lowest) chosen = evaluate(brightest);
   }
   int covered_until = -1;  // `all`, `bottom`: last row of the last accepted stripe's run
   // `all`: the most prominent p.slots stripes, kept in row order (the scan
@@ -560,7 +560,7 @@ STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int he
     // The prominence gate cannot pass (prominence <= v - lowest): an invalid
     // stripe changes nothing, so it need not be evaluated.
     if (bound == 0 || 2 * bound < p.min_contrast) continue;
-    const Stripe s = adaptive::evaluate(col, raw, height, y, p, tv);
+    const Stripe s = evaluate(y);
     if (!s.valid) continue;
     switch (p.selection) {
       case SpotSelection::All: {
@@ -596,7 +596,7 @@ STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int he
     }
   }
   if (p.selection == SpotSelection::All) {
-    for (int k = 0; k < kept; ++k) adaptive::emit_stripe(col, raw, height, adaptive::evaluate(col, raw, height, kept_row[k], p, tv), p, k, emit);
+    for (int k = 0; k < kept; ++k) adaptive::emit_stripe(col, raw, height, evaluate(kept_row[k]), p, k, emit);
     return found;
   }
   if (!chosen.valid) return 0;
@@ -612,8 +612,8 @@ STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height,
     while (y < height && !adaptive::is_candidate(col, height, y, summary.lowest, p)) ++y;
     return y;
   };
-  auto brightest = [&]() { return adaptive::evaluate(col, raw, height, summary.brightest, p, summary.tv); };
-  return column_adaptive_scan(col, raw, height, p, emit, summary, next, brightest);
+  auto evaluate = [&](int y) { return adaptive::evaluate(col, raw, height, y, p, summary.tv); };
+  return column_adaptive_scan(col, raw, height, p, emit, summary, next, evaluate);
 }
 
 }  // namespace stripeline::kernels

@@ -26,6 +26,7 @@
 #include "kernels/line_model.h"
 #include "kernels/line_model_lanes.h"
 #include "stages/chain.h"
+#include "stages/cpu/line_model_cpu.h"
 #include "test_helpers.h"
 #if STRIPELINE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -510,6 +511,52 @@ TEST(LineModel, TheLaneDecompositionGivesTheOraclesBits) {
           ASSERT_EQ(got.quality, expected.quality);
           ASSERT_EQ(got.count, expected.count);
         }
+}
+
+// The CPU backend's walk (stages/cpu/line_model_cpu.h: candidates loaded
+// once, a pass after a drop solved again only from the first column whose
+// mask changed) against the kernel's loop: output and back-pointer scratch
+// byte for byte, both poisoned; K 1..8, odd widths, gaps and more
+// candidates than slots, minimum lengths from 1 to more than the frame (all
+// three passes), 8- and 16-bit strength shifts, one scratch reused for
+// every frame and size.
+TEST(LineModel, TheCpuWalkGivesTheOraclesBits) {
+  std::uint64_t seed = 707;
+  cpu::LineModelScratch scratch;
+  scratch.reserve(8, 2048);
+  int dropped_frames = 0;
+  for (int k : {1, 2, 3, 8})
+    for (auto [width, frames] : {std::array{1, 3}, std::array{2, 3}, std::array{13, 4}, std::array{65, 5}, std::array{1937, 6}, std::array{2048, 6}})
+      for (int min_length : {1, 2 + static_cast<int>(seed % 7), 20, 45, 3000})
+        for (int shift : {0, 4}) {
+          SCOPED_TRACE("K " + std::to_string(k) + " width " + std::to_string(width) + " min_length " + std::to_string(min_length) + " shift " +
+                       std::to_string(shift));
+          Candidates c = random_candidates(frames, width, k, seed++);
+          kernels::LineModelParams p = params(k, 10.0 + static_cast<double>(seed % 5) * 30.0, min_length, 1.5, 6.0, 1.0, 6);
+          p.intensity_cost_q8 = static_cast<std::int32_t>(seed % 3) * 40;
+          p.strength_shift = shift;
+          Output expected(frames, width), got(frames, width);
+          std::vector<std::uint8_t> want_back(kernels::line_model_scratch_bytes(k, width, frames), 0xCC), got_back(want_back);
+          kernels::LineModelView v;
+          v.in = c.arrays(), v.out = expected.arrays(), v.back = want_back.data(), v.back_stride = static_cast<std::size_t>(frames);
+          v.frames = frames, v.width = width;
+          kernels::line_model_cpu(v, p, 0, frames);
+          v.out = got.arrays(), v.back = got_back.data();
+          for (int f = frames - 1; f >= 0; --f) cpu::line_model_frame(v, p, f, scratch);
+          ASSERT_EQ(got.position, expected.position);
+          ASSERT_EQ(got.intensity, expected.intensity);
+          ASSERT_EQ(got.stripe_width, expected.stripe_width);
+          ASSERT_EQ(got.quality, expected.quality);
+          ASSERT_EQ(got.count, expected.count);
+          ASSERT_EQ(got_back, want_back);
+          for (int f = 0; f < frames; ++f)
+            for (int x = 0; x < width; ++x)
+              if (kernels::line_model::excluded_at(v, p, f, x) != 0) {
+                ++dropped_frames;
+                break;
+              }
+        }
+  EXPECT_GT(dropped_frames, 100) << "short segments were dropped (passes after the first compared)";
 }
 
 class LineModelCuda : public test::CudaTest {};

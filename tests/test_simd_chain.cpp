@@ -262,7 +262,7 @@ void check_extraction(int width, int height, int bits, const ChainConfig& cc, in
       cpu::simd::blur_tile(frame.data(), width, height, width, x0, x1, taps, mid.data(), blurred.data());
       cpu::simd::TileSummary sum = s;
       cpu::simd::summarise_tile(blurred.data(), tw, tw, height, p, sum);
-      if (p.selection == SpotSelection::Strongest) {  // as the backend: the brightest rows evaluated across columns
+      if (p.selection != SpotSelection::Top) {  // as the backend (strongest, all), and bottom: the brightest rows evaluated across columns
         sum.stripes = stripes.data();
         cpu::simd::evaluate_brightest(blurred.data(), tw, frame.data() + x0, width, tw, height, p, sum);
       }
@@ -321,7 +321,8 @@ void check_backend(int width, int height, int frames, int bits, const ChainConfi
   const kernels::ColumnParams p = validate_chain(c, layout);
   const kernels::GaussianTaps taps = chain_blur_taps(c);
   SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height) + " x" + std::to_string(frames) + " bits " + std::to_string(bits) +
-               " selection " + to_string(c.column.selection) + (c.blur_across ? " 2-D" : " columns"));
+               " selection " + to_string(c.column.selection) + (c.blur_across ? " 2-D" : " columns") +
+               (line_model_runs(c) ? " line model K " + std::to_string(c.line_model.candidates) + " min_length " + std::to_string(c.line_model.min_length) : ""));
   Batch batch(layout, &allocate_host);
   batch.frames = frames;
   for (int f = 0; f < frames; ++f) {
@@ -332,6 +333,13 @@ void check_backend(int width, int height, int frames, int bits, const ChainConfi
   got.poison();
   want.poison();
   make_processor(Backend::Cpu, layout, c)->process(batch, got);
+  // The oracle: with the line model on, the candidates (selection all) and
+  // then the kernel's own loop over the frames (kernels::line_model_cpu).
+  const kernels::LineModelParams line = validate_line_model(c, p);
+  const kernels::ColumnParams e = extraction_params(p, line);
+  ProfileBatch candidates(width, frames, e.slots, &allocate_host);
+  candidates.poison();
+  ProfileBatch& extracted = line.candidates > 0 ? candidates : want;
   std::vector<std::uint32_t> mid(static_cast<std::size_t>(width) * height), acc(width);
   std::vector<T> blurred(static_cast<std::size_t>(width) * height);
   for (int f = 0; f < frames; ++f) {
@@ -339,7 +347,15 @@ void check_backend(int width, int height, int frames, int bits, const ChainConfi
     cpu::blur_tile(frame, width, height, width, 0, width, taps, mid.data(), acc.data(), blurred.data());
     auto pixel = [&](int x, int y) -> std::uint32_t { return blurred[static_cast<std::size_t>(y) * width + x]; };
     auto raw = [&](int x, int y) -> std::uint32_t { return frame[static_cast<std::size_t>(y) * width + x]; };
-    cpu::extract_tile(pixel, raw, height, 0, width, f, p, want);
+    cpu::extract_tile(pixel, raw, height, 0, width, f, e, extracted);
+  }
+  if (line.candidates > 0) {
+    std::vector<std::uint8_t> back(kernels::line_model_scratch_bytes(line.candidates, width, frames), 0xCC);
+    kernels::LineModelView v;
+    v.in = {candidates.position, candidates.intensity, candidates.stripe_width, candidates.quality, candidates.count};
+    v.out = {want.position, want.intensity, want.stripe_width, want.quality, want.count};
+    v.back = back.data(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
+    kernels::line_model_cpu(v, line, 0, frames);
   }
   const std::size_t n = static_cast<std::size_t>(frames) * p.slots * width;
   for (std::size_t i = 0; i < n; ++i) {
@@ -352,15 +368,24 @@ void check_backend(int width, int height, int frames, int bits, const ChainConfi
 }
 
 TEST(SimdChain, CpuBackendIsTheScalarChainBitForBit) {
-  ChainConfig c;  // the default chain's extraction (the line model after it has its own oracle: tests/test_line_model.cpp)
-  c.line_model.enabled = false;
+  ChainConfig c;  // the default chain: the line model on (its walk: cpu::line_model_frame against the kernel's)
+  check_backend<std::uint8_t>(2049, 52, 3, 8, c);
+  check_backend<std::uint16_t>(1937, 52, 3, 12, c);
+  check_backend<std::uint8_t>(33, 17, 4, 8, c);
+  c.line_model.candidates = 3;
+  check_backend<std::uint16_t>(517, 52, 2, 16, c);
+  c.line_model.candidates = 8;
+  c.line_model.min_length = 40;  // most segments dropped: passes 2 and 3
+  check_backend<std::uint8_t>(2049, 52, 3, 8, c);
+  c.line_model = LineModelConfig{};
+  c.line_model.enabled = false;  // the default chain's extraction alone
   check_backend<std::uint8_t>(2049, 52, 3, 8, c);
   check_backend<std::uint16_t>(2049, 52, 2, 12, c);
   check_backend<std::uint16_t>(300, 1, 2, 16, c);  // one row: the scalar fallback
   c.blur_across = false;
   check_backend<std::uint8_t>(517, 61, 2, 8, c);
   c.blur_across = true;
-  c.column.selection = SpotSelection::All;  // no brightest-row evaluation across columns
+  c.column.selection = SpotSelection::All;  // the brightest rows evaluated across columns, the others per column
   check_backend<std::uint8_t>(517, 52, 2, 8, c);
   c.column.selection = SpotSelection::Top;
   check_backend<std::uint16_t>(517, 52, 2, 16, c);

@@ -76,16 +76,19 @@ void blur_tile(const T* frame, int width, int height, std::ptrdiff_t stride, int
 
 // The outputs of columns [x0, x1) of frame `f`: every slot cleared, then
 // `extract(x, emit)` finds the column's stripes (emit(slot, position, value,
-// width, contrast)) and returns how many it found.
+// width, contrast)) and returns how many it found. With `clear` false the
+// slots no stripe was emitted into keep what they held: for a batch read
+// only up to each column's count (the line model's candidates), it saves
+// writing the slots x columns x frames of the whole batch.
 template <class Extract>
-void extract_columns(int x0, int x1, int f, ProfileBatch& out, const Extract& extract) {
+void extract_columns(int x0, int x1, int f, ProfileBatch& out, const Extract& extract, bool clear = true) {
   std::int32_t* position = out.position;
   std::uint16_t* intensity = out.intensity;
   std::uint16_t* stripe_width = out.stripe_width;
   std::uint16_t* quality = out.quality;
   std::uint8_t* count = out.count;
   for (int x = x0; x < x1; ++x) {
-    for (int s = 0; s < out.slots; ++s) {
+    for (int s = 0; clear && s < out.slots; ++s) {
       const std::size_t i = out.slot_index(f, s, x);
       position[i] = kNoPeak;
       intensity[i] = 0;
@@ -118,10 +121,10 @@ void extract_tile(const Pixel& pixel, const Raw& raw, int height, int x0, int x1
 // extract_tile for method adaptive (height >= 2), from the columns'
 // summaries `s` that simd::summarise_tile made of the same pixels (column
 // x0 + c in lane c): kernels::column_adaptive_scan, candidates read from the
-// bits. Same bits as extract_tile.
+// bits. Same bits as extract_tile (`clear`: as extract_columns).
 template <class Pixel, class Raw>
 void extract_tile_adaptive(const Pixel& pixel, const Raw& raw, int height, int x0, int x1, int f, const kernels::ColumnParams& p,
-                           const simd::TileSummary& s, ProfileBatch& out) {
+                           const simd::TileSummary& s, ProfileBatch& out, bool clear = true) {
   const int tw = x1 - x0;
   extract_columns(x0, x1, f, out, [&](int x, const auto& emit) {
     auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
@@ -133,11 +136,12 @@ void extract_tile_adaptive(const Pixel& pixel, const Raw& raw, int height, int x
     summary.brightest = s.brightest[c];
     summary.top = s.top[c];
     auto next = [&s, tw, c, height](int y) { return simd::next_candidate(s.candidates, tw, c, y, height); };
-    auto brightest = [&]() {
-      return s.stripes ? s.stripes[c] : kernels::adaptive::evaluate(column, raw_column, height, summary.brightest, p, summary.tv);
+    auto evaluate = [&](int y) {
+      return s.stripes && y == summary.brightest && simd::brightest_evaluated(summary, p) ? s.stripes[c]
+                                                                                         : kernels::adaptive::evaluate(column, raw_column, height, y, p, summary.tv);
     };
-    return kernels::column_adaptive_scan(column, raw_column, height, p, emit, summary, next, brightest);
-  });
+    return kernels::column_adaptive_scan(column, raw_column, height, p, emit, summary, next, evaluate);
+  }, clear);
 }
 
 }  // namespace stripeline::cpu

@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "stages/cpu/cpu_kernels.h"
+#include "stages/cpu/line_model_cpu.h"
 
 namespace stripeline::cpu {
 
@@ -24,6 +25,7 @@ struct Scratch {
   std::vector<std::uint32_t> mid;
   std::vector<std::uint8_t> isolated;  // the neighbour check's marks of one frame
   std::vector<std::uint8_t> back;      // the line model's back-pointers of one frame
+  LineModelScratch line;               // the line model's walk of one frame (line_model_cpu.h)
   std::vector<std::uint16_t> tile;  // big enough for either pixel type
   // The adaptive method's column summaries of one tile (simd::summarise_tile).
   std::vector<std::uint32_t> lowest, tv, top, candidates;
@@ -32,13 +34,14 @@ struct Scratch {
 
   // The column pass of the adaptive method over a tile of pixels (row
   // stride ps; raw: their unblurred data, stride rs), SIMD across columns:
-  // summaries, candidates and, with selection strongest, the brightest row
-  // evaluated (what extract_tile_adaptive reads).
+  // summaries, candidates and, with selection strongest or all (the line
+  // model's candidates), the brightest row evaluated (what
+  // extract_tile_adaptive reads: usually the stripe).
   template <class T>
   simd::TileSummary summarise(const T* pixels, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t rs, int tw, int height, const kernels::ColumnParams& p) {
     simd::TileSummary s{lowest.data(), tv.data(), brightest.data(), top.data(), candidates.data()};
     simd::summarise_tile(pixels, ps, tw, height, p, s);
-    if (p.selection == SpotSelection::Strongest) {
+    if (p.selection == SpotSelection::Strongest || p.selection == SpotSelection::All) {
       s.stripes = stripes.data();
       simd::evaluate_brightest(pixels, ps, raw, rs, tw, height, p, s);
     }
@@ -74,7 +77,10 @@ Scratch scratch_exemplar(const BatchLayout& l, int line_candidates) {
   exemplar.brightest.resize(kTileWidth);
   exemplar.stripes.resize(kTileWidth);
   exemplar.candidates.resize(static_cast<std::size_t>(simd::candidate_words(l.frame_height)) * kTileWidth);
-  if (line_candidates > 0) exemplar.back.resize(kernels::line_model_scratch_bytes(line_candidates, l.width, 1));
+  if (line_candidates > 0) {
+    exemplar.back.resize(kernels::line_model_scratch_bytes(line_candidates, l.width, 1));
+    exemplar.line.reserve(line_candidates, l.width);
+  }
   return exemplar;
 }
 
@@ -210,8 +216,11 @@ class CpuProcessor final : public BatchProcessor {
             extract_tile(pixel, raw, h, x0, x1, f, extraction_params(), to);
             continue;
           }
+          // No threshold on this path (simd_adaptive): the blurred tile itself.
+          auto blurred = [tile, tw, x0](int x, int y) -> std::uint32_t { return tile[y * tw + (x - x0)]; };
           const simd::TileSummary sum = s.summarise(tile, tw, frame + x0, w, tw, h, extraction_params());
-          extract_tile_adaptive(pixel, raw, h, x0, x1, f, extraction_params(), sum, to);
+          // The line model's candidates: only the filled slots written (it reads no others).
+          extract_tile_adaptive(blurred, raw, h, x0, x1, f, extraction_params(), sum, to, !models_line());
         }
       });
     });
@@ -224,7 +233,7 @@ class CpuProcessor final : public BatchProcessor {
           const kernels::LineModelArrays from{candidates_.position + rows, candidates_.intensity + rows, candidates_.stripe_width + rows,
                                               candidates_.quality + rows, candidates_.count + row};
           const kernels::LineModelArrays to{out.position + row, out.intensity + row, out.stripe_width + row, out.quality + row, out.count + row};
-          kernels::line_model_cpu(line_view(from, to, s.back.data(), 1, 1), line_params(), 0, 1);
+          cpu::line_model_frame(line_view(from, to, s.back.data(), 1, 1), line_params(), 0, s.line);
         }
       });
     }
@@ -262,7 +271,7 @@ class CpuProcessor final : public BatchProcessor {
 std::size_t thread_scratch_bytes(const BatchLayout& l, int line_candidates) {
   const Scratch s = scratch_exemplar(l, line_candidates);
   return bytes_of(s.mid) + bytes_of(s.isolated) + bytes_of(s.back) + bytes_of(s.tile) + bytes_of(s.lowest) + bytes_of(s.tv) + bytes_of(s.top) +
-         bytes_of(s.candidates) + bytes_of(s.brightest) + bytes_of(s.stripes);
+         bytes_of(s.candidates) + bytes_of(s.brightest) + bytes_of(s.stripes) + s.line.bytes();
 }
 
 const BackendFactory& factory() {

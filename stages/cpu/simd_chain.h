@@ -54,8 +54,7 @@ void summarise_tile(const std::uint16_t* pixels, std::ptrdiff_t stride, int tw, 
 
 // After summarise_tile of the same pixels: out.stripes[c] =
 // adaptive::evaluate of column c's brightest row, for the columns where
-// kernels::column_adaptive_scan asks it (top - lowest >= min_contrast and
-// top > lowest; the others' stripes are unspecified). `raw` (row stride
+// brightest_evaluated() (the others' stripes are unspecified). `raw` (row stride
 // `raw_stride`) holds the columns' unblurred pixels. The walks out from the
 // peaks run across columns, a row at a time; the rest is the scalar code's
 // own pieces (adaptive::prominence_gate, anchor_end, line_and_gates) per column.
@@ -63,6 +62,13 @@ void evaluate_brightest(const std::uint8_t* pixels, std::ptrdiff_t stride, const
                         const kernels::ColumnParams& p, const TileSummary& out);
 void evaluate_brightest(const std::uint16_t* pixels, std::ptrdiff_t stride, const std::uint16_t* raw, std::ptrdiff_t raw_stride, int tw,
                         int height, const kernels::ColumnParams& p, const TileSummary& out);
+
+// Whether evaluate_brightest evaluated the column of this summary: its
+// brightest row can be a stripe (top - lowest >= min_contrast and top >
+// lowest; a candidate of kernels::column_adaptive_scan whenever it is one).
+inline bool brightest_evaluated(const kernels::adaptive::ColumnSummary& s, const kernels::ColumnParams& p) {
+  return s.top - s.lowest >= p.min_contrast && s.top > s.lowest;
+}
 
 // The first candidate row >= y of column c, or `height` (the `next` of
 // kernels::column_adaptive_scan).
