@@ -63,13 +63,11 @@ class HeadsViewer::MergedTap {
     if (m.topic != wire::Topic::Heightmap || !m.rows || m.header.value("form", "") != "rectified") return;
     const wire::RowBlock& b = *m.rows;
     follow_grid(m.header, b.width);
-    const std::size_t stride = static_cast<std::size_t>(b.slots) * static_cast<std::size_t>(b.width);
-    for (int r = 0; r < b.rows; ++r) {
-      const auto ri = static_cast<std::size_t>(r);
-      if (ri < b.missing.size() && b.missing[ri]) continue;
-      if ((ri + 1) * stride > b.z.size()) break;
-      feed_.consume_grid(b.index + ri, ri < b.frame_ids.size() ? b.frame_ids[ri] : 0, b.z.data() + ri * stride, b.width);
-    }
+    if (b.slots != 1 || b.frame_ids.size() != static_cast<std::size_t>(b.rows) ||
+        b.z.size() != static_cast<std::size_t>(b.rows) * static_cast<std::size_t>(b.width))
+      return;  // not the merged rows' shape (rectified: one slot)
+    feed_.consume_grid(b.index, b.frame_ids.data(), b.z.data(), b.rows, b.width,
+                       b.missing.size() == static_cast<std::size_t>(b.rows) ? b.missing.data() : nullptr);
   }
 
   void loop() {

@@ -124,23 +124,30 @@ void ViewerFeed::consume(const ProfileSpan& p) {
   if (n > 0) hand_over(n);
 }
 
-void ViewerFeed::consume_grid(std::uint64_t index, std::uint64_t frame_id, const float* z, int cells) {
-  if (scratch_.empty() || cells != scan_.layout.width) return;
-  rows_.fetch_add(1, std::memory_order_relaxed);
-  if (due(1) == 0) return;
-  ViewerRow& out = scratch_[0];
-  out.index = index;
-  out.frame_id = frame_id;
-  for (int b = 0; b < bins_; ++b) {
-    const int c0 = static_cast<int>(static_cast<long long>(b) * cells / bins_);
-    const int c1 = static_cast<int>(static_cast<long long>(b + 1) * cells / bins_);
-    double h = 0;
-    int n = 0;
-    for (int c = c0; c < c1; ++c)
-      if (!std::isnan(z[c])) h += z[c], ++n;
-    out.heights[static_cast<std::size_t>(b)] = n ? static_cast<float>(h / n) : kNaN;
+void ViewerFeed::consume_grid(std::uint64_t first_index, const std::uint64_t* frame_ids, const float* z, int rows, int cells,
+                              const std::uint8_t* missing) {
+  if (rows <= 0 || scratch_.empty() || cells != scan_.layout.width) return;
+  rows_.fetch_add(static_cast<std::uint64_t>(rows), std::memory_order_relaxed);
+  const int n = due(rows);
+  int taken = 0;
+  for (int i = 0; i < n; ++i) {
+    const int r = static_cast<int>(static_cast<long long>(i + 1) * rows / n) - 1;  // spread over the block, its last row last
+    if (missing && missing[r]) continue;
+    ViewerRow& out = scratch_[static_cast<std::size_t>(taken++)];
+    out.index = first_index + static_cast<std::uint64_t>(r);
+    out.frame_id = frame_ids[r];
+    const float* row = z + static_cast<std::size_t>(r) * static_cast<std::size_t>(cells);
+    for (int b = 0; b < bins_; ++b) {
+      const int c0 = static_cast<int>(static_cast<long long>(b) * cells / bins_);
+      const int c1 = static_cast<int>(static_cast<long long>(b + 1) * cells / bins_);
+      double h = 0;
+      int found = 0;
+      for (int c = c0; c < c1; ++c)
+        if (!std::isnan(row[c])) h += row[c], ++found;
+      out.heights[static_cast<std::size_t>(b)] = found ? static_cast<float>(h / found) : kNaN;
+    }
   }
-  hand_over(1);
+  if (taken > 0) hand_over(taken);
 }
 
 void ViewerFeed::on_batch(const PipelineStats& s, std::optional<double> latency_seconds) {

@@ -65,9 +65,12 @@ class ViewerFeed final : public ProfileSink {
   // this batch, else the batch's `latency_seconds`).
   void on_batch(const PipelineStats& s, std::optional<double> latency_seconds);
   // Rows of `cells` values on a uniform grid (cell i at x0 + dx * i, in
-  // `unit`); NaN = no data. begin_grid() starts a run as begin() does.
+  // `unit`); NaN = no data. begin_grid() starts a run as begin() does;
+  // consume_grid() takes a block of `rows` rows (z: rows x cells; row r is
+  // frame frame_ids[r], global index first_index + r; missing: nullptr or a
+  // flag per row, 1 = no data at all), as consume() a span.
   void begin_grid(int cells, double x0, double dx, const std::string& unit, const std::string& calibration);
-  void consume_grid(std::uint64_t index, std::uint64_t frame_id, const float* z, int cells);
+  void consume_grid(std::uint64_t first_index, const std::uint64_t* frame_ids, const float* z, int rows, int cells, const std::uint8_t* missing);
 
   static constexpr int kRing = 32;
   // The oldest row still held after `seen` (a sequence number, 0 at first):

@@ -246,8 +246,9 @@ TEST(ViewerFeed, GridRowsOfTheMergedSeriesAreDecimatedOnTheirWorldGrid) {
   EXPECT_DOUBLE_EQ(info.dx, 1.0);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float z[8] = {1, 3, nan, nan, 5, nan, 7, 8};
-  feed.consume_grid(42, 9, z, 8);
-  feed.consume_grid(43, 10, z, 7);  // not the grid begin_grid() said: ignored
+  const std::uint64_t ids[1] = {9}, other[1] = {10};
+  feed.consume_grid(42, ids, z, 1, 8, nullptr);
+  feed.consume_grid(43, other, z, 1, 7, nullptr);  // not the grid begin_grid() said: ignored
   daemon::ViewerRow row;
   ASSERT_NE(feed.take(0, row), 0u);
   EXPECT_EQ(row.index, 42u);
@@ -277,7 +278,8 @@ TEST(ViewerHub, SeveralChannelsEachNameTheirHeadAndHealthCompletesEachHeadsEntry
   left.consume(a.span);
   right.consume(b.span);
   const float z[6] = {1, 2, 3, 4, 5, 6};
-  merged.consume_grid(7, 7, z, 6);
+  const std::uint64_t ids[1] = {7};
+  merged.consume_grid(7, ids, z, 1, 6, nullptr);
   char buf[8192];
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   // (head, event) of every event whose data names a head, and the last health.

@@ -11,6 +11,8 @@
                                      the step at its X in mm and in the colours of its Z in mm
   test_viewer.py BINARY heads        a daemon of two heads ([[head]]): a panel each, each updating >= 10/s, each head's
                                      step at its place and colours; health lists both heads
+  test_viewer.py BINARY merged       two calibrated heads merged in the daemon ([merge]): a third panel, the merged
+                                     series on the world grid in mm, each head's step at its world X
   test_viewer.py BINARY screenshot PNG   writes the README's picture of the viewer (scripts/viewer-screenshot.sh)
   test_viewer.py BINARY screenshot-heads PNG   the same of the two-head daemon (docs/images/viewer-heads.png)
 
@@ -305,13 +307,71 @@ def test_many(binary, tmp, n=10):
         check(status == 200, "/healthz answers while the viewers stream")
 
 
+MERGE_TX = 80.0  # the heads' places in the world frame: left at -80 mm, right at +80 mm (X)
+
+
+def merged_config(tmp, port):
+    """Two calibrated heads of 1024 x 52 px merged in the daemon onto the world grid -180..180 mm (0.5 mm cells)."""
+    with open(f"{tmp}/cal.toml", "w") as f:
+        f.write(calibration_toml(1024, FRAME_HEIGHT))
+    with open(f"{tmp}/transforms.toml", "w") as f:
+        f.write('[alignment]\nformat = "stripeline-head-transforms"\nversion = 1\n')
+        for name, tx in (("left", -MERGE_TX), ("right", MERGE_TX)):
+            f.write(f'[[head]]\nname = "{name}"\nrotation = [1, 0, 0, 0, 1, 0, 0, 0, 1]\ntranslation = [{tx}, 0, 0]\n')
+    # 50 frames/s each: both heads keep pace on two shared cores, so that their rows meet within the merge's window.
+    text = heads_config(tmp, port, 50.0, [("left", 1024, FRAME_HEIGHT), ("right", 1024, FRAME_HEIGHT)])
+    text = text.replace("[daemon]", f'[calibration]\nfile = "{tmp}/cal.toml"\n[daemon]', 1)
+    return text.replace("[[head]]", f'[merge]\nenabled = true\ntransforms = "{tmp}/transforms.toml"\ngrid = "-180:180:0.5"\n'
+                        f'publish = "tcp://127.0.0.1:{free_port()}"\n[[head]]', 1)
+
+
+def test_merged(binary, tmp):
+    port = free_port()
+    with Daemon(binary, tmp, port, text=merged_config(tmp, port)), cdp.Browser(2300, 1400) as browser:
+        page = open_viewer(browser, port, updates=3)
+        merged = f"{STATE}.heads[':merged']"
+        page.wait_for(f"{STATE}.order.length === 3 && {merged} && {merged}.updates >= 10", 60, "the merged series' panel and its rows")
+        check(page.evaluate(f"{STATE}.order") == ["left", "right", ":merged"], "a panel per head and one for the merged series")
+        info = page.evaluate(f"{merged}.info")
+        check(info["unit"] == "mm" and info["width"] == 721 and info["bins"] == 721 and abs(info["x0"] + 180) < 1e-9 and abs(info["dx"] - 0.5) < 1e-9,
+              f"merged: {info['width']} cells of the world grid from {info['x0']} mm by {info['dx']} mm, heights in {info['unit']}")
+        title = page.evaluate("document.querySelector('.head[data-head=\":merged\"] .head-title').textContent")
+        check(title.startswith("merged series"), f"its title: {title}")
+        # Each head's block edge in the world frame: the scene's u = BLOCK_U through the calibration, then the head's place.
+        edges = {name: calibrated(BLOCK_U, 0, 1024)[0] + tx for name, tx in (("left", -MERGE_TX), ("right", MERGE_TX))}
+        found = {}
+        deadline = time.monotonic() + 60
+        while len(found) < 2 and time.monotonic() < deadline:
+            row = page.evaluate(f"{merged}.lastRow")
+            if row and 0.12 <= (row["frame"] % 600) / 600 < 0.43:  # the block is there
+                for name, edge in edges.items():
+                    cell = lambda x: int(round((x + 180) / 0.5))  # noqa: E731
+                    base, block = row["h"][cell(edge - 3)], row["h"][cell(edge + 3)]
+                    if base is None or block is None or block - base < 1.5:
+                        continue
+                    half = (base + block) / 2
+                    for c in range(cell(edge - 3), cell(edge + 3) + 1):
+                        if row["h"][c] is not None and row["h"][c] > half:
+                            found[name] = (-180 + 0.5 * c, base, block)
+                            break
+            browser.pump(0.2)
+        for name, edge in edges.items():
+            check(name in found and abs(found[name][0] - edge) <= 1.0,
+                  f"merged: head {name}'s step at world X {found.get(name, ('none',))[0]} mm (expected {edge:.2f} mm, within 1 mm), "
+                  f"from {found.get(name, (0, 0, 0))[1]:.2f} to {found.get(name, (0, 0, 0))[2]:.2f} mm")
+        health = page.evaluate(f"{STATE}.lastHealth")
+        check("merge" in health and health["merge"]["state"].startswith("merge: running") and "rows_per_s" in health["merge"],
+              f"health: {health['merge']['state']}, {health['merge'].get('rows_per_s', 0):.0f} merged rows/s seen")
+        check(not page.errors(), "no console error")
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
         return 2
     binary, what = sys.argv[1], sys.argv[2]
     tests = {"loads": test_loads, "step": test_step, "rate": test_rate, "restart": test_restart, "many": test_many, "mm": test_mm,
-             "heads": test_heads}
+             "heads": test_heads, "merged": test_merged}
     try:
         with tempfile.TemporaryDirectory(prefix="stripeline-viewer-") as tmp:
             if what == "screenshot":
