@@ -80,6 +80,56 @@
 
   function several() { return panels.size > 1; }
 
+  // The latest profile: heights as dots on the run's scale, intensity and
+  // quality as strips below; x in the run's unit (each bin's X where the rows carry it).
+  function drawProfile(profileCanvas, pctx, s, bins, row, label) {
+    const w = profileCanvas.width, h = profileCanvas.height, pad = 40;
+    pctx.fillStyle = '#101214';
+    pctx.fillRect(0, 0, w, h);
+    const r = s.range, info = s.info;
+    if (!r || !info) return;
+    const xs = (b) => (row.x ? row.x[b] : info.x0 + info.dx * b);
+    let xlo = Infinity, xhi = -Infinity;
+    for (let b = 0; b < bins; ++b) { const x = xs(b); if (x !== null) { xlo = Math.min(xlo, x); xhi = Math.max(xhi, x); } }
+    if (!(xhi > xlo)) return;
+    const X = (x) => pad + (x - xlo) / (xhi - xlo) * (w - pad - 8);
+    const plotH = h - 70, Y = (z) => 8 + (1 - (z - r.lo) / (r.hi - r.lo)) * plotH;
+    // axes and labels in the run's unit
+    pctx.strokeStyle = '#444'; pctx.fillStyle = '#9aa0a6'; pctx.font = '11px sans-serif';
+    for (let z = r.lo; z <= r.hi + r.step / 2; z += r.step) {
+      pctx.beginPath(); pctx.moveTo(pad, Y(z)); pctx.lineTo(w - 8, Y(z)); pctx.stroke();
+      pctx.fillText(fmt(z, r.step), 2, Y(z) + 4);
+    }
+    pctx.fillText('x ' + fmt(xlo, 1) + ' \u2026 ' + fmt(xhi, 1) + ' ' + s.unit, pad, h - 2);
+    // intensity (0..max of the row) and quality (0..max) as strips below the heights
+    let imax = 1, qmax = 1;
+    for (let b = 0; b < bins; ++b) { if (row.i[b] !== null) imax = Math.max(imax, row.i[b]); if (row.q[b] !== null) qmax = Math.max(qmax, row.q[b]); }
+    pctx.strokeStyle = '#b0b0b0'; pctx.beginPath();
+    let pen = false;
+    for (let b = 0; b < bins; ++b) {
+      const v = row.i[b], x = xs(b);
+      if (v === null || x === null) { pen = false; continue; }
+      const y = plotH + 40 - v / imax * 28;
+      if (pen) pctx.lineTo(X(x), y); else pctx.moveTo(X(x), y);
+      pen = true;
+    }
+    pctx.stroke();
+    pctx.fillStyle = '#3fb950';
+    for (let b = 0; b < bins; ++b) {
+      const v = row.q[b], x = xs(b);
+      if (v === null || x === null) continue;
+      const bh = v / qmax * 14;
+      pctx.fillRect(X(x), h - 16 - bh, 1, bh);
+    }
+    pctx.fillStyle = '#7fd4ff';
+    for (let b = 0; b < bins; ++b) {
+      const z = row.h[b], x = xs(b);
+      if (z === null || x === null) continue;
+      pctx.fillRect(X(x) - 1, Y(z) - 1, 2, 2);
+    }
+    label.textContent = 'frame ' + row.frame + ' (row ' + row.index + ')';
+  }
+
   // One head's profile, waterfalls and health line.
   function makePanel(name) {
     const root = $('head-template').content.firstElementChild.cloneNode(true);
@@ -156,54 +206,6 @@
       }
     }
 
-    function drawProfile(row) {
-      const w = profileCanvas.width, h = profileCanvas.height, pad = 40;
-      pctx.fillStyle = '#101214';
-      pctx.fillRect(0, 0, w, h);
-      const r = s.range, info = s.info;
-      if (!r || !info) return;
-      const xs = (b) => (row.x ? row.x[b] : info.x0 + info.dx * b);
-      let xlo = Infinity, xhi = -Infinity;
-      for (let b = 0; b < bins; ++b) { const x = xs(b); if (x !== null) { xlo = Math.min(xlo, x); xhi = Math.max(xhi, x); } }
-      if (!(xhi > xlo)) return;
-      const X = (x) => pad + (x - xlo) / (xhi - xlo) * (w - pad - 8);
-      const plotH = h - 70, Y = (z) => 8 + (1 - (z - r.lo) / (r.hi - r.lo)) * plotH;
-      // axes and labels in the run's unit
-      pctx.strokeStyle = '#444'; pctx.fillStyle = '#9aa0a6'; pctx.font = '11px sans-serif';
-      for (let z = r.lo; z <= r.hi + r.step / 2; z += r.step) {
-        pctx.beginPath(); pctx.moveTo(pad, Y(z)); pctx.lineTo(w - 8, Y(z)); pctx.stroke();
-        pctx.fillText(fmt(z, r.step), 2, Y(z) + 4);
-      }
-      pctx.fillText('x ' + fmt(xlo, 1) + ' \u2026 ' + fmt(xhi, 1) + ' ' + s.unit, pad, h - 2);
-      // intensity (0..max of the row) and quality (0..max) as strips below the heights
-      let imax = 1, qmax = 1;
-      for (let b = 0; b < bins; ++b) { if (row.i[b] !== null) imax = Math.max(imax, row.i[b]); if (row.q[b] !== null) qmax = Math.max(qmax, row.q[b]); }
-      pctx.strokeStyle = '#b0b0b0'; pctx.beginPath();
-      let pen = false;
-      for (let b = 0; b < bins; ++b) {
-        const v = row.i[b], x = xs(b);
-        if (v === null || x === null) { pen = false; continue; }
-        const y = plotH + 40 - v / imax * 28;
-        if (pen) pctx.lineTo(X(x), y); else pctx.moveTo(X(x), y);
-        pen = true;
-      }
-      pctx.stroke();
-      pctx.fillStyle = '#3fb950';
-      for (let b = 0; b < bins; ++b) {
-        const v = row.q[b], x = xs(b);
-        if (v === null || x === null) continue;
-        const bh = v / qmax * 14;
-        pctx.fillRect(X(x), h - 16 - bh, 1, bh);
-      }
-      pctx.fillStyle = '#7fd4ff';
-      for (let b = 0; b < bins; ++b) {
-        const z = row.h[b], x = xs(b);
-        if (z === null || x === null) continue;
-        pctx.fillRect(X(x) - 1, Y(z) - 1, 2, 2);
-      }
-      q('profile-label').textContent = 'frame ' + row.frame + ' (row ' + row.index + ')';
-    }
-
     function onRow(row) {
       if (!bins || row.h.length !== bins) return;
       const now = performance.now();
@@ -240,7 +242,7 @@
         for (const v of row.i) if (v !== null) imax = Math.max(imax, v);
         return row.i.map((v) => (v === null ? null : v / imax * 255));
       }), (v) => (v === null ? NO_DATA : [v, v, v]));
-      drawProfile(rows[0]);
+      drawProfile(profileCanvas, pctx, s, bins, rows[0], q('profile-label'));
       s.lastRow = rows[0];
     }
 
