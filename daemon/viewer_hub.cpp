@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -148,7 +149,8 @@ class ViewerHub::Impl {
 
   void broadcast(const Message& m) {
     for (auto& v : viewers) {
-      if (static_cast<int>(v.queue.size()) >= limits.queue_messages) {
+      // queue_messages a channel: a tick sends a row of each.
+      if (v.queue.size() >= static_cast<std::size_t>(limits.queue_messages) * std::max<std::size_t>(1, channels.size())) {
         // Drop the oldest message not yet begun (the front may be half written).
         v.queue.erase(v.queue.begin() + (v.written > 0 ? 1 : 0));
         dropped.add(1);

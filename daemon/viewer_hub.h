@@ -13,7 +13,7 @@
 // daemon's callback, each head's entry completed with its channel's rows/s,
 // latency and calibration, plus the viewers' own counts), and "info" (per
 // channel) when a new run began and to each new viewer. Each viewer has a
-// queue of at most `queue_messages` messages: a viewer that does not keep up
+// queue of at most `queue_messages` messages per channel: a viewer that does not keep up
 // loses its oldest unsent messages (counted in
 // stripeline_viewer_messages_dropped_total), never the pipeline's time.
 // Beyond `max_viewers` a new viewer is refused (503, counted).
