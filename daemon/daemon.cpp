@@ -61,6 +61,7 @@
 #include "daemon/viewer_assets.h"
 #include "daemon/viewer_feed.h"
 #include "daemon/viewer_hub.h"
+#include "daemon/viewer_status.h"
 #include "io/atomic_file.h"
 #include "streaming/publisher.h"
 
@@ -145,10 +146,7 @@ class Daemon {
   // The live viewer (http.viewer): its tap on the rows and its thread. Last
   // members: the hub's thread stops before anything it reads goes.
   ViewerFeed viewer_feed_{1024, 25.0};
-  std::atomic<double> viewer_latency_ms_{-1.0};  // frame arrival -> profile, the last batch's mean
-  std::string viewer_last_health_ = "{}";          // the viewer thread only
-  std::uint64_t viewer_rows_before_ = 0;
-  clock::time_point viewer_rows_at_ = clock::now();
+  std::string viewer_last_health_ = "{}";  // the viewer thread only
   std::unique_ptr<ViewerHub> viewer_;
 };
 
@@ -410,21 +408,12 @@ Daemon::End Daemon::generation(const Config& cfg) {
   End end = End::SourceEnd;
   std::vector<ProfileSink*> sinks{&scans};
   if (viewer_) sinks.push_back(&viewer_feed_);
-  LiveStats live_before{};
   try {
     session.run(sinks, [&](const PipelineStats& s) {
       // Sink stage, once per batch, in order: the processing loop.
       const std::optional<double> latency = source.batch_done();
       metrics_.on_batch(s, latency);
-      // The viewer's latency: the live path's per-frame arrival -> sinks mean over this batch, else the batch's.
-      std::uint64_t frames = 0;
-      for (std::size_t i = 0; i < s.live.latency.counts.size() && i < live_before.latency.counts.size(); ++i)
-        frames += s.live.latency.counts[i] - live_before.latency.counts[i];
-      if (frames > 0)
-        viewer_latency_ms_.store((s.live.latency.sum_us - live_before.latency.sum_us) / 1000.0 / static_cast<double>(frames));
-      else if (latency)
-        viewer_latency_ms_.store(*latency * 1000.0);
-      live_before = s.live;
+      if (viewer_) viewer_feed_.on_batch(s, latency);
       notifier_.watchdog();
     });
   } catch (const std::exception& e) {
@@ -581,34 +570,9 @@ int Daemon::run() {
 }
 
 std::string Daemon::viewer_health() {
-  const auto now = clock::now();
-  const std::uint64_t rows = viewer_feed_.rows_seen();
-  const double seconds = std::chrono::duration<double>(now - viewer_rows_at_).count();
-  const double rate = seconds > 0 && rows >= viewer_rows_before_ ? static_cast<double>(rows - viewer_rows_before_) / seconds : 0.0;
-  viewer_rows_before_ = rows;
-  viewer_rows_at_ = now;
   std::unique_lock lock(mu_, std::defer_lock);
   if (!lock.try_lock_for(std::chrono::milliseconds(20))) return viewer_last_health_;
-  const auto t = metrics_.totals();
-  nlohmann::json head = {{"name", "head"},
-                         {"rows_per_s", rate},
-                         {"frames", source_ ? source_->frames() : 0},
-                         {"lost", source_ ? source_->missing() : 0},
-                         {"profiles", t.profiles},
-                         {"dropped", t.dropped[0] + t.dropped[1] + t.dropped[2]},
-                         {"calibration", viewer_feed_.info().calibration},
-                         {"series", publisher_ ? publisher_->series() : std::string("(not streaming)")}};
-  const double latency = viewer_latency_ms_.load();
-  if (latency >= 0) head["latency_ms"] = latency;
-  // Kinds only: a file source's path or a camera's address is not served.
-  const char* kinds[] = {"synthetic", "file (recording)", "camera"};
-  head["source"] = kinds[static_cast<int>(cfg_.source)];
-  if (cfg_.source != SourceKind::Camera)
-    head["camera"] = "none";
-  else if (auto degraded = camera_.degraded(cfg_.camera.reconnect_interval))
-    head["camera"] = *degraded;
-  else
-    head["camera"] = camera_.connected() ? "connected" : "opening";
+  const nlohmann::json head = viewer_head_status("head", cfg_, source_, metrics_, publisher_.get(), camera_);
   std::string state = health_locked().second;
   while (!state.empty() && state.back() == '\n') state.pop_back();
   viewer_last_health_ = nlohmann::json{{"state", state}, {"heads", nlohmann::json::array({head})}}.dump();
@@ -626,7 +590,7 @@ std::unique_ptr<HttpServer> Daemon::start_http() {
   if (cfg_.http.viewer) {
     ViewerLimits limits;
     limits.max_viewers = cfg_.http.max_viewers;
-    viewer_ = std::make_unique<ViewerHub>(viewer_feed_, registry_, limits, [this] { return viewer_health(); });
+    viewer_ = std::make_unique<ViewerHub>(std::vector<ViewerChannel>{{"head", &viewer_feed_}}, registry_, limits, [this] { return viewer_health(); });
     routes.merge(viewer_routes());
     streams["/events"] = [this](int fd) { return viewer_->adopt(fd); };
   }

@@ -30,6 +30,7 @@
 #include "core/errors.h"
 #include "daemon/camera_supervisor.h"
 #include "daemon/daemon_metrics.h"
+#include "daemon/heads_viewer.h"
 #include "daemon/http_server.h"
 #include "daemon/instrumented_source.h"
 #include "daemon/process_metrics.h"
@@ -37,6 +38,7 @@
 #include "daemon/service_parts.h"
 #include "daemon/signals.h"
 #include "daemon/systemd_notify.h"
+#include "daemon/viewer_status.h"
 #include "io/atomic_file.h"
 #include "streaming/merge.h"
 #include "streaming/publisher.h"
@@ -84,8 +86,9 @@ class Head {
     std::string text;
   };
 
-  Head(std::string name, Config cfg, Registry& registry, std::string run_stamp, double merge_wait)
-      : name_(std::move(name)),
+  Head(std::string name, Config cfg, Registry& registry, std::string run_stamp, double merge_wait, ViewerFeed* viewer = nullptr)
+      : viewer_(viewer),
+        name_(std::move(name)),
         metrics_(registry, name_),
         failures_(registry.counter("stripeline_head_failures_total",
                                    "Times a head went down: its source could not be opened or read, or its pipeline failed (docs/daemon.md).",
@@ -146,6 +149,14 @@ class Head {
     return state_locked();
   }
 
+  // The head's entry in the live viewer's health (daemon/viewer_status.h).
+  nlohmann::json viewer_status() {
+    std::lock_guard lock(mu_);
+    nlohmann::json j = viewer_head_status(name_, cfg_, source_, metrics_, publisher_.get(), camera_);
+    j["state"] = state_locked().text;
+    return j;
+  }
+
   // Brings the head's metrics up to date (`http`: the server's counters, given to one head only).
   void collect(std::optional<HttpServer::Stats> http = std::nullopt) {
     std::lock_guard lock(mu_);
@@ -188,6 +199,7 @@ class Head {
   End generation(const Config& cfg);
   void use_publisher(const Config& cfg);
 
+  ViewerFeed* const viewer_;  // the live viewer's tap on this head's rows (nullptr: none)
   const std::string name_;
   DaemonMetrics metrics_;
   CameraSupervisor camera_;
@@ -303,7 +315,13 @@ Head::End Head::generation(const Config& cfg) {
   running_gauge_.set(1);
   End end = End::SourceEnd;
   try {
-    session.run({&named}, [&](const PipelineStats& s) { metrics_.on_batch(s, source.batch_done()); });
+    std::vector<ProfileSink*> sinks{&named};
+    if (viewer_) sinks.push_back(viewer_);
+    session.run(sinks, [&](const PipelineStats& s) {
+      const std::optional<double> latency = source.batch_done();
+      metrics_.on_batch(s, latency);
+      if (viewer_) viewer_->on_batch(s, latency);
+    });
   } catch (const std::exception& e) {
     end = End::Failed;
     fail(std::string("the pipeline failed: ") + e.what());
@@ -422,6 +440,10 @@ class MergeRunner {
   void collect() {
     std::lock_guard lock(mu_);
     if (current_) account(current_->counters());
+  }
+  std::string endpoint() {  // of the merged series running ("" = none)
+    std::lock_guard lock(mu_);
+    return current_ ? endpoint_ : std::string();
   }
   std::string state() {
     std::lock_guard lock(mu_);
@@ -561,6 +583,7 @@ class HeadsDaemon {
   SystemdNotifier notifier_;
   std::vector<std::unique_ptr<Head>> heads_;  // fixed once run() started them
   std::unique_ptr<MergeRunner> merge_;
+  std::unique_ptr<HeadsViewer> viewer_;  // [http] viewer: the live viewer of every head (daemon/heads_viewer.h)
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -605,14 +628,25 @@ HttpResponse HeadsDaemon::probe(int which) {
 
 std::unique_ptr<HttpServer> HeadsDaemon::start_http() {
   if (!cfg_.http.enabled) return nullptr;
-  return std::make_unique<HttpServer>(
-      cfg_.http.address, cfg_.http.port,
-      std::map<std::string, HttpServer::Handler>{
-          {"/metrics", [this] { return HttpResponse{200, registry_.render(), "text/plain; version=0.0.4; charset=utf-8"}; }},
-          {"/healthz", [this] { return probe(0); }},
-          {"/livez", [this] { return probe(1); }},
-          {"/readyz", [this] { return probe(2); }}},
-      http_limits(cfg_.http));
+  std::map<std::string, HttpServer::Handler> routes{
+      {"/metrics", [this] { return HttpResponse{200, registry_.render(), "text/plain; version=0.0.4; charset=utf-8"}; }},
+      {"/healthz", [this] { return probe(0); }},
+      {"/livez", [this] { return probe(1); }},
+      {"/readyz", [this] { return probe(2); }}};
+  std::map<std::string, HttpServer::StreamHandler> streams;
+  if (viewer_)
+    viewer_->start(
+        registry_, cfg_.http,
+        [this] {  // every head's entry, and the merge's state
+          nlohmann::json heads = nlohmann::json::array();
+          for (const auto& h : heads_) heads.push_back(h->viewer_status());
+          const std::string verdict = probe(0).body;
+          nlohmann::json j = {{"state", verdict.substr(0, verdict.find('\n'))}, {"heads", heads}};
+          if (merge_) j["merge"] = {{"state", merge_->state()}};
+          return j.dump();
+        },
+        [this] { return merge_ ? merge_->endpoint() : std::string(); }, routes, streams);
+  return std::make_unique<HttpServer>(cfg_.http.address, cfg_.http.port, std::move(routes), http_limits(cfg_.http), std::move(streams));
 }
 
 // SIGHUP: the file reloaded and checked as a whole; the heads whose
@@ -706,8 +740,14 @@ int HeadsDaemon::run() {
   const std::string run_stamp = utc_stamp();
   std::optional<MergeServiceConfig> merge;
   if (cfg_.merge.enabled) merge = merge_service_config(cfg_.merge, cfg_.heads);  // InputError (the transforms file): exit 2
+  if (cfg_.http.enabled && cfg_.http.viewer) {
+    std::vector<std::string> names;
+    for (const HeadEntry& h : cfg_.heads) names.push_back(h.name);
+    viewer_ = std::make_unique<HeadsViewer>(names, merge.has_value());
+  }
   for (std::size_t i = 0; i < cfgs.size(); ++i)
-    heads_.push_back(std::make_unique<Head>(cfg_.heads[i].name, cfgs[i], registry_, run_stamp, merge ? cfg_.merge.subscribe_timeout : 0.0));
+    heads_.push_back(std::make_unique<Head>(cfg_.heads[i].name, cfgs[i], registry_, run_stamp, merge ? cfg_.merge.subscribe_timeout : 0.0,
+                                            viewer_ ? &viewer_->feed(i) : nullptr));
   if (merge) merge_ = std::make_unique<MergeRunner>(*merge, registry_);
   registry_.set_collector([this] { collect(); });
   SignalThread signals([this](int sig) { on_signal(sig); });
@@ -748,6 +788,7 @@ int HeadsDaemon::run() {
   }
   keeper.join();
   http.reset();
+  viewer_.reset();  // its threads read the heads and the merge
   merge_.reset();
   heads_.front()->metrics().set_up(false);
   spdlog::default_logger()->flush();

@@ -17,27 +17,46 @@ ViewerFeed::ViewerFeed(int max_columns, double rate)
 void ViewerFeed::begin(const ScanInfo& info) {
   scan_ = info;
   const int width = info.layout.width;
-  bins_ = std::clamp(width, 1, max_columns_);
   const bool sheet = info.sheet != nullptr;
-  ViewerRow blank;
-  blank.heights.assign(static_cast<std::size_t>(bins_), kNaN);
-  blank.intensity.assign(static_cast<std::size_t>(bins_), kNaN);
-  blank.quality.assign(static_cast<std::size_t>(bins_), kNaN);
-  blank.x.assign(sheet ? static_cast<std::size_t>(bins_) : 0, kNaN);
-  scratch_.assign(kRing, blank);
   const LinearCalibration& cal = info.calibration;
-  const double per_bin = static_cast<double>(width) / bins_;
   ViewerInfo v;
   v.width = width;
-  v.bins = bins_;
+  v.bins = std::clamp(width, 1, max_columns_);
+  const double per_bin = static_cast<double>(width) / v.bins;
   v.frame_height = info.layout.frame_height;
   v.unit = sheet ? "mm" : cal.unit();
   v.x0 = cal.x(0.5 * per_bin - 0.5);
   v.dx = cal.x(per_bin) - cal.x(0.0);
   v.calibration = sheet ? "sheet " + info.sheet->id : cal.enabled ? "linear" : "none";
+  start_run(std::move(v), sheet);
+}
+
+void ViewerFeed::begin_grid(int cells, double x0, double dx, const std::string& unit, const std::string& calibration) {
+  scan_ = ScanInfo{};
+  scan_.layout.width = std::max(1, cells);
+  ViewerInfo v;
+  v.width = scan_.layout.width;
+  v.bins = std::clamp(v.width, 1, max_columns_);
+  const double per_bin = static_cast<double>(v.width) / v.bins;
+  v.unit = unit;
+  v.x0 = x0 + dx * (0.5 * per_bin - 0.5);
+  v.dx = dx * per_bin;
+  v.calibration = calibration;
+  start_run(std::move(v), false);
+}
+
+void ViewerFeed::start_run(ViewerInfo v, bool with_x) {
+  bins_ = v.bins;
+  ViewerRow blank;
+  blank.heights.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.intensity.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.quality.assign(static_cast<std::size_t>(bins_), kNaN);
+  blank.x.assign(with_x ? static_cast<std::size_t>(bins_) : 0, kNaN);
+  scratch_.assign(kRing, blank);
+  live_before_ = LiveStats{};
   std::lock_guard lock(mu_);
   v.generation = info_.generation + 1;
-  info_ = v;
+  info_ = std::move(v);
   ring_.assign(kRing, blank);  // sized for this run
   run_first_ = newest_ + 1;    // rows of the run before are not taken any more
 }
@@ -77,17 +96,15 @@ void ViewerFeed::decimate(const ProfileSpan& p, int frame, ViewerRow& out) const
   }
 }
 
-void ViewerFeed::consume(const ProfileSpan& p) {
-  if (p.frames <= 0 || scratch_.empty()) return;
-  rows_.fetch_add(static_cast<std::uint64_t>(p.frames), std::memory_order_relaxed);
+int ViewerFeed::due(int available) {
   const auto now = std::chrono::steady_clock::now();
   const auto since = now - last_take_;
-  if (since < period_) return;
-  if (p.width != scan_.layout.width || (p.xyz != nullptr) != !scratch_[0].x.empty()) return;  // not the layout begin() saw
+  if (since < period_ || available <= 0) return 0;
   last_take_ = now;
-  // As many rows as the time since the last take holds, spread over the span, its last profile last.
-  const int n = static_cast<int>(std::min<long long>({since / period_, kRing, p.frames}));
-  for (int i = 0; i < n; ++i) decimate(p, static_cast<int>(static_cast<long long>(i + 1) * p.frames / n) - 1, scratch_[static_cast<std::size_t>(i)]);
+  return static_cast<int>(std::min<long long>({since / period_, kRing, available}));
+}
+
+void ViewerFeed::hand_over(int n) {
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock) {  // the viewer's thread is copying a row: skip these
     skipped_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
@@ -95,6 +112,53 @@ void ViewerFeed::consume(const ProfileSpan& p) {
   }
   for (int i = 0; i < n; ++i) std::swap(ring_[(newest_ + static_cast<std::uint64_t>(i)) % kRing], scratch_[static_cast<std::size_t>(i)]);
   newest_ += static_cast<std::uint64_t>(n);
+}
+
+void ViewerFeed::consume(const ProfileSpan& p) {
+  if (p.frames <= 0 || scratch_.empty()) return;
+  rows_.fetch_add(static_cast<std::uint64_t>(p.frames), std::memory_order_relaxed);
+  if (p.width != scan_.layout.width || (p.xyz != nullptr) != !scratch_[0].x.empty()) return;  // not the layout begin() saw
+  // As many rows as the time since the last take holds, spread over the span, its last profile last.
+  const int n = due(p.frames);
+  for (int i = 0; i < n; ++i) decimate(p, static_cast<int>(static_cast<long long>(i + 1) * p.frames / n) - 1, scratch_[static_cast<std::size_t>(i)]);
+  if (n > 0) hand_over(n);
+}
+
+void ViewerFeed::consume_grid(std::uint64_t first_index, const std::uint64_t* frame_ids, const float* z, int rows, int cells,
+                              const std::uint8_t* missing) {
+  if (rows <= 0 || scratch_.empty() || cells != scan_.layout.width) return;
+  rows_.fetch_add(static_cast<std::uint64_t>(rows), std::memory_order_relaxed);
+  const int n = due(rows);
+  int taken = 0;
+  for (int i = 0; i < n; ++i) {
+    const int r = static_cast<int>(static_cast<long long>(i + 1) * rows / n) - 1;  // spread over the block, its last row last
+    if (missing && missing[r]) continue;
+    ViewerRow& out = scratch_[static_cast<std::size_t>(taken++)];
+    out.index = first_index + static_cast<std::uint64_t>(r);
+    out.frame_id = frame_ids[r];
+    const float* row = z + static_cast<std::size_t>(r) * static_cast<std::size_t>(cells);
+    for (int b = 0; b < bins_; ++b) {
+      const int c0 = static_cast<int>(static_cast<long long>(b) * cells / bins_);
+      const int c1 = static_cast<int>(static_cast<long long>(b + 1) * cells / bins_);
+      double h = 0;
+      int found = 0;
+      for (int c = c0; c < c1; ++c)
+        if (!std::isnan(row[c])) h += row[c], ++found;
+      out.heights[static_cast<std::size_t>(b)] = found ? static_cast<float>(h / found) : kNaN;
+    }
+  }
+  if (taken > 0) hand_over(taken);
+}
+
+void ViewerFeed::on_batch(const PipelineStats& s, std::optional<double> latency_seconds) {
+  std::uint64_t frames = 0;
+  for (std::size_t i = 0; i < s.live.latency.counts.size() && i < live_before_.latency.counts.size(); ++i)
+    frames += s.live.latency.counts[i] - live_before_.latency.counts[i];
+  if (frames > 0)
+    latency_ms_.store((s.live.latency.sum_us - live_before_.latency.sum_us) / 1000.0 / static_cast<double>(frames), std::memory_order_relaxed);
+  else if (latency_seconds)
+    latency_ms_.store(*latency_seconds * 1000.0, std::memory_order_relaxed);
+  live_before_ = s.live;
 }
 
 std::uint64_t ViewerFeed::take(std::uint64_t seen, ViewerRow& out) {

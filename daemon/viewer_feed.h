@@ -14,15 +14,22 @@
 // viewer's thread (ViewerHub) takes them in order with take(), one per tick,
 // so that the page scrolls evenly however the rows come in batches.
 //
-// Thread-safety: begin/consume/finish from the pipeline's sink stage;
-// take(), info(), rows_seen(), skipped() from any thread.
+// The merged series of several heads (daemon/viewer_merge.h) comes as rows
+// already on a world X grid: begin_grid() and consume_grid() take them the
+// same way (about `rate` a second, decimated to `max_columns` bins).
+//
+// Thread-safety: begin/consume/finish/on_batch (or begin_grid/consume_grid)
+// from one thread, the producer's; take(), info(), rows_seen(), skipped(),
+// latency_ms() from any thread.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "pipeline/pipeline.h"
 #include "pipeline/sink.h"
 
 namespace stripeline::daemon {
@@ -53,6 +60,17 @@ class ViewerFeed final : public ProfileSink {
   void begin(const ScanInfo& info) override;
   void consume(const ProfileSpan& profiles) override;
   void finish() override {}
+  // Once per batch from the pipeline's progress callback: the frame arrival
+  // -> profile latency the page shows (the live path's per-frame mean over
+  // this batch, else the batch's `latency_seconds`).
+  void on_batch(const PipelineStats& s, std::optional<double> latency_seconds);
+  // Rows of `cells` values on a uniform grid (cell i at x0 + dx * i, in
+  // `unit`); NaN = no data. begin_grid() starts a run as begin() does;
+  // consume_grid() takes a block of `rows` rows (z: rows x cells; row r is
+  // frame frame_ids[r], global index first_index + r; missing: nullptr or a
+  // flag per row, 1 = no data at all), as consume() a span.
+  void begin_grid(int cells, double x0, double dx, const std::string& unit, const std::string& calibration);
+  void consume_grid(std::uint64_t first_index, const std::uint64_t* frame_ids, const float* z, int rows, int cells, const std::uint8_t* missing);
 
   static constexpr int kRing = 32;
   // The oldest row still held after `seen` (a sequence number, 0 at first):
@@ -62,9 +80,14 @@ class ViewerFeed final : public ProfileSink {
   ViewerInfo info() const;
   std::uint64_t rows_seen() const { return rows_.load(std::memory_order_relaxed); }
   std::uint64_t skipped() const { return skipped_.load(std::memory_order_relaxed); }
+  double latency_ms() const { return latency_ms_.load(std::memory_order_relaxed); }  // < 0: none yet
 
  private:
   void decimate(const ProfileSpan& p, int frame, ViewerRow& out) const;
+  void start_run(ViewerInfo v, bool with_x);
+  // How many rows the time since the last take holds (0: none yet); at most `available`.
+  int due(int available);
+  void hand_over(int n);
 
   const int max_columns_;
   const std::chrono::nanoseconds period_;
@@ -74,6 +97,7 @@ class ViewerFeed final : public ProfileSink {
   double z_scale_ = 1.0 / 256.0, z_offset_ = 0;
   std::vector<ViewerRow> scratch_;  // kRing
   std::chrono::steady_clock::time_point last_take_{};
+  LiveStats live_before_{};
   // Hand-off (mu_).
   mutable std::mutex mu_;
   std::vector<ViewerRow> ring_;  // kRing; row n (1-based) at (n - 1) % kRing
@@ -81,6 +105,7 @@ class ViewerFeed final : public ProfileSink {
   std::uint64_t run_first_ = 1;  // the first row of this run (begin())
   ViewerInfo info_;
   std::atomic<std::uint64_t> rows_{0}, skipped_{0};
+  std::atomic<double> latency_ms_{-1.0};
 };
 
 }  // namespace stripeline::daemon

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -52,25 +53,33 @@ nlohmann::json numbers(const std::vector<float>& v, bool round) {
 
 std::string event(const char* name, const nlohmann::json& data) { return fmt::format("event: {}\ndata: {}\n\n", name, data.dump()); }
 
-nlohmann::json info_json(const ViewerInfo& i, const ViewerLimits& l) {
-  return {{"generation", i.generation}, {"width", i.width}, {"bins", i.bins}, {"frame_height", i.frame_height}, {"unit", i.unit},
+nlohmann::json info_json(const std::string& head, const ViewerInfo& i, const ViewerLimits& l) {
+  return {{"head", head}, {"generation", i.generation}, {"width", i.width}, {"bins", i.bins}, {"frame_height", i.frame_height}, {"unit", i.unit},
           {"x0", i.x0}, {"dx", i.dx}, {"calibration", i.calibration}, {"rate", l.rate}};
 }
 
-nlohmann::json row_json(const ViewerRow& r) {
-  nlohmann::json j = {{"index", r.index}, {"frame", r.frame_id}, {"h", numbers(r.heights, false)}, {"i", numbers(r.intensity, true)},
+nlohmann::json row_json(const std::string& head, const ViewerRow& r) {
+  nlohmann::json j = {{"head", head}, {"index", r.index}, {"frame", r.frame_id}, {"h", numbers(r.heights, false)}, {"i", numbers(r.intensity, true)},
                       {"q", numbers(r.quality, true)}};
   if (!r.x.empty()) j["x"] = numbers(r.x, false);
   return j;
 }
 
+// A channel as the hub's thread follows it.
+struct Channel {
+  ViewerChannel c;
+  std::uint64_t generation = 0, row_seq = 0;
+  ViewerRow row;
+  Message info;
+  std::uint64_t rows_before = 0;  // rows_seen() at the last health
+};
+
 }  // namespace
 
 class ViewerHub::Impl {
  public:
-  Impl(ViewerFeed& f, Registry& registry, ViewerLimits l, std::function<std::string()> h)
-      : feed(f),
-        limits(l),
+  Impl(std::vector<ViewerChannel> cs, Registry& registry, ViewerLimits l, std::function<std::string()> h)
+      : limits(l),
         health(std::move(h)),
         clients_gauge(registry.gauge("stripeline_viewer_clients", "Live viewers connected to GET /events.")),
         sent(registry.counter("stripeline_viewer_messages_sent_total", "Server-sent events written to live viewers (rows, health, info).")),
@@ -79,6 +88,11 @@ class ViewerHub::Impl {
         refused(registry.counter("stripeline_viewer_refused_total", "Live viewers refused: http.max_viewers were connected.")),
         skipped(registry.counter("stripeline_viewer_rows_skipped_total",
                                  "Rows the viewer's tap let pass because the hand-off was busy (the pipeline never waits for it).")) {
+    for (auto& c : cs) {
+      Channel ch;
+      ch.c = std::move(c);
+      channels.push_back(std::move(ch));
+    }
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd < 0) throw std::runtime_error(std::string("viewer: eventfd: ") + std::strerror(errno));
     thread = std::thread([this] { loop(); });
@@ -125,7 +139,8 @@ class ViewerHub::Impl {
       v.queue.push_back(std::make_shared<const std::string>(
           std::string("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\n") +
           kSecurityHeaders + "\r\nretry: 1000\n\n"));
-      if (last_info) v.queue.push_back(last_info);
+      for (const Channel& c : channels)
+        if (c.info) v.queue.push_back(c.info);
       if (last_health) v.queue.push_back(last_health);
       viewers.push_back(std::move(v));
     }
@@ -134,7 +149,8 @@ class ViewerHub::Impl {
 
   void broadcast(const Message& m) {
     for (auto& v : viewers) {
-      if (static_cast<int>(v.queue.size()) >= limits.queue_messages) {
+      // queue_messages a channel: a tick sends a row of each.
+      if (v.queue.size() >= static_cast<std::size_t>(limits.queue_messages) * std::max<std::size_t>(1, channels.size())) {
         // Drop the oldest message not yet begun (the front may be half written).
         v.queue.erase(v.queue.begin() + (v.written > 0 ? 1 : 0));
         dropped.add(1);
@@ -174,32 +190,63 @@ class ViewerHub::Impl {
   }
 
   void produce(clock::time_point now) {
-    const ViewerInfo info = feed.info();
-    if (info.generation != generation) {
-      generation = info.generation;
-      last_info = std::make_shared<const std::string>(event("info", info_json(info, limits)));
-      broadcast(last_info);
-    }
-    if (const std::uint64_t seq = feed.take(row_seq, row)) {
-      row_seq = seq;
-      if (!viewers.empty() && row.heights.size() == static_cast<std::size_t>(info.bins)) broadcast(std::make_shared<const std::string>(event("row", row_json(row))));
-    }
-    skipped.add(static_cast<double>(feed.skipped()) - skipped.value());
-    if (now >= next_health) {
-      next_health = now + std::chrono::seconds(1);
-      nlohmann::json h;
-      try {
-        h = nlohmann::json::parse(health ? health() : "{}");
-      } catch (const std::exception& e) {
-        h = {{"state", std::string("error: ") + e.what()}};
+    std::uint64_t skipped_now = 0;
+    for (Channel& ch : channels) {
+      const ViewerInfo info = ch.c.feed->info();
+      if (info.generation != ch.generation) {
+        ch.generation = info.generation;
+        ch.info = std::make_shared<const std::string>(event("info", info_json(ch.c.name, info, limits)));
+        broadcast(ch.info);
       }
-      // The viewers' own figures, beside the daemon's.
-      h["viewers"] = viewers.size();
-      h["viewer_dropped"] = dropped.value();
-      h["viewer_skipped"] = skipped.value();
-      last_health = std::make_shared<const std::string>(event("health", h));
+      if (const std::uint64_t seq = ch.c.feed->take(ch.row_seq, ch.row)) {
+        ch.row_seq = seq;
+        if (!viewers.empty() && ch.row.heights.size() == static_cast<std::size_t>(info.bins))
+          broadcast(std::make_shared<const std::string>(event("row", row_json(ch.c.name, ch.row))));
+      }
+      skipped_now += ch.c.feed->skipped();
+    }
+    skipped.add(static_cast<double>(skipped_now) - skipped.value());
+    if (now >= next_health) {
+      const double seconds = std::chrono::duration<double>(now - last_health_at).count();
+      last_health_at = now;
+      next_health = now + std::chrono::seconds(1);
+      last_health = std::make_shared<const std::string>(event("health", health_json(seconds)));
       broadcast(last_health);
     }
+  }
+
+  // The daemon's health, each channel's own figures added to its head's entry
+  // (the merged series: "merge"), and the viewers' own beside them.
+  nlohmann::json health_json(double seconds) {
+    nlohmann::json h;
+    try {
+      h = nlohmann::json::parse(health ? health() : "{}");
+    } catch (const std::exception& e) {
+      h = {{"state", std::string("error: ") + e.what()}};
+    }
+    if (!h.is_object()) h = nlohmann::json::object();
+    if (!h.contains("heads") || !h["heads"].is_array()) h["heads"] = nlohmann::json::array();
+    for (Channel& ch : channels) {
+      const std::uint64_t rows = ch.c.feed->rows_seen();
+      nlohmann::json mine = {{"rows_per_s", seconds > 0 && rows >= ch.rows_before ? static_cast<double>(rows - ch.rows_before) / seconds : 0.0},
+                             {"calibration", ch.c.feed->info().calibration}};
+      ch.rows_before = rows;
+      if (const double latency = ch.c.feed->latency_ms(); latency >= 0) mine["latency_ms"] = latency;
+      nlohmann::json* entry = nullptr;
+      for (auto& e : h["heads"])
+        if (e.is_object() && e.value("name", "") == ch.c.name) entry = &e;
+      if (!entry && ch.c.name == kMergedChannel) entry = &h["merge"];  // the merged series: beside the heads
+      if (!entry) {
+        h["heads"].push_back({{"name", ch.c.name}});
+        entry = &h["heads"].back();
+      }
+      if (entry->is_null()) *entry = nlohmann::json::object();
+      entry->update(mine);
+    }
+    h["viewers"] = viewers.size();
+    h["viewer_dropped"] = dropped.value();
+    h["viewer_skipped"] = skipped.value();
+    return h;
   }
 
   void loop() {
@@ -256,7 +303,7 @@ class ViewerHub::Impl {
     }
   }
 
-  ViewerFeed& feed;
+  std::vector<Channel> channels;  // fixed at construction; the hub's thread only
   ViewerLimits limits;
   std::function<std::string()> health;
   Gauge& clients_gauge;
@@ -268,15 +315,13 @@ class ViewerHub::Impl {
   std::vector<int> incoming;  // mu: adopted, not yet served
   // The hub's thread only.
   std::list<Viewer> viewers;
-  std::uint64_t generation = 0, row_seq = 0;
-  ViewerRow row;
-  Message last_info, last_health;
-  clock::time_point next_health{};
+  Message last_health;
+  clock::time_point next_health{}, last_health_at = clock::now();
   std::thread thread;
 };
 
-ViewerHub::ViewerHub(ViewerFeed& feed, Registry& registry, ViewerLimits limits, std::function<std::string()> health)
-    : impl_(std::make_unique<Impl>(feed, registry, limits, std::move(health))) {}
+ViewerHub::ViewerHub(std::vector<ViewerChannel> channels, Registry& registry, ViewerLimits limits, std::function<std::string()> health)
+    : impl_(std::make_unique<Impl>(std::move(channels), registry, limits, std::move(health))) {}
 
 ViewerHub::~ViewerHub() = default;
 

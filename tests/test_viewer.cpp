@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -175,7 +176,7 @@ TEST(ViewerHub, StreamsEventsOnItsOwnThreadRefusesBeyondTheLimitAndProbesStillAn
   daemon::ViewerFeed feed(1024, 1000.0);
   daemon::ViewerLimits limits;
   limits.max_viewers = 1;
-  daemon::ViewerHub hub(feed, registry, limits, [] { return std::string(R"({"state":"ok"})"); });
+  daemon::ViewerHub hub({{"head", &feed}}, registry, limits, [] { return std::string(R"({"state":"ok"})"); });
   auto routes = daemon::viewer_routes();
   routes["/healthz"] = [] { return daemon::HttpResponse{200, "ok\n"}; };
   daemon::HttpServer server("127.0.0.1", 0, routes, {}, {{"/events", [&](int fd) { return hub.adopt(fd); }}});
@@ -231,6 +232,98 @@ TEST(ViewerHub, StreamsEventsOnItsOwnThreadRefusesBeyondTheLimitAndProbesStillAn
   ::close(viewer);
   const std::string metrics = registry.render();
   EXPECT_NE(metrics.find("stripeline_viewer_refused_total 1"), std::string::npos) << metrics;
+}
+
+TEST(ViewerFeed, GridRowsOfTheMergedSeriesAreDecimatedOnTheirWorldGrid) {
+  daemon::ViewerFeed feed(4, 1000.0);
+  feed.begin_grid(8, -2.0, 0.5, "mm", "merged");
+  const auto info = feed.info();
+  EXPECT_EQ(info.bins, 4);
+  EXPECT_EQ(info.width, 8);
+  EXPECT_EQ(info.unit, "mm");
+  EXPECT_EQ(info.calibration, "merged");
+  EXPECT_DOUBLE_EQ(info.x0, -1.75);  // cells 0 and 1: -2.0 and -1.5
+  EXPECT_DOUBLE_EQ(info.dx, 1.0);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float z[8] = {1, 3, nan, nan, 5, nan, 7, 8};
+  const std::uint64_t ids[1] = {9}, other[1] = {10};
+  feed.consume_grid(42, ids, z, 1, 8, nullptr);
+  feed.consume_grid(43, other, z, 1, 7, nullptr);  // not the grid begin_grid() said: ignored
+  daemon::ViewerRow row;
+  ASSERT_NE(feed.take(0, row), 0u);
+  EXPECT_EQ(row.index, 42u);
+  EXPECT_EQ(row.frame_id, 9u);
+  EXPECT_FLOAT_EQ(row.heights[0], 2.0f);
+  EXPECT_TRUE(std::isnan(row.heights[1]));
+  EXPECT_FLOAT_EQ(row.heights[2], 5.0f);
+  EXPECT_FLOAT_EQ(row.heights[3], 7.5f);
+  EXPECT_TRUE(std::isnan(row.intensity[0]) && std::isnan(row.quality[0]));
+  EXPECT_EQ(feed.rows_seen(), 1u);
+}
+
+TEST(ViewerHub, SeveralChannelsEachNameTheirHeadAndHealthCompletesEachHeadsEntry) {
+  daemon::Registry registry;
+  daemon::ViewerFeed left(1024, 1000.0), right(1024, 1000.0), merged(1024, 1000.0);
+  daemon::ViewerHub hub({{"left", &left}, {"right", &right}, {daemon::kMergedChannel, &merged}}, registry, {}, [] {
+    return std::string(R"({"state":"ok","heads":[{"name":"left","frames":1},{"name":"right","frames":2}],"merge":{"state":"merge: running"}})");
+  });
+  daemon::HttpServer server("127.0.0.1", 0, daemon::viewer_routes(), {}, {{"/events", [&](int fd) { return hub.adopt(fd); }}});
+  left.begin(info_of(8, false));
+  right.begin(info_of(4, true));
+  merged.begin_grid(6, 0.0, 1.0, "mm", "merged");
+  const int viewer = connect_to(server.port());
+  ASSERT_GE(viewer, 0);
+  std::string got = get_until(viewer, "/events", R"("viewers":1)");
+  OneProfile a(8, {}, 5), b(4, {}, 6);
+  left.consume(a.span);
+  right.consume(b.span);
+  const float z[6] = {1, 2, 3, 4, 5, 6};
+  const std::uint64_t ids[1] = {7};
+  merged.consume_grid(7, ids, z, 1, 6, nullptr);
+  char buf[8192];
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  // (head, event) of every event whose data names a head, and the last health.
+  auto events = [&] {
+    std::vector<std::pair<std::string, nlohmann::json>> out;
+    for (std::size_t at = got.find("event: "); at != std::string::npos; at = got.find("event: ", at + 1)) {
+      const auto data = got.find("\ndata: ", at), end = got.find("\n\n", at);
+      if (data == std::string::npos || end == std::string::npos || data > end) break;
+      out.emplace_back(got.substr(at + 7, data - at - 7), nlohmann::json::parse(got.substr(data + 7, end - data - 7)));
+    }
+    return out;
+  };
+  auto has = [&](const char* kind, const std::string& head, int index) {
+    for (const auto& [k, j] : events())
+      if (k == kind && j.value("head", "") == head && (index < 0 || j.value("index", -1) == index)) return true;
+    return false;
+  };
+  auto all_came = [&] {
+    return has("row", "left", 5) && has("row", "right", 6) && has("row", daemon::kMergedChannel, 7) && got.find(R"("rows_per_s")") != std::string::npos;
+  };
+  while (!all_came() && std::chrono::steady_clock::now() < deadline) {
+    const ssize_t n = ::recv(viewer, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(viewer);
+  for (const std::string head : {"left", "right", daemon::kMergedChannel}) {
+    EXPECT_TRUE(has("info", head, -1)) << "the info of " << head << ": " << got;
+    EXPECT_TRUE(has("row", head, -1)) << "a row of " << head << ": " << got;
+  }
+  EXPECT_TRUE(has("row", "left", 5) && has("row", "right", 6) && has("row", daemon::kMergedChannel, 7)) << got;
+  // The last health event: each head's entry with its channel's figures, the merged series' under "merge".
+  const auto at = got.rfind("event: health\ndata: ");
+  ASSERT_NE(at, std::string::npos) << got;
+  const auto h = nlohmann::json::parse(got.substr(at + 20, got.find('\n', at + 20) - at - 20));
+  ASSERT_EQ(h["heads"].size(), 2u) << h.dump();
+  EXPECT_EQ(h["heads"][0]["name"], "left");
+  EXPECT_EQ(h["heads"][0]["frames"], 1);
+  EXPECT_EQ(h["heads"][0]["calibration"], "none");
+  EXPECT_EQ(h["heads"][1]["calibration"], "linear");
+  EXPECT_TRUE(h["heads"][1].contains("rows_per_s"));
+  EXPECT_EQ(h["merge"]["state"], "merge: running");
+  EXPECT_EQ(h["merge"]["calibration"], "merged");
+  EXPECT_TRUE(h["merge"].contains("rows_per_s"));
 }
 
 TEST(ViewerConfig, ViewerKeysParseAndAnOutOfRangeLimitIsRejectedNamingTheKey) {

@@ -22,10 +22,10 @@ WIDTH, FRAME_HEIGHT, BEAM_SIGMA, PERIOD = 2048, 52, 1.4, 600
 BLOCK_U, BLOCK_END_U, BLOCK_HEIGHT, BLOCK_P = 0.32, 0.45, 0.28, (0.10, 0.45)
 
 
-def scene_row(u, frame):
+def scene_row(u, frame, frame_height=FRAME_HEIGHT):
     """The true stripe row (px) at column coordinate u of frame `frame`, for 0.25 < u < 0.5."""
     lo = 4 * BEAM_SIGMA + 2
-    hi = FRAME_HEIGHT - 1 - lo
+    hi = frame_height - 1 - lo
     p = (frame % PERIOD) / PERIOD
     s = 0.18 + 0.08 * u
     if BLOCK_U <= u < BLOCK_END_U and BLOCK_P[0] <= p < BLOCK_P[1]:
@@ -39,8 +39,46 @@ def free_port():
         return s.getsockname()[1]
 
 
-def config(tmp, port, rate, max_viewers=32):
-    return f"""[synthetic]
+# A sheet-of-light calibration of our own for the viewer's mm test: no
+# distortion, and a homography that makes column u and row v of a
+# WIDTH x FRAME_HEIGHT frame the point X = CAL_X_MM * (u - (WIDTH - 1) / 2),
+# Z = CAL_Z_MM * v + CAL_Z0_MM (mm), so that the page's mm are known exactly.
+CAL_X_MM, CAL_Z_MM, CAL_Z0_MM = 0.1, 0.25, 5.0
+
+
+def calibration_toml(width=WIDTH, frame_height=FRAME_HEIGHT):
+    cu = (width - 1) / 2
+    return f"""[calibration]
+format = "stripeline-calibration"
+version = 1
+model = "sheet-of-light"
+unit = "mm"
+[sensor]
+width = {width}
+height = {frame_height}
+roi = [0, 0, {width}, {frame_height}]
+[distortion]
+direction = "correction"
+centre = [{cu}, 0.0]
+scale = 1.0
+k = [0.0, 0.0, 0.0]
+p = [0.0, 0.0]
+[homography]
+h = [[{CAL_X_MM}, 0.0, 0.0], [0.0, {CAL_Z_MM}, {CAL_Z0_MM}], [0.0, 0.0, 1.0]]
+[motion]
+y_source = "frame"
+y_step_mm = 0.1
+"""
+
+
+def calibrated(u, row, width=WIDTH):
+    """(X, Z) mm of column coordinate u (centre of column u * width - 0.5) and row `row` through calibration_toml()."""
+    return CAL_X_MM * (u * width - 0.5 - (width - 1) / 2), CAL_Z_MM * row + CAL_Z0_MM
+
+
+def config(tmp, port, rate, max_viewers=32, calibration=None):
+    cal = f'[calibration]\nfile = "{calibration}"\n' if calibration else ""
+    return f"""{cal}[synthetic]
 width = {WIDTH}
 frame_height = {FRAME_HEIGHT}
 frames = 0
@@ -67,6 +105,23 @@ rate = {rate}
 port = {port}
 max_viewers = {max_viewers}
 """
+
+
+def heads_config(tmp, port, rate, heads, max_viewers=32):
+    """A daemon of several heads: `heads` = [(name, width, frame_height)], each its own synthetic scanner and stream."""
+    text = config(tmp, port, rate, max_viewers).replace('endpoint = "tcp://127.0.0.1:*"\n', "")
+    for name, width, frame_height in heads:
+        text += f"""[[head]]
+name = "{name}"
+[head.synthetic]
+width = {width}
+frame_height = {frame_height}
+[head.publisher]
+endpoint = "tcp://127.0.0.1:{free_port()}"
+[head.output]
+dir = "{tmp}/scans/{name}"
+"""
+    return text
 
 
 def http_get(port, path, timeout=5.0):
@@ -106,12 +161,22 @@ def metric(port, name):
     return float(m.group(1)) if m else None
 
 
+def metric_sum(port, name):
+    """The sum of a metric over all its series, labelled or not (a daemon of several heads: every head's); None when absent."""
+    status, _, body = http_get(port, "/metrics")
+    if status != 200:
+        return None
+    values = re.findall(rb"^" + re.escape(name.encode()) + rb"(?:\{[^}]*\})? (\S+)$", body, re.M)
+    return sum(float(v) for v in values) if values else None
+
+
 class Daemon:
-    def __init__(self, binary, tmp, port, rate=1000.0, max_viewers=32):
+    def __init__(self, binary, tmp, port, rate=1000.0, max_viewers=32, text=None):
+        """`text`: the configuration (default: config(), one synthetic head)."""
         self.binary, self.tmp, self.port = binary, tmp, port
         os.makedirs(f"{tmp}/scans", exist_ok=True)
         with open(f"{tmp}/d.toml", "w") as f:
-            f.write(config(tmp, port, rate, max_viewers))
+            f.write(text or config(tmp, port, rate, max_viewers))
         self.proc = None
         self.starts = 0
 
