@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "acquisition/gentl/gentl_camera.h"
 #include "../child_process.h"
 #include "../heads_fixtures.h"
@@ -110,6 +112,7 @@ TEST(GenTLDaemon, AHeadsLostCameraIsReconnectedAndTheMergeMarksExactlyItsMissing
   if (!gentl_support_built()) GTEST_SKIP() << "this build has no GenTL consumer (it needs Aravis for GenApi)";
   test::TempDir dir;
   constexpr int kRate = 200;  // frames/s per head: a period of 5 ms
+  const std::string ipc = "ipc:///tmp/sl-gentl-" + std::to_string(::getpid()) + "-";  // short: a socket path has at most 107 bytes
   std::ostringstream s;
   s << "[source]\nkind = \"camera\"\n"
     << "[camera]\ntransport = \"gentl\"\nwidth = 256\nheight = 32\nframe_rate = " << kRate << "\nreconnect_interval = 0.2\n"
@@ -120,10 +123,10 @@ TEST(GenTLDaemon, AHeadsLostCameraIsReconnectedAndTheMergeMarksExactlyItsMissing
     << "[publisher]\nenabled = true\nrows_per_message = 8\nstats_interval = 0\nsend_hwm = 100000\n"
     << "[daemon]\nscan_rows = 1000000\nidle_close = 0\npause = 0\n[http]\nport = 0\n"
     << "[merge]\nenabled = true\ntransforms = \"" << test::write_transforms(dir).string() << "\"\ngrid = \"-55:55:0.5\"\n"
-    << "align = \"timestamp\"\ntolerance_us = 2500\nwindow_ms = 3000\npublish = \"ipc://" << (dir.path() / "merged.sock").string() << "\"\n";
+    << "align = \"timestamp\"\ntolerance_us = 2500\nwindow_ms = 3000\npublish = \"" << ipc << "merged\"\n";
   for (int h = 0; h < 2; ++h) {
     const std::string name(1, static_cast<char>('a' + h));
-    s << "[[head]]\nname = \"" << name << "\"\n[head.publisher]\nendpoint = \"ipc://" << (dir.path() / (name + ".sock")).string() << "\"\n"
+    s << "[[head]]\nname = \"" << name << "\"\n[head.publisher]\nendpoint = \"" << ipc << name << "\"\n"
       << "[head.camera.gentl]\ndevice = \"SL-SIM-" << h << "\"\n";
     if (name == "b") s << "grabber_features = [\"SimUnplugAfterBuffers=10\"]\n";
   }
