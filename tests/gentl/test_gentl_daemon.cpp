@@ -138,7 +138,7 @@ TEST(GenTLDaemon, AHeadsLostCameraIsReconnectedAndTheMergeMarksExactlyItsMissing
   ASSERT_TRUE(wait_metric(port, "stripeline_camera_reconnects_total{head=\"b\"}", 2, 90s)) << d.output();
   const double a_before = metric(port, "stripeline_frames_acquired_total{head=\"a\"}");
   ASSERT_TRUE(wait_metric(port, "stripeline_frames_acquired_total{head=\"a\"}", a_before + 100, 30s)) << "head a stopped with b's losses\n" << d.output();
-  EXPECT_EQ(metric(port, "stripeline_camera_losses_total{head=\"a\"}"), 0);
+  EXPECT_EQ(metric(port, "stripeline_camera_losses_total{head=\"a\"}"), 0) << d.output();
   d.signal(SIGTERM);
   ASSERT_EQ(d.wait_exit(40s), std::optional<int>(0)) << d.output();
   const std::string out = d.output();
