@@ -100,6 +100,7 @@ MergeServiceConfig merge_service_config(const DaemonMergeConfig& m, const std::v
                         "': with [merge] a head's server_secret_key must be a ZeroMQ certificate with public-key and secret-key (`stripeline daemon --keygen BASE` writes one)");
   }
   c.client_key = m.client_key;
+  if (!m.client_key.empty()) read_curve_key(m.client_key, true);  // missing, unreadable or too open: refused at start (ConfigError)
   c.merge.align = parse_align_key(m.align);
   c.merge.overlap = parse_overlap_rule(m.overlap);
   c.merge.timestamp_tolerance_ns = static_cast<std::int64_t>(m.tolerance_us * 1000.0);

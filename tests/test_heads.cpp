@@ -120,6 +120,11 @@ TEST(HeadsConfig, BadHeadKeysGiveOneLineNamingTheKey) {
       {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\n", "h.toml: merge.enabled: needs [[head]] sections"},
       {"[merge]\nenabled = true\ngrid = \"0:10:1\"\n" + two, "h.toml: merge.transforms: is required"},
       {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\n" + two, "h.toml: head[0].publisher.enabled: must be true with [merge]"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\nrange_map = \"m.png\"\n" + two, "h.toml: merge.range_map: 'm.png': expected a .tif"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\nply = \"m.txt\"\n" + two, "h.toml: merge.ply: 'm.txt': expected a .ply"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\n[publisher]\nenabled = true\n[security]\ncurve = true\n"
+       "server_secret_key = \"s.secret\"\nclient_keys = [\"c.pub\"]\n[[head]]\nname = \"a\"\n",
+       "h.toml: head[0].security.curve: needs merge.client_key"},
   };
   for (const auto& [text, expected] : cases) {
     const std::string e = error_of(text);
