@@ -168,9 +168,6 @@ TEST(GenTLDaemon, AHeadsLostCameraIsReconnectedAndTheMergeMarksExactlyItsMissing
     EXPECT_EQ(received, acquired(head.c_str())) << "the merge did not get every frame the head acquired";
   }
   EXPECT_EQ(c["a"][4], 0u) << "a row of the head that kept going came late: " << line;
-  // b was down while a went on: its absent rows are the merged rows of those times.
-  EXPECT_GT(c["b"][6], c["a"][6] + 40) << line;
-  EXPECT_NE(out.find("head b: camera back after"), std::string::npos) << out;
 
   std::vector<nlohmann::json> scans;  // b's scans end at each loss; a's once, at the stop
   for (const auto& e : std::filesystem::directory_iterator(dir.path() / "scans"))
@@ -185,6 +182,14 @@ TEST(GenTLDaemon, AHeadsLostCameraIsReconnectedAndTheMergeMarksExactlyItsMissing
     if (src.rfind("head b: ", 0) != 0) ++others;
   }
   EXPECT_GE(b_lost, 2) << out;
+  // b was down while a went on: its absent rows are the merged rows of those
+  // times, at least reconnect_interval (0.2 s: 40 of a's frames, less the
+  // 2.5 ms tolerance at each end) per reconnection. (Not measured against a's
+  // absent rows: those are the heads' start skew, which load stretches.)
+  std::uint64_t reconnections = 0;
+  for (auto at = out.find("head b: camera back after"); at != std::string::npos; at = out.find("head b: camera back after", at + 1)) ++reconnections;
+  EXPECT_GE(reconnections, 2u) << out;
+  EXPECT_GE(c["b"][6], 39u * reconnections) << line;
   EXPECT_LE(c["b"][4], 20u * static_cast<std::uint64_t>(b_lost)) << "more of b's rows late than its first batch after each reconnection: " << line;
   std::printf("[ merge ] b lost %d times: %llu merged rows; b merged %llu, late %llu, absent from %llu; a merged %llu, absent from %llu\n", b_lost,
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(c["b"][3]), static_cast<unsigned long long>(c["b"][4]),
