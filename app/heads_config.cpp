@@ -1,16 +1,26 @@
 #include "app/heads_config.h"
 
+#include <filesystem>
 #include <set>
 
 #include "app/config.h"
 #include "calibration/head_alignment.h"
 #include "core/errors.h"
 #include "kernels/rectify.h"
+#include "streaming/curve.h"
 
 namespace stripeline {
 
 namespace {
 [[noreturn]] void fail(const std::string& key, const std::string& what) { throw ConfigError(key + ": " + what); }
+
+// The public key of the secret key in a key file (ConfigError as read_curve_key).
+std::string curve_public_key_of(const std::filesystem::path& secret_key_file) {
+  const std::string secret = read_curve_key(secret_key_file, true);
+  char pub[41];
+  if (zmq_curve_public(pub, secret.c_str()) != 0) throw ConfigError(secret_key_file.string() + ": not a valid CURVE secret key");
+  return pub;
+}
 
 // The grid, its rule and fill as the publisher's rectified rows read them (the one parser of X_MIN:X_MAX:DX).
 kernels::RectifyGrid grid_of(const DaemonMergeConfig& m) {
@@ -47,6 +57,10 @@ void DaemonMergeConfig::validate() const {
   if (send_hwm < 1) fail("send_hwm", "must be >= 1");
   if (rows_per_message < 1 || rows_per_message > 65536) fail("rows_per_message", "must be 1..65536");
   if (!(subscribe_timeout > 0 && subscribe_timeout <= 3600)) fail("subscribe_timeout", "must be > 0 and <= 3600 seconds");
+  const auto ext = [](const std::string& name) { return std::filesystem::path(name).extension().string(); };
+  if (!range_map.empty() && ext(range_map) != ".tif" && ext(range_map) != ".tiff")
+    fail("range_map", "'" + range_map + "': expected a .tif or .tiff name (a float32 TIFF)");
+  if (!ply.empty() && ext(ply) != ".ply") fail("ply", "'" + ply + "': expected a .ply name");
 }
 
 void check_heads(const std::vector<HeadEntry>& heads, const DaemonMergeConfig& merge) {
@@ -58,8 +72,8 @@ void check_heads(const std::vector<HeadEntry>& heads, const DaemonMergeConfig& m
     if (c.publish && c.publisher.endpoint.find(":*") == std::string::npos && !endpoints.insert(c.publisher.endpoint).second)
       fail(key + ".publisher.endpoint", "'" + c.publisher.endpoint + "' is an earlier head's (expected one endpoint per head)");
     if (merge.enabled && !c.publish) fail(key + ".publisher.enabled", "must be true with [merge] enabled (the merge subscribes to every head's stream)");
-    if (merge.enabled && c.publisher.curve.enabled)
-      fail(key + ".security.curve", "cannot be used with [merge] enabled (the daemon's merge subscribes to its heads without CURVE; run `stripeline merge` for a CURVE hop)");
+    if (merge.enabled && c.publisher.curve.enabled && merge.client_key.empty())
+      fail(key + ".security.curve", "needs merge.client_key with [merge] enabled (the merge's secret key file, listed in the head's security.client_keys)");
     if (merge.enabled && c.publisher.endpoint.find(":*") != std::string::npos)
       fail(key + ".publisher.endpoint", "'" + c.publisher.endpoint + "' is ephemeral; with [merge] enabled every head needs a fixed endpoint");
   }
@@ -78,7 +92,15 @@ MergeServiceConfig merge_service_config(const DaemonMergeConfig& m, const std::v
     std::string ep = h.config->publisher.endpoint;
     if (const auto star = ep.find("://*:"); star != std::string::npos) ep.replace(star + 3, 1, "127.0.0.1");
     c.endpoints.push_back(ep);
+    // CURVE: the head's server public key, from its own certificate (a bare secret key holds no public key to read).
+    const CurveConfig& curve = h.config->publisher.curve;
+    c.server_keys.push_back(curve.enabled ? curve.server_secret_key.string() : "");
+    if (curve.enabled && read_curve_key(curve.server_secret_key, false) != curve_public_key_of(curve.server_secret_key))
+      throw ConfigError(curve.server_secret_key.string() + ": head '" + h.name +
+                        "': with [merge] a head's server_secret_key must be a ZeroMQ certificate with public-key and secret-key (`stripeline daemon --keygen BASE` writes one)");
   }
+  c.client_key = m.client_key;
+  if (!m.client_key.empty()) read_curve_key(m.client_key, true);  // missing, unreadable or too open: refused at start (ConfigError)
   c.merge.align = parse_align_key(m.align);
   c.merge.overlap = parse_overlap_rule(m.overlap);
   c.merge.timestamp_tolerance_ns = static_cast<std::int64_t>(m.tolerance_us * 1000.0);

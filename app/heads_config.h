@@ -14,7 +14,9 @@
 //
 // [merge] runs the merge stage (streaming/merge.h) over the heads' own
 // streams, subscribed on their publisher endpoints, and publishes the merged
-// series (docs/scale-out.md "Merging inside the daemon").
+// series (docs/scale-out.md "Merging inside the daemon"), and writes each
+// merged series' range map and PLY. With CURVE: the heads -> merge hop with
+// merge.client_key, the merged stream with the top-level [security].
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +48,12 @@ struct DaemonMergeConfig {
   int send_hwm = 1000;                         // merged messages queued per subscriber
   int rows_per_message = 8;                    // merged rows per message at most
   double subscribe_timeout = 10.0;             // seconds a head waits for the merge's subscription before it publishes
+  // Per merged series, in the top-level [output] dir as <run>-merge-<NNNNNN>-<name> (absolute names stay, prefixed the same way):
+  std::string range_map;                       // float32 TIFF of world Z in mm (.tif/.tiff); "" = none
+  std::string ply;                             // one vertex per merged cell with data (.ply; output.ply_encoding); "" = none
+  // CURVE on the heads -> merge hop: this merge's secret key file, listed in every CURVE head's security.client_keys
+  // (the heads' server public keys come from their own security.server_secret_key certificates). "" = no CURVE there.
+  std::string client_key;
 
   // Throws ConfigError naming the key (without "merge.").
   void validate() const;

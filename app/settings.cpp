@@ -644,6 +644,11 @@ const Setting kMergeSettings[] = {
     {"send_hwm", "", ">= 1", "Merged messages queued per subscriber before drops (counted)", kHeads, FIELD(c.merge.send_hwm)},
     {"rows_per_message", "", "1..65536", "Merged rows per message at most", kHeads, FIELD(c.merge.rows_per_message)},
     {"subscribe_timeout", "", "> 0", "Seconds a head waits for the merge's subscription before it publishes", kHeads, FIELD(c.merge.subscribe_timeout)},
+    {"range_map", "", ".tif or .tiff; \"\" = none", "Each merged series' range map (float32, world Z mm), under [output] dir as <run>-merge-<NNNNNN>-<name>",
+     kHeads, FIELD(c.merge.range_map)},
+    {"ply", "", ".ply; \"\" = none", "Each merged series' PLY (one vertex per cell with data), named like range_map", kHeads, FIELD(c.merge.ply)},
+    {"client_key", "", "", "CURVE heads: the merge's secret key file, in every head's security.client_keys (docs/scale-out.md)", kHeads,
+     FIELD(c.merge.client_key)},
 };
 
 // [[head]]: its own keys; its sub-tables are the sections above (kHeadSections).

@@ -9,8 +9,12 @@
 // the same for the direct subscription (publish -> out, no merge): the merge
 // adds the difference. Rows accounted from the merge's counters. Not a test:
 // nothing is asserted (the exit code says whether every row was accounted).
+// With PROXY=1 the merged stream also goes through the fan-out proxy
+// (streaming/proxy.h, zmq_proxy_steerable XSUB -> XPUB, on ipc) to a third
+// subscriber: per merged row, its arrival through the proxy minus its arrival
+// straight from the merge is what the proxy adds.
 //
-//   merge_bench [WIDTH=256] [RATE=10000] [SECONDS=5] [HEADS=3] [DX=0.2]
+//   merge_bench [WIDTH=256] [RATE=10000] [SECONDS=5] [HEADS=3] [DX=0.2] [PROXY=0]
 //
 // Each head sees 40 mm (local X -20..20) over WIDTH columns, the heads 35 mm
 // apart (5 mm overlaps); the merged grid spans them all in DX mm cells.
@@ -28,6 +32,7 @@
 
 #include "core/profile_mapping.h"
 #include "streaming/merge.h"
+#include "streaming/proxy.h"
 #include "streaming/publisher.h"
 #include "streaming/subscriber.h"
 #include "../tests/synthetic_head_rows.h"
@@ -101,6 +106,7 @@ int main(int argc, char** argv) {
   const double seconds = argc > 3 ? std::atof(argv[3]) : 5.0;
   const int heads = argc > 4 ? std::atoi(argv[4]) : 3;
   const double dx = argc > 5 ? std::atof(argv[5]) : 0.2;
+  const bool with_proxy = argc > 6 && std::atoi(argv[6]) != 0;
   constexpr int kRowsPerMessage = 8;
   const auto frames = static_cast<std::uint64_t>(rate * seconds) / kRowsPerMessage * kRowsPerMessage;
   {
@@ -137,6 +143,17 @@ int main(int argc, char** argv) {
   zmq::context_t ctx(1);  // the bench's two sockets share one I/O thread
   Subscriber merged(SubscriberOptions{merge.publish_endpoint(), 100000, "", ""}, &ctx);
   Subscriber direct(SubscriberOptions{pubs[0]->endpoint(), 100000, "", ""}, &ctx);
+  std::unique_ptr<StreamProxy> proxy;
+  std::unique_ptr<Subscriber> proxied;
+  if (with_proxy) {
+    ProxyConfig pc;
+    pc.frontend = merge.publish_endpoint();
+    pc.backend = "ipc:///tmp/stripeline-merge-bench-" + tag + "-proxy";
+    pc.hwm = 100000;
+    proxy = std::make_unique<StreamProxy>(pc);
+    proxied = std::make_unique<Subscriber>(SubscriberOptions{proxy->backend_endpoint(), 100000, "", ""}, &ctx);
+    if (!merge.wait_for_subscribers(2, std::chrono::seconds(10))) return std::fprintf(stderr, "merge_bench: the proxy did not subscribe\n"), 1;
+  }
   for (int h = 0; h < heads; ++h)  // head 0: the merge and the direct subscriber
     if (!pubs[static_cast<std::size_t>(h)]->wait_for_subscribers(h == 0 ? 2 : 1, std::chrono::seconds(10)))
       return std::fprintf(stderr, "merge_bench: head %d has no subscriber\n", h), 1;
@@ -146,6 +163,8 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<std::atomic<std::int64_t>[]>> handed;
   for (int h = 0; h < heads; ++h) handed.push_back(std::make_unique<std::atomic<std::int64_t>[]>(frames));
   std::vector<double> merged_lat, direct_lat;
+  // Arrival (steady ns) of each frame's merged row: straight from the merge, and through the proxy.
+  std::vector<std::int64_t> merged_at(frames, 0), proxied_at(frames, 0);
   merged_lat.reserve(frames);
   direct_lat.reserve(frames);
   std::atomic<bool> publishing{true};
@@ -167,7 +186,23 @@ int main(int argc, char** argv) {
         std::int64_t last = 0;
         for (int h = 0; h < heads; ++h) last = std::max(last, handed[static_cast<std::size_t>(h)][f].load(std::memory_order_relaxed));
         merged_lat.push_back((t - last) / 1000.0);
+        if (f < frames) merged_at[f] = t;
       }
+    }
+  });
+  std::thread proxied_reader([&] {
+    while (proxied) {
+      auto d = proxied->receive(std::chrono::milliseconds(2000));
+      if (!d) {
+        if (!publishing) break;
+        continue;
+      }
+      if (d->topic == wire::Topic::SeriesEnd) break;
+      if (d->topic != wire::Topic::Heightmap) continue;
+      const std::int64_t t = now_ns();
+      for (int r = 0; r < d->rows->rows; ++r)
+        if (const auto& e = d->rows->encoder[static_cast<std::size_t>(r)]; e && static_cast<std::uint64_t>(*e / 4) < frames)
+          proxied_at[static_cast<std::uint64_t>(*e / 4)] = t;
     }
   });
   std::thread direct_reader([&] {
@@ -203,6 +238,7 @@ int main(int argc, char** argv) {
   merge.stop();
   merged_reader.join();
   direct_reader.join();
+  proxied_reader.join();
 
   const MergeCounters c = merge.counters();
   const Quantiles m = quantiles(merged_lat), d = quantiles(direct_lat);
@@ -213,6 +249,24 @@ int main(int argc, char** argv) {
   std::printf("  publish -> direct out (head 0, no merge): p50 %.0f us, p99 %.0f us, max %.0f us (%zu rows)\n", d.p50, d.p99, d.max, d.n);
   std::printf("  added by the merge: p50 %.0f us, p99 %.0f us; inside the merge (last head's row in -> merged row out): p50 %.0f us, p99 %.0f us, max %.1f us\n",
               m.p50 - d.p50, m.p99 - d.p99, c.latency_p50_us, c.latency_p99_us, c.latency_max_us);
+  if (proxy) {
+    std::vector<double> added;
+    std::size_t missing = 0;
+    for (std::uint64_t f = 0; f < frames; ++f) {
+      if (merged_at[f] == 0) continue;
+      if (proxied_at[f] == 0) {
+        ++missing;
+        continue;
+      }
+      added.push_back((proxied_at[f] - merged_at[f]) / 1000.0);
+    }
+    const Quantiles p = quantiles(added);
+    const ProxyCounters pc = proxy->statistics();
+    std::printf("  added by the proxy (per merged row: through the proxy - straight from the merge): p50 %.0f us, p99 %.0f us, max %.0f us "
+                "(%zu rows; %zu not through the proxy); proxy passed %llu messages, %llu bytes\n",
+                p.p50, p.p99, p.max, p.n, missing, static_cast<unsigned long long>(pc.backend_messages_out),
+                static_cast<unsigned long long>(pc.backend_bytes_out));
+  }
   bool accounted = done && c.rows == frames;
   for (std::size_t h = 0; h < c.heads.size(); ++h) {
     const MergeHeadCounters& k = c.heads[h];

@@ -400,7 +400,10 @@ void Head::loop() {
 // once for the heads' next scans). Counters per head, labelled.
 class MergeRunner {
  public:
-  MergeRunner(MergeServiceConfig cfg, Registry& r) : cfg_(std::move(cfg)) {
+  // `output`: where each merged series' files go (the top-level [output] dir), named <run_stamp>-merge-<NNNNNN>-<name>.
+  MergeRunner(MergeServiceConfig cfg, Registry& r, OutputConfig output, std::string run_stamp, std::string range_map, std::string ply)
+      : cfg_(std::move(cfg)), output_(std::move(output)), run_stamp_(std::move(run_stamp)), range_map_(std::move(range_map)), ply_(std::move(ply)) {
+    cfg_.ply_ascii = output_.ply_encoding == io::PlyEncoding::Ascii;
     rows_ = &r.counter("stripeline_merge_rows_total", "Merged rows published by the daemon's merge ([merge]).");
     series_ = &r.counter("stripeline_merge_series_total", "Merged series completed.");
     forced_ = &r.counter("stripeline_merge_rows_forced_total", "Merged rows sent early because merge max_pending_rows were waiting.");
@@ -479,6 +482,19 @@ class MergeRunner {
                  heads);
   }
 
+  // The files of merged series number `n` (the service writes them, atomically, when the series ends).
+  void name_files(std::uint64_t n) {
+    const auto name = [&](const std::string& file) {
+      if (file.empty()) return std::filesystem::path();
+      const std::filesystem::path p = output_.resolve(file);
+      return p.parent_path() / fmt::format("{}-merge-{:06}-{}", run_stamp_, n, p.filename().string());
+    };
+    cfg_.range_map = name(range_map_);
+    cfg_.ply = name(ply_);
+    for (const auto* p : {&cfg_.range_map, &cfg_.ply})
+      if (!p->empty()) create_output_dir(p->parent_path());
+  }
+
   std::unique_ptr<MergeService> open() {
     const auto deadline = clock::now() + 3s;  // the previous series' socket on the same endpoint closes asynchronously
     while (true) {
@@ -495,6 +511,7 @@ class MergeRunner {
     while (true) {
       std::unique_ptr<MergeService> service;
       try {
+        name_files(next_series_);
         service = open();
       } catch (const std::exception& e) {
         spdlog::error("merge: cannot start: {}; retrying in 1 s", e.what());
@@ -528,6 +545,8 @@ class MergeRunner {
       }
       series_->add(1);
       log(complete ? "complete" : "stopped", final_counters);
+      for (const auto& f : service->files()) spdlog::info("merge: series {}: wrote {}", next_series_, f.string());
+      if (final_counters.rows > 0) ++next_series_;
       service.reset();
       std::lock_guard lock(mu_);
       if (stop_ || draining_) break;
@@ -538,6 +557,9 @@ class MergeRunner {
   }
 
   MergeServiceConfig cfg_;
+  const OutputConfig output_;
+  const std::string run_stamp_, range_map_, ply_;
+  std::uint64_t next_series_ = 1;  // the merge's thread only
   Counter *rows_, *series_, *forced_, *failures_;
   std::vector<std::array<Counter*, kKinds>> head_rows_;
   std::mutex mu_;
@@ -739,7 +761,10 @@ int HeadsDaemon::run() {
   const std::vector<Config> cfgs = head_configs(cfg_);
   const std::string run_stamp = utc_stamp();
   std::optional<MergeServiceConfig> merge;
-  if (cfg_.merge.enabled) merge = merge_service_config(cfg_.merge, cfg_.heads);  // InputError (the transforms file): exit 2
+  if (cfg_.merge.enabled) {
+    merge = merge_service_config(cfg_.merge, cfg_.heads);  // InputError (the transforms file): exit 2
+    merge->curve = cfg_.publisher.curve;                    // the merged stream: the top-level [security], as the heads inherit it
+  }
   if (cfg_.http.enabled && cfg_.http.viewer) {
     std::vector<std::string> names;
     for (const HeadEntry& h : cfg_.heads) names.push_back(h.name);
@@ -748,7 +773,7 @@ int HeadsDaemon::run() {
   for (std::size_t i = 0; i < cfgs.size(); ++i)
     heads_.push_back(std::make_unique<Head>(cfg_.heads[i].name, cfgs[i], registry_, run_stamp, merge ? cfg_.merge.subscribe_timeout : 0.0,
                                             viewer_ ? &viewer_->feed(i) : nullptr));
-  if (merge) merge_ = std::make_unique<MergeRunner>(*merge, registry_);
+  if (merge) merge_ = std::make_unique<MergeRunner>(*merge, registry_, cfg_.output, run_stamp, cfg_.merge.range_map, cfg_.merge.ply);
   registry_.set_collector([this] { collect(); });
   SignalThread signals([this](int sig) { on_signal(sig); });
   std::unique_ptr<HttpServer> http = start_http();

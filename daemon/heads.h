@@ -14,7 +14,9 @@
 //   - /metrics: every per-pipeline family with the label head="<name>";
 //     /healthz, /livez and /readyz: one line per head;
 //   - [merge] enabled: the merge stage (streaming/merge.h) subscribed to the
-//     heads' own endpoints on loopback, publishing the merged series; each
+//     heads' own endpoints on loopback (CURVE clients with merge.client_key
+//     where the heads serve CURVE), publishing the merged series and writing
+//     each series' range map and PLY (merge.range_map, merge.ply); each
 //     head waits (merge.subscribe_timeout) for its subscription before it publishes.
 // Threads: the main thread (waits for signals' effects), one per head (its
 // generations; the pipeline's own threads under it), the signal thread,

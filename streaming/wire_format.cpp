@@ -1,6 +1,7 @@
 #include "streaming/wire_format.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -39,16 +40,27 @@ void vector_from(std::string_view part, std::size_t expected, std::vector<T>& ou
 // The descriptions of a row message's arrays (header "parts"): z,
 // intensity, width, quality [rows, slots, width], then with points the
 // points [rows, slots, width, 3] and motion_y [rows].
+struct PartDescription {
+  const char* name;
+  const char* dtype;
+};
+constexpr PartDescription kRowParts[] = {{"z", "<f4"}, {"intensity", "<u2"}, {"width", "<u2"}, {"quality", "<u2"}, {"points", "<f4"}, {"motion_y", "<f8"}};
+// Part i's shape: [rows, slots, width], points [rows, slots, width, 3], motion_y [rows].
+struct PartShape {
+  std::array<std::int64_t, 4> dims{};
+  std::size_t n = 0;
+  nlohmann::json json() const { return nlohmann::json(std::vector<std::int64_t>(dims.begin(), dims.begin() + static_cast<long>(n))); }
+};
+PartShape part_shape(std::size_t i, int rows, int slots, int width) {
+  if (i == 5) return {{rows, 0, 0, 0}, 1};
+  if (i == 4) return {{rows, slots, width, 3}, 4};
+  return {{rows, slots, width, 0}, 3};
+}
+
 nlohmann::json part_descriptions(int rows, int slots, int width, bool points) {
-  const nlohmann::json shape = {rows, slots, width};
-  nlohmann::json parts = nlohmann::json::array({{{"name", "z"}, {"dtype", "<f4"}, {"shape", shape}},
-                                                {{"name", "intensity"}, {"dtype", "<u2"}, {"shape", shape}},
-                                                {{"name", "width"}, {"dtype", "<u2"}, {"shape", shape}},
-                                                {{"name", "quality"}, {"dtype", "<u2"}, {"shape", shape}}});
-  if (points) {
-    parts.push_back({{"name", "points"}, {"dtype", "<f4"}, {"shape", {rows, slots, width, 3}}});
-    parts.push_back({{"name", "motion_y"}, {"dtype", "<f8"}, {"shape", {rows}}});
-  }
+  nlohmann::json parts = nlohmann::json::array();
+  for (std::size_t i = 0; i < (points ? 6u : 4u); ++i)
+    parts.push_back({{"name", kRowParts[i].name}, {"dtype", kRowParts[i].dtype}, {"shape", part_shape(i, rows, slots, width).json()}});
   return parts;
 }
 
@@ -500,13 +512,22 @@ void check_part_descriptions(const json& h, std::size_t arrays, int rows, int sl
   if (it == h.end()) return;  // the arrays' order and sizes are fixed by the format
   if (!it->is_array() || it->size() < arrays)
     malformed("shape", "'parts' does not describe the message's " + std::to_string(arrays) + " arrays");
-  const json expected = part_descriptions(rows, slots, width, arrays == 6);
+  // Compared in place (no expected JSON built per message: this runs for every message a merge or subscriber decodes).
+  const auto is = [](const json& o, const char* key, const char* want) {
+    const auto f = o.find(key);
+    return f != o.end() && f->is_string() && f->get_ref<const std::string&>() == want;
+  };
   for (std::size_t i = 0; i < arrays; ++i) {
     const json& p = (*it)[i];
-    const json& e = expected[i];
-    if (!p.is_object() || p.value("name", json()) != e["name"] || p.value("dtype", json()) != e["dtype"] || p.value("shape", json()) != e["shape"])
-      malformed("shape", "'parts' entry " + std::to_string(i) + " is " + printable(p.dump(), 80) + " (expected name " +
-                             e["name"].get<std::string>() + ", dtype " + e["dtype"].get<std::string>() + ", shape " + e["shape"].dump() + ")");
+    const std::size_t k = i;
+    const PartShape shape = part_shape(k, rows, slots, width);
+    bool ok = p.is_object() && is(p, "name", kRowParts[k].name) && is(p, "dtype", kRowParts[k].dtype);
+    const auto sh = ok ? p.find("shape") : p.end();
+    ok = ok && sh != p.end() && sh->is_array() && sh->size() == shape.n;
+    for (std::size_t d = 0; ok && d < shape.n; ++d) ok = (*sh)[d] == json(shape.dims[d]);  // JSON's number equality, as before
+    if (!ok)
+      malformed("shape", "'parts' entry " + std::to_string(i) + " is " + printable(p.dump(), 80) + " (expected name " + kRowParts[k].name +
+                             ", dtype " + kRowParts[k].dtype + ", shape " + shape.json().dump() + ")");
   }
 }
 

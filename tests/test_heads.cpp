@@ -17,11 +17,16 @@
 #include "calibration/calibration_file.h"
 #include "calibration/head_alignment.h"
 #include "core/errors.h"
+#include "acquisition/synthetic_scanner.h"
+#include "io/float_tiff_reader.h"
 #include "io/image_reader.h"
+#include "io/recording.h"
 #include "io/ply_writer.h"
+#include "streaming/curve.h"
 #include "streaming/subscriber.h"
 #include "child_process.h"
 #include "gpu_test.h"
+#include "heads_fixtures.h"
 #include "test_helpers.h"
 
 using namespace stripeline;
@@ -30,6 +35,9 @@ using test::Child;
 using test::http_get;
 using test::parse_metrics;
 using test::TempDir;
+using test::write_calibration;
+using test::write_text;
+using test::write_transforms;
 
 namespace {
 
@@ -42,37 +50,7 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
-void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
-
-// A sheet-of-light calibration of the synthetic scanner's 256 x 32 frames:
-// X across the view (-20..20 mm), Z from the row. Only its shape matters here.
-std::filesystem::path write_calibration(const TempDir& dir) {
-  CalibrationFile f;
-  f.model.kind = SheetOfLightModel::Kind::SheetOfLight;
-  f.model.unit = "mm";
-  f.model.cu = 128, f.model.cv = 16, f.model.scale = 128;
-  const double h[9] = {20, 0, 0, 0, 20, 0, 0, 0, 1};
-  std::copy(h, h + 9, f.model.homography);
-  f.sensor_width = 256, f.sensor_height = 32;
-  f.roi = {0, 0, 256, 32};
-  f.y_step_mm = 0.1;
-  f.sync_motion();
-  f.id = model_id(f.model);
-  const auto path = dir / "head.calibration.toml";
-  write_text(path, format_calibration(f));
-  return path;
-}
-
-// Three heads 30 mm apart, 40 mm wide each: adjacent views overlapping by 10 mm.
-std::filesystem::path write_transforms(const TempDir& dir) {
-  HeadTransforms t;
-  for (int i = 0; i < 3; ++i) t.heads.push_back(HeadTransform::in_plane(std::string(1, static_cast<char>('a' + i)), 0.0, 30.0 * (i - 1), 0.0));
-  const auto path = dir / "transforms.toml";
-  save_head_transforms(path, t);
-  return path;
-}
-
-std::string three_heads_config(const TempDir& dir, int frames) {
+std::string three_heads_config(const TempDir& dir, int frames, const std::string& merge_extra = "") {
   std::ostringstream s;
   s << "[synthetic]\nwidth = 256\nframe_height = 32\nframes = " << frames << "\n"
     << "[processing]\nbackend = \"cpu\"\nbatch_frames = 20\n"
@@ -82,7 +60,7 @@ std::string three_heads_config(const TempDir& dir, int frames) {
     << "[daemon]\nscan_rows = 1000000\nrate = 1500.0\npause = 0.0\nidle_close = 0.0\n"
     << "[http]\nport = 0\n"
     << "[merge]\nenabled = true\ntransforms = \"" << write_transforms(dir).string() << "\"\ngrid = \"-55:55:0.5\"\nwindow_ms = 2000\n"
-    << "publish = \"ipc://" << (dir / "merged.sock").string() << "\"\n";
+    << "publish = \"ipc://" << (dir / "merged.sock").string() << "\"\n" << merge_extra;
   for (const char* name : {"a", "b", "c"})
     s << "[[head]]\nname = \"" << name << "\"\n[head.publisher]\nendpoint = \"ipc://" << (dir / (std::string(name) + ".sock")).string()
       << "\"\n[head.synthetic]\nseed = " << (name[0] - 'a' + 1) << "\n";
@@ -142,6 +120,11 @@ TEST(HeadsConfig, BadHeadKeysGiveOneLineNamingTheKey) {
       {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\n", "h.toml: merge.enabled: needs [[head]] sections"},
       {"[merge]\nenabled = true\ngrid = \"0:10:1\"\n" + two, "h.toml: merge.transforms: is required"},
       {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\n" + two, "h.toml: head[0].publisher.enabled: must be true with [merge]"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\nrange_map = \"m.png\"\n" + two, "h.toml: merge.range_map: 'm.png': expected a .tif"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\nply = \"m.txt\"\n" + two, "h.toml: merge.ply: 'm.txt': expected a .ply"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\n[publisher]\nenabled = true\n[security]\ncurve = true\n"
+       "server_secret_key = \"s.secret\"\nclient_keys = [\"c.pub\"]\n[[head]]\nname = \"a\"\n",
+       "h.toml: head[0].security.curve: needs merge.client_key"},
   };
   for (const auto& [text, expected] : cases) {
     const std::string e = error_of(text);
@@ -247,6 +230,173 @@ TEST(HeadsDaemon, ThreeHeadsMergedEveryRowAccounted) {
     }
     EXPECT_EQ(found, 1) << h;
   }
+}
+
+// Three heads reading adjacent, overlapping 256-column windows (x0 = 0, 192,
+// 384: 64 columns = 10 mm shared) of one 640-column recording of the synthetic
+// scene, each with its own calibration (X from its own columns) and its
+// head-to-world shift (-30, 0, +30 mm), merged in the daemon, which writes the
+// merged series' range map and PLY: the range map equals the single-head scan
+// of the whole recording (`stripeline replay --range-map` through the whole
+// view's calibration, the same grid and rule) within the calibration's
+// tolerance (0.05 mm, docs/scale-out.md), every row of every head accounted
+// for (sent = received + lost, merged + absent = rows), the PLY one vertex per
+// cell with data, and nothing left under a temporary name.
+TEST(HeadsDaemon, ThreeHeadsMergedRangeMapAndPlyEqualTheWholeViewScan) {
+  constexpr int kWhole = 640, kW = 256, kH = 32, kFrames = 48;
+  const int x0[3] = {0, 192, 384};
+  TempDir dir;
+  SyntheticConfig sc;
+  sc.width = kWhole, sc.frame_height = kH, sc.frames = kFrames, sc.seed = 11;
+  const SyntheticScanner scene(sc);
+  std::vector<std::uint8_t> whole(static_cast<std::size_t>(kWhole) * kH * kFrames);
+  for (int f = 0; f < kFrames; ++f) scene.render(static_cast<std::uint64_t>(f), reinterpret_cast<std::byte*>(whole.data()) + static_cast<std::size_t>(f) * kWhole * kH);
+  io::write_recording(dir / "whole.tif", whole.data(), kWhole, kH, kFrames, PixelFormat::Mono8);
+  for (int h = 0; h < 3; ++h) {
+    std::vector<std::uint8_t> part(static_cast<std::size_t>(kW) * kH * kFrames);
+    for (std::size_t r = 0; r < static_cast<std::size_t>(kH) * kFrames; ++r)
+      std::copy_n(whole.data() + r * kWhole + x0[h], kW, part.data() + r * kW);
+    io::write_recording(dir / (std::string(1, static_cast<char>('a' + h)) + ".tif"), part.data(), kW, kH, kFrames, PixelFormat::Mono8);
+  }
+  const std::string common = "[processing]\nbackend = \"cpu\"\nbatch_frames = 16\n";
+  std::ostringstream s;
+  s << common << "[http]\nport = 0\n[source]\nkind = \"file\"\nframe_height = " << kH << "\npath = \"" << (dir / "a.tif").string() << "\"\n"
+    << "[calibration]\nfile = \"" << write_calibration(dir, kW).string() << "\"\n"
+    << "[output]\ndir = \"" << (dir / "scans").string() << "\"\nply = \"\"\nheightmap = \"\"\npreview = \"\"\nsummary = \"\"\n"
+    << "[publisher]\nenabled = true\nrows_per_message = 8\nstats_interval = 0\nsend_hwm = 100000\n"
+    << "[daemon]\nscan_rows = 1000000\npause = 0.0\nidle_close = 0.0\n"
+    << "[merge]\nenabled = true\ntransforms = \"" << write_transforms(dir).string() << "\"\ngrid = \"-55:55:0.5\"\nwindow_ms = 3000\n"
+    << "align = \"frame\"\nrange_map = \"merged.tif\"\nply = \"merged.ply\"\npublish = \"ipc://" << (dir / "merged.sock").string() << "\"\n";
+  for (const char* name : {"a", "b", "c"})
+    s << "[[head]]\nname = \"" << name << "\"\n[head.publisher]\nendpoint = \"ipc://" << (dir / (std::string(name) + ".sock")).string()
+      << "\"\n[head.source]\npath = \"" << (dir / (std::string(name) + ".tif")).string() << "\"\n";
+  write_text(dir / "d.toml", s.str());
+  Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()});
+  const auto line = d.wait_for(R"((merge: series complete: .*))", 60s);
+  ASSERT_TRUE(line) << d.output();
+  ASSERT_TRUE(d.wait_for(R"(merge: series 1: wrote .*merged\.ply)", 20s)) << d.output();
+  d.signal(SIGTERM);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+
+  // Every row accounted for.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(*line, m, std::regex(R"(: (\d+) merged rows)"))) << *line;
+  EXPECT_EQ(std::stoull(m[1]), static_cast<std::uint64_t>(kFrames)) << *line;
+  const std::regex head_re(R"(head (\w): sent (\d+) = received (\d+) \+ lost (\d+), merged (\d+), late (\d+), unmatched (\d+), absent from (\d+))");
+  int heads = 0;
+  for (auto it = std::sregex_iterator(line->begin(), line->end(), head_re); it != std::sregex_iterator(); ++it, ++heads) {
+    const auto v = [&](int i) { return std::stoull((*it)[i]); };
+    EXPECT_EQ(v(2), static_cast<std::uint64_t>(kFrames)) << (*it)[0];
+    EXPECT_EQ(v(2), v(3) + v(4)) << (*it)[0];
+    EXPECT_EQ(v(5) + v(8), static_cast<std::uint64_t>(kFrames)) << (*it)[0];
+    EXPECT_EQ(v(5), static_cast<std::uint64_t>(kFrames)) << "a row of a head at its own pace missed the 3 s window: " << (*it)[0];
+  }
+  EXPECT_EQ(heads, 3) << *line;
+
+  // The files, under their per-series names, nothing half-written beside them.
+  std::filesystem::path tif, ply;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "scans")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
+    if (name.ends_with("-merge-000001-merged.tif")) tif = e.path();
+    if (name.ends_with("-merge-000001-merged.ply")) ply = e.path();
+  }
+  ASSERT_FALSE(tif.empty()) << d.output();
+  ASSERT_FALSE(ply.empty()) << d.output();
+  const io::FloatPlanes merged = io::read_float_tiff(tif);
+
+  // The single head seeing the whole recording, on the same grid.
+  write_text(dir / "replay.toml", common + "[output]\ndir = \"" + (dir / "replay").string() + "\"\nply = \"\"\nheightmap = \"\"\npreview = \"\"\nsummary = \"\"\n");
+  std::string out;
+  ASSERT_EQ(test::run_cli("replay " + (dir / "whole.tif").string() + " -H " + std::to_string(kH) + " -q -c " + (dir / "replay.toml").string() +
+                              " --calibration " + write_calibration(dir, kWhole, "whole").string() + " --range-map " + (dir / "whole-range.tif").string() +
+                              " --range-grid -55:55:0.5 --range-rule mean",
+                          &out),
+            0)
+      << out;
+  const io::FloatPlanes single = io::read_float_tiff(dir / "whole-range.tif");
+  ASSERT_EQ(merged.width, single.width);
+  ASSERT_EQ(merged.height, single.height);
+  ASSERT_EQ(merged.height, kFrames);
+  double worst = 0, sum = 0;
+  std::size_t both = 0, only_single = 0, only_merged = 0, with_data = 0;
+  for (std::size_t i = 0; i < merged.planes[0].size(); ++i) {
+    const float a = merged.planes[0][i], b = single.planes[0][i];
+    with_data += !std::isnan(a);
+    if (std::isnan(a) != std::isnan(b)) {
+      (std::isnan(a) ? only_single : only_merged) += 1;
+      continue;
+    }
+    if (std::isnan(a)) continue;
+    ++both;
+    worst = std::max(worst, static_cast<double>(std::abs(a - b)));
+    sum += std::abs(a - b);
+  }
+  std::printf("[ merge ] daemon, 3 heads vs the whole-view replay: %zu cells in both, |dZ| mean %.5f mm, max %.5f mm; %zu only in the replay, %zu only merged\n",
+              both, both ? sum / static_cast<double>(both) : 0.0, worst, only_single, only_merged);
+  EXPECT_GT(both, static_cast<std::size_t>(kFrames) * 150);  // the 100 mm view at 0.5 mm: ~200 cells a row
+  EXPECT_LT(worst, 0.05);  // the calibration's tolerance (docs/scale-out.md)
+  EXPECT_LE(only_single + only_merged, both / 100) << "cells with data in one map and not the other";
+  EXPECT_EQ(io::read_ply(ply).size(), with_data) << "one PLY vertex per merged cell with data";
+}
+
+// CURVE on each hop of the daemon's merge: the heads serve their streams with
+// the top-level [security] (inherited), the merge subscribes to each as a
+// CURVE client with merge.client_key (the heads' server public keys from
+// their certificates), and the merged stream is served with the same
+// [security]. With the merge's key listed, every row is merged and a listed
+// consumer reads the merged series; with a key the heads do not list, the
+// heads refuse the merge (logged), no row reaches it, and a consumer with an
+// unlisted key gets nothing from the merged stream.
+TEST(HeadsDaemon, CurveOnEachHopOfTheMergeLetsOnlyListedKeysIn) {
+  if (!curve_available()) GTEST_SKIP() << "this libzmq was built without CURVE";
+  constexpr int kFrames = 300;
+  TempDir dir;
+  for (const char* k : {"server", "merge", "consumer", "stranger"}) write_curve_keypair(dir / k);
+  const std::string security = "[security]\ncurve = true\nserver_secret_key = \"" + (dir / "server.secret").string() + "\"\nclient_keys = [\"" +
+                               (dir / "merge.pub").string() + "\", \"" + (dir / "consumer.pub").string() + "\"]\n";
+  const auto run = [&](const std::string& merge_key, const std::string& consumer_key, bool expect_rows) {
+    SCOPED_TRACE("merge key " + merge_key + ", consumer key " + consumer_key);
+    write_text(dir / "d.toml", security + three_heads_config(dir, kFrames, "subscribe_timeout = 2.0\nclient_key = \"" + (dir / merge_key).string() + "\"\n"));
+    Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()});
+    Subscriber consumer(SubscriberOptions{"ipc://" + (dir / "merged.sock").string(), 100000, (dir / "server.pub").string(), (dir / consumer_key).string()});
+    std::uint64_t rows = 0;
+    bool ended = false;
+    if (expect_rows) {
+      ASSERT_TRUE(d.wait_for(R"(merge: series complete: )", 60s)) << d.output();
+      for (const auto deadline = std::chrono::steady_clock::now() + 20s; !ended && std::chrono::steady_clock::now() < deadline;) {
+        auto msg = consumer.receive(200ms);
+        if (msg && msg->topic == wire::Topic::Heightmap) rows += msg->rows ? static_cast<std::uint64_t>(msg->rows->rows) : 0;
+        if (msg && msg->topic == wire::Topic::SeriesEnd) ended = true;
+      }
+    } else {
+      ASSERT_TRUE(d.wait_for(R"(publisher: CURVE client .* refused)", 30s)) << d.output();
+      ASSERT_TRUE(d.wait_for(R"(the merge did not subscribe within merge.subscribe_timeout)", 30s)) << d.output();
+      for (const auto deadline = std::chrono::steady_clock::now() + 2s; std::chrono::steady_clock::now() < deadline;)
+        if (auto msg = consumer.receive(100ms); msg) ++rows;
+    }
+    d.signal(SIGTERM);
+    const auto code = d.wait_exit(30s);
+    ASSERT_TRUE(code) << d.output();
+    EXPECT_EQ(*code, 0) << d.output();
+    const std::string out = d.output();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(merge: series (complete|stopped): (\d+) merged rows.*head a: sent (\d+) = received (\d+))"))) << out;
+    if (expect_rows) {
+      EXPECT_TRUE(ended) << "the listed consumer did not get the merged series-end";
+      EXPECT_GT(rows, 0u) << "the listed consumer got no merged row";  // (it may connect after the first rows went out)
+      EXPECT_EQ(std::stoull(m[2]), static_cast<std::uint64_t>(kFrames));
+      EXPECT_EQ(std::stoull(m[4]), static_cast<std::uint64_t>(kFrames));
+    } else {
+      EXPECT_EQ(rows, 0u) << "an unlisted consumer read the merged stream";
+      EXPECT_EQ(std::stoull(m[2]), 0u) << "rows reached a merge whose key the heads do not list";
+      EXPECT_EQ(std::stoull(m[4]), 0u);
+    }
+  };
+  run("merge.secret", "consumer.secret", true);
+  run("stranger.secret", "stranger.secret", false);
 }
 
 // A head whose recording is corrupt goes down, logged and counted; the other

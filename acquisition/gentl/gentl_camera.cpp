@@ -21,6 +21,11 @@ GenTLCameraImpl::GenTLCameraImpl(const CameraConfig& camera, const GenTLConfig& 
     : config_(camera), gentl_(gentl), batch_frames_(batch_frames), assembler_(BatchLayout{}, 0) {
   config_.validate();
   gentl_.validate();
+  // One camera of the process opened and configured at a time: two heads
+  // configuring theirs at once crossed their GenApi writes (head b's
+  // SimUnplugAfterBuffers reached head a's grabber, a payload size came back
+  // wrong; tests/gentl GenTLDaemon.AHeadsLost..., 1 run in 4 under load).
+  std::lock_guard setup(gentl::setup_mutex());
   open_device();
   try {
     open_data_stream();

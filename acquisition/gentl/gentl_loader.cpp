@@ -45,6 +45,11 @@ const char* error_name(GC_ERROR rc) {
   }
 }
 
+std::mutex& setup_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 Producer::Producer(std::string path) : path_(std::move(path)) {}
 
 Producer::~Producer() {

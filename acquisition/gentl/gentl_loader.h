@@ -100,4 +100,8 @@ T info_value(const Producer& p, const std::string& what, Get get) {
 
 const char* error_name(GC_ERROR rc);
 
+// Held while a camera of this process is opened, configured or closed (its
+// GenApi node maps made, written, freed): one at a time.
+std::mutex& setup_mutex();
+
 }  // namespace stripeline::gentl

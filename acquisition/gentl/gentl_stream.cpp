@@ -200,6 +200,7 @@ void GenTLCameraImpl::shutdown_stream() noexcept {
 }
 
 GenTLCameraImpl::~GenTLCameraImpl() {
+  std::lock_guard setup(gentl::setup_mutex());
   shutdown_stream();
   modules_.clear();
   camera_.reset();

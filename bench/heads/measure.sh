@@ -11,7 +11,8 @@
 # Other settings through the environment (the GPU host's run, docs/scale-out.md
 # "Several GPUs on one host"): HEADS="a b" (names, in transforms.toml),
 # DEVICES="0 1" (one CUDA ordinal per head), BACKEND=cuda, WIDTH=2048 HEIGHT=52,
-# CALIBRATION=FILE (a sheet-of-light calibration of WIDTH x HEIGHT frames).
+# CALIBRATION=FILE (a sheet-of-light calibration of WIDTH x HEIGHT frames; beside this
+# script: head-128x16.calibration.toml, the same -20..20 mm view over 128 x 16 frames).
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: $0 BINARY RATE MERGE SECONDS [BATCH] [WINDOW_MS]" >&2; exit 2; }
 BIN=$(readlink -f "$1"); RATE=$2; MERGE=$3; SECS=$4; BATCH=${5:-16}; WINDOW=${6:-1000}
