@@ -50,7 +50,17 @@ double first_crossing(const float* x, const double* h, long begin, long end, lon
 
 // The integral over [0, dx] of max(f, 0) and the length where f > 0, f
 // being the profile between f0 (at 0) and f1 (at dx).
-double positive_area(double f0, double f1, double dx, const Joining& j);
-double positive_length(double f0, double f1, double dx, const Joining& j);
+// `ramp`: the hole is a hidden stretch of a slope (ramp_hole), joined linearly.
+double positive_area(double f0, double f1, double dx, const Joining& j, bool ramp = false);
+double positive_length(double f0, double f1, double dx, const Joining& j, bool ramp = false);
+
+// A hole between points i and i + 1 of the heights h[begin, end) whose
+// higher side is itself a slope going the way the hole goes (the slope over
+// that side's two points beyond it, same sign as the chord across the hole
+// and at least a quarter of it): the unseen stretch of a curved or slanted
+// surface (a ball's far slope facing away from the camera), not a shadow
+// beside a step (whose higher side is a flat top). Such a hole is joined
+// linearly (docs/measure.md, "Holes in a row").
+bool ramp_hole(const float* x, const double* h, long begin, long end, long i);
 
 }  // namespace stripeline::measure

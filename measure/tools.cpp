@@ -158,15 +158,20 @@ void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& don
   const double sign = t.below ? -1.0 : 1.0;
   double vol = 0, area = 0;
   std::uint64_t n = 0;
+  std::vector<double> h;
   for_rows(p, a, [&](const MeasureRow& row, long s, long e) {
     n += static_cast<std::uint64_t>(e - s);
     const Joining jn = joining(t, row, s, e);
-    for (long i = s; i + 1 < e; ++i) {
-      const double dx = static_cast<double>(row.x[i + 1]) - row.x[i];
+    h.resize(static_cast<std::size_t>(e - s));
+    for (long i = s; i < e; ++i) h[static_cast<std::size_t>(i - s)] = sign * (row.z[i] - p.reference.at(row.x[i]));
+    const float* x = row.x.data() + s;
+    for (long i = 0; i + 1 < e - s; ++i) {
+      const double dx = static_cast<double>(x[i + 1]) - x[i];
       if (!(dx <= t.max_spacing)) continue;
-      const double h0 = sign * (row.z[i] - p.reference.at(row.x[i])), h1 = sign * (row.z[i + 1] - p.reference.at(row.x[i + 1]));
-      vol += positive_area(h0, h1, dx, jn);
-      area += positive_length(h0 - t.level, h1 - t.level, dx, jn);
+      const double h0 = h[static_cast<std::size_t>(i)], h1 = h[static_cast<std::size_t>(i + 1)];
+      const bool ramp = jn.hole(dx) && ramp_hole(x, h.data(), 0, e - s, i);
+      vol += positive_area(h0, h1, dx, jn, ramp);
+      area += positive_length(h0 - t.level, h1 - t.level, dx, jn, ramp);
     }
   });
   r.points = n;
@@ -278,6 +283,7 @@ double ToolResult::value(const std::string& n) const {
 PartResult measure_part(const Job& job, const Part& part) {
   PartResult r;
   r.part = part.id;
+  r.job = job.name;
   if (!part.rows.empty()) {
     const MeasureRow &f = part.rows.front(), &l = part.rows.back();
     r.frame_first = f.frame, r.frame_last = l.frame;

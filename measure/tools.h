@@ -28,6 +28,7 @@ struct ToolResult {
 
 struct PartResult {
   std::uint64_t part = 0;
+  std::string job;  // the job's name it was measured by
   std::uint64_t frame_first = 0, frame_last = 0;
   double y_first = 0, y_last = 0, length = 0;
   bool has_encoder = false;
