@@ -41,7 +41,7 @@ struct HttpConfig {
 // [measure]: a measurement job applied live to the rows (daemon/live_measure.h,
 // docs/measure.md "Live"). In a [[head]], [head.measure] is that head's.
 struct MeasureConfig {
-  std::filesystem::path job;          // the job file (TOML, docs/measure.md "Job files"); "" = no measuring
+  std::string job;                    // the job file (TOML, docs/measure.md "Job files"); "" = no measuring
   int queue_parts = 8;                // parts waiting for the tools at most; a part beyond is dropped (counted), never waited for (1..1024)
 
   // Throws ConfigError naming the key.

@@ -251,7 +251,7 @@ void Daemon::on_signal(int sig) {
       if (job && measure_ && only_the_job_changed(cfg_, c)) {  // the rows go on: the job is swapped in, nothing restarts
         measure_->swap(job);
         cfg_.measure = c.measure;
-        spdlog::info("daemon: SIGHUP: job '{}' ({}) swapped in live; the pipeline goes on", job->name, c.measure.job.string());
+        spdlog::info("daemon: SIGHUP: job '{}' ({}) swapped in live; the pipeline goes on", job->name, c.measure.job);
         metrics_.reload(true);
         return;
       }
@@ -667,7 +667,7 @@ void Daemon::use_job(std::shared_ptr<const measure::Job> job) {
   } else {
     measure_->swap(job);  // between pipelines: the next one begins with it
   }
-  spdlog::info("measure: job '{}' ({}, {} tool{})", job->name, cfg_.measure.job.string(), job->tools.size(), job->tools.size() == 1 ? "" : "s");
+  spdlog::info("measure: job '{}' ({}, {} tool{})", job->name, cfg_.measure.job, job->tools.size(), job->tools.size() == 1 ? "" : "s");
 }
 
 std::unique_ptr<HttpServer> Daemon::start_http() {

@@ -225,3 +225,38 @@ TEST(LiveMeasure, SighupSwapsTheJobWithoutARestartAndABadJobKeepsTheOldOne) {
   ASSERT_TRUE(code) << d.output();
   EXPECT_EQ(*code, 0) << d.output();
 }
+
+// Format 1.3's measurement message on its own: what the publisher encodes decodes; what lacks a record's fields is refused in one line.
+TEST(WireMeasurement, DecodesARecordAndRefusesMalformedOnes) {
+  nlohmann::json part = {{"part", 3}, {"job", "j"}, {"decision", "pass"}, {"units", "mm"},
+                         {"tools", nlohmann::json::array({{{"name", "gap"}, {"type", "gap_flush"}, {"decision", "pass"}}})}};
+  nlohmann::json h = wire::base_header(wire::Topic::Measurement, "0d1c0a5e-1111-4222-8333-444455556666", 7);
+  h["part"] = part;
+  const auto d = wire::decode(wire::encode_control(wire::Topic::Measurement, h).strings());
+  EXPECT_EQ(d.topic, wire::Topic::Measurement);
+  EXPECT_EQ(d.seq, 7u);
+  EXPECT_EQ(d.header["htype"], std::string("stripeline-measurement-") + wire::kFormatVersion);
+  EXPECT_EQ(d.header["part"]["tools"][0]["name"], "gap");
+  auto refused = [&](nlohmann::json bad, std::vector<std::string> extra = {}) {
+    nlohmann::json hb = h;
+    hb["part"] = std::move(bad);
+    auto parts = wire::encode_control(wire::Topic::Measurement, hb).strings();
+    for (auto& e : extra) parts.push_back(e);
+    try {
+      wire::decode(parts);
+    } catch (const wire::MalformedMessage& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+      return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused(nlohmann::json::array()));
+  nlohmann::json no_job = part;
+  no_job.erase("job");
+  EXPECT_TRUE(refused(no_job));
+  nlohmann::json bad_tools = part;
+  bad_tools["tools"] = nlohmann::json::array({3});
+  EXPECT_TRUE(refused(bad_tools));
+  EXPECT_TRUE(refused(part, {"extra"}));
+  EXPECT_FALSE(refused(part));
+}
