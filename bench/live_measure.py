@@ -8,7 +8,7 @@ stream when the part's measurement message arrived, minus the part's last row,
 against the part's length (rows). Runs A/B alternately REPEATS times.
 
     python3 bench/live_measure.py build/stripeline [--rate 10000] [--width 256] [--height 32]
-        [--seconds 20] [--repeats 2] [--backend cpu]
+        [--seconds 20] [--repeats 2] [--backend cpu] [--batch 50] [--pitch 1000] [--length 500]
 
 Needs python3-zmq; uses the package in python/.
 """
@@ -67,7 +67,7 @@ def run(args, with_job, tmp):
     cfg = os.path.join(tmp, "d.toml")
     with open(cfg, "w") as f:
         f.write(f"[synthetic]\nwidth = {args.width}\nframe_height = {args.height}\nframes = 0\n"
-                f"[processing]\nbackend = \"{args.backend}\"\n"
+                f"[processing]\nbackend = \"{args.backend}\"\nbatch_frames = {args.batch}\n"
                 f"[output]\ndir = \"{tmp}/scans\"\nply = \"\"\nheightmap = \"\"\npreview = \"\"\nsummary = \"\"\n"
                 "[publisher]\nenabled = true\nendpoint = \"tcp://127.0.0.1:*\"\nrows_per_message = 20\nsend_hwm = 100000\n"
                 f"[daemon]\nscan_rows = 10000000\nrate = {args.rate}\n[http]\nport = 0\nviewer = false\n"
@@ -131,11 +131,12 @@ def main():
     ap.add_argument("--rate", type=float, default=10000.0)
     ap.add_argument("--width", type=int, default=256)
     ap.add_argument("--height", type=int, default=32)
-    ap.add_argument("--pitch", type=int, default=200)
-    ap.add_argument("--length", type=int, default=100)
+    ap.add_argument("--pitch", type=int, default=1000)
+    ap.add_argument("--length", type=int, default=500)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--batch", type=int, default=50, help="processing.batch_frames")
     args = ap.parse_args()
     print(f"stripeline daemon, synthetic {args.width}x{args.height} Mono8, backend {args.backend}, paced at {args.rate:.0f} rows/s; "
           f"job: encoder-mode parts of {args.length} rows every {args.pitch}, tools height + flatness + volume; {args.seconds:.0f} s windows")
@@ -145,7 +146,7 @@ def main():
             with tempfile.TemporaryDirectory() as tmp:
                 res = run(args, with_job, tmp)
             line = (f"run {r + 1} {'with job   ' if with_job else 'without job'}: {res['rows_per_s']:9.0f} rows/s, "
-                    f"daemon CPU {res['cpu']:.2f} cores, load average {res['load']:.1f}")
+                    f"daemon CPU {res['cpu']:.2f} cores = {1e6 * res['cpu'] / res['rows_per_s']:.0f} us per row, load average {res['load']:.1f}")
             if with_job:
                 lags = sorted(res["lags"])
                 if lags:

@@ -260,3 +260,52 @@ TEST(WireMeasurement, DecodesARecordAndRefusesMalformedOnes) {
   EXPECT_TRUE(refused(part, {"extra"}));
   EXPECT_FALSE(refused(part));
 }
+
+// Per head ([head.measure]): head "a" measures, "b" does not; its counters are labelled head="a"; a SIGHUP
+// changing a's job swaps it in (the head goes on), a bad one is refused naming its key.
+TEST(LiveMeasure, EachHeadAppliesItsOwnJob) {
+  TempDir dir;
+  write_text(dir / "job.toml", job("first", "top"));
+  std::ostringstream s;
+  s << "[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n"
+    << "[processing]\nbackend = \"cpu\"\nbatch_frames = 20\n"
+    << "[output]\ndir = \"" << (dir / "scans").string() << "\"\nply = \"\"\nheightmap = \"\"\npreview = \"\"\nsummary = \"\"\n"
+    << "[publisher]\nenabled = true\n"
+    << "[daemon]\nscan_rows = 1000000\nrate = 2000.0\n[http]\nport = 0\nviewer = false\n";
+  for (const char* name : {"a", "b"}) {
+    s << "[[head]]\nname = \"" << name << "\"\n[head.publisher]\nendpoint = \"ipc://" << (dir / (std::string(name) + ".sock")).string() << "\"\n";
+    if (name[0] == 'a') s << "[head.measure]\njob = \"" << (dir / "job.toml").string() << "\"\n";
+  }
+  write_text(dir / "d.toml", s.str());
+  Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()});
+  const auto http_port = d.wait_for(R"(http: listening on http://127\.0\.0\.1:([0-9]+))", 30s);
+  ASSERT_TRUE(http_port && d.wait_for("head a: ready", 30s) && d.wait_for("head b: ready", 30s)) << d.output();
+  const int port = std::stoi(*http_port);
+  Stream stream("ipc://" + (dir / "a.sock").string());
+  ASSERT_EQ(stream.measurements(2, 20s).size(), 2u) << d.output();
+  const auto deadline = steady::now() + 10s;
+  while (metric(port, "stripeline_measure_parts_total{head=\"a\",decision=\"fail\"}") < 2 && steady::now() < deadline) std::this_thread::sleep_for(50ms);
+  EXPECT_GE(metric(port, "stripeline_measure_parts_total{head=\"a\",decision=\"fail\"}"), 2);
+  EXPECT_GE(metric(port, "stripeline_measure_tool_results_total{head=\"a\",tool=\"top\",result=\"pass\"}"), 2);
+  EXPECT_EQ(metric(port, "stripeline_measure_parts_total{head=\"b\",decision=\"fail\"}"), -1);  // b has no job
+
+  write_text(dir / "job.toml", job("second", "top2", "[[tool]]\nname = \"bad\"\ntype = \"height\"\nregion = { anchor = \"scan\", x = [0.0, 255.0] }\nlimits = { mean = 3 }\n"));
+  std::size_t mark = d.output().size();
+  d.signal(SIGHUP);
+  const auto rejected = d.wait_for("configuration rejected, keeping the running one: (.*)", 10s, mark);
+  ASSERT_TRUE(rejected) << d.output();
+  EXPECT_NE(rejected->find("limits.mean"), std::string::npos) << *rejected;
+  write_text(dir / "job.toml", job("second", "top2"));
+  mark = d.output().size();
+  d.signal(SIGHUP);
+  ASSERT_TRUE(d.wait_for("head a: SIGHUP: job 'second' swapped in live", 10s, mark)) << d.output();
+  bool second = false;
+  for (int i = 0; i < 10 && !second; ++i)
+    for (const auto& m : stream.measurements(1, 2s)) second = second || m.header["part"]["job"] == "second";
+  EXPECT_TRUE(second) << d.output();
+  EXPECT_EQ(d.output().find("ended (reload)", mark), std::string::npos) << d.output();
+  d.signal(SIGTERM);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+}
