@@ -169,7 +169,7 @@ void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& don
       const double dx = static_cast<double>(x[i + 1]) - x[i];
       if (!(dx <= t.max_spacing)) continue;
       const double h0 = h[static_cast<std::size_t>(i)], h1 = h[static_cast<std::size_t>(i + 1)];
-      const bool ramp = jn.hole(dx) && ramp_hole(x, h.data(), 0, e - s, i);
+      const double ramp = jn.hole(dx) ? ramp_slope(x, h.data(), 0, e - s, i) : std::numeric_limits<double>::quiet_NaN();
       vol += positive_area(h0, h1, dx, jn, ramp);
       area += positive_length(h0 - t.level, h1 - t.level, dx, jn, ramp);
     }

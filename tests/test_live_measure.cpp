@@ -19,6 +19,8 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "app/config.h"
+#include "core/errors.h"
 #include "measure/modbus_registers.h"
 #include "streaming/wire_format.h"
 #include "child_process.h"
@@ -308,4 +310,30 @@ TEST(LiveMeasure, EachHeadAppliesItsOwnJob) {
   const auto code = d.wait_exit(25s);
   ASSERT_TRUE(code) << d.output();
   EXPECT_EQ(*code, 0) << d.output();
+}
+
+// [measure] and [modbus] keys are checked like every other; a bad job at start is one line naming its key, exit 2.
+TEST(LiveMeasure, BadSettingsAndABadJobAtStartAreOneLineAndExitTwo) {
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_config(text, "d.toml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("[measure]\nqueue_parts = 0\n").find("measure.queue_parts"), std::string::npos);
+  EXPECT_NE(error_of("[modbus]\nport = 70000\n").find("modbus.port"), std::string::npos);
+  EXPECT_NE(error_of("[modbus]\nprot = 1\n").find("modbus.prot: unknown key"), std::string::npos);
+  EXPECT_NE(error_of("[[head]]\nname = \"a\"\n[head.measure]\nqueue_parts = -1\n").find("queue_parts"), std::string::npos);
+  EXPECT_EQ(error_of("[measure]\njob = \"j.toml\"\nqueue_parts = 4\n[modbus]\nenabled = true\nport = 0\n"), "");
+
+  TempDir dir;
+  write_text(dir / "job.toml", job("first", "top", "[[tool]]\nname = \"bad\"\ntype = \"height\"\nregion = { anchor = \"scan\", x = [0.0, 255.0] }\nlimits = { mean = 3 }\n"));
+  write_text(dir / "d.toml", config(dir, dir / "job.toml"));
+  Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()});
+  const auto code = d.wait_exit(30s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 2) << d.output();
+  EXPECT_NE(d.output().find("limits.mean"), std::string::npos) << d.output();
 }

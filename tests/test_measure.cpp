@@ -15,6 +15,7 @@
 
 #include "calibration_fixtures.h"
 #include "core/errors.h"
+#include "measure/geometry.h"
 #include "measure/job.h"
 #include "measure/measure_sink.h"
 #include "measure/part_detector.h"
@@ -148,6 +149,31 @@ Part one_part(std::vector<MeasureRow> rows) {
 }
 
 PartResult run_job(const std::string& toml, const Part& p) { return measure::measure_part(measure::parse_job(toml, "t.toml"), p); }
+
+// docs/measure.md "Holes in a row": a hole whose higher side slopes down into
+// it is filled by the parabola leaving that side with its slope; a hole beside
+// a flat top (a shadow beside a step) stays a step.
+TEST(MeasureGeometry, AHoleOnASlopeIsAParabolaAndAShadowBesideAStepIsAStep) {
+  std::vector<float> x;
+  std::vector<double> h;
+  for (int i = 0; i <= 20; ++i) x.push_back(0.05f * static_cast<float>(i));          // 0 .. 1
+  for (int i = 0; i <= 4; ++i) x.push_back(2.0f + 0.05f * static_cast<float>(i));    // 2 .. 2.2: a hole from 1 to 2
+  for (float v : x) h.push_back(10.0 - static_cast<double>(v) * v);                   // a cap: 10 - x^2
+  measure::Joining j;
+  j.spacing = 0.05;
+  const long hole = 20;
+  const double slope = measure::ramp_slope(x.data(), h.data(), 0, static_cast<long>(x.size()), hole);
+  EXPECT_NEAR(slope, 1.9, 1e-5);  // (h(1) - h(0.9)) / 0.1
+  const double dx = static_cast<double>(x[hole + 1]) - x[hole], exact = 10.0 - 7.0 / 3.0;  // the integral of 10 - x^2 over [1, 2]
+  const double filled = measure::positive_area(h[hole], h[hole + 1], dx, j, slope);
+  EXPECT_NEAR(filled, exact, 0.02);
+  EXPECT_LT(measure::positive_area(h[hole], h[hole + 1], dx, j), exact - 1.5);  // the step fill: the lower side's 6 almost all the way
+  // A flat top beside the hole (a block's shadow): no ramp, the step.
+  for (long i = 0; i <= hole; ++i) h[static_cast<std::size_t>(i)] = 5.0;
+  for (std::size_t i = hole + 1; i < h.size(); ++i) h[i] = 0.0;
+  EXPECT_TRUE(std::isnan(measure::ramp_slope(x.data(), h.data(), 0, static_cast<long>(x.size()), hole)));
+  EXPECT_NEAR(measure::positive_area(h[hole], h[hole + 1], dx, j), 5.0 * 0.025, 1e-9);
+}
 
 TEST(MeasureTools, DefinitionsOnExactRows) {
   // Points every 0.05 mm from -10: left surface z = 1 up to x = -1.05, right
@@ -369,6 +395,13 @@ TEST_F(MeasureSynthetic, SphereVolumeAndHeight) {
   EXPECT_NEAR(vol / truth, 1.0, 0.025);
   EXPECT_LT(vol, truth);
   EXPECT_NEAR(top, cap, 0.010);
+  // Holes wider than max_spacing (2 mm by default) are not joined at all: the
+  // same scan with the far slope's widest holes joined (max_spacing 8 mm).
+  const auto wide = scan("sphere", "[[tool]]\nname = \"vol\"\ntype = \"volume\"\nmax_spacing = 8.0\nregion = { anchor = \"scan\", x = " + xs(-10, 10) + " }\n");
+  ASSERT_EQ(wide.size(), 1u);
+  const double vol8 = wide[0].tools[0].value("volume");
+  std::printf("[ measure ] sphere cap, max_spacing 8 mm: volume %.2f (error %+.3f %%)\n", vol8, (vol8 / truth - 1) * 100);
+  EXPECT_GE(vol8, vol);
 }
 
 TEST_F(MeasureSynthetic, TiltedPlaneFlatness) {
