@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <limits>
 
+#include "kernels/volume_ops.h"
+
 namespace stripeline::measure {
 
 // Least squares Z = c0 + c1 (X - x0) + c2 (Y - y0) over the points added
@@ -34,12 +36,9 @@ class PlaneFit {
 // wider hole (a laser shadow beside a step, a dropout) is a step: the higher
 // point's height reaches `spacing` / 2 into the hole, the lower one's fills
 // the rest (a shadow falls on the lower surface); points farther apart than
-// max_spacing are not joined at all.
-struct Joining {
-  double spacing = 0.05;     // the row's mean point spacing
-  double max_spacing = 2.0;
-  bool hole(double dx) const { return dx > 1.5 * spacing; }
-};
+// max_spacing are not joined at all. Shared with the CUDA volume kernel
+// (kernels/volume_ops.h).
+using Joining = kernels::Joining;
 
 // The mean spacing of x[begin, end) (0 with fewer than 2 points).
 double mean_spacing(const float* x, long begin, long end);

@@ -154,28 +154,10 @@ void edge_or_groove(const ToolSpec& t, const Part& p, const std::vector<ToolResu
 }
 
 void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, ToolResult& r) {
-  const Area a = resolve(t.region, p, done);
-  const double sign = t.below ? -1.0 : 1.0;
-  double vol = 0, area = 0;
-  std::uint64_t n = 0;
-  std::vector<double> h;
-  for_rows(p, a, [&](const MeasureRow& row, long s, long e) {
-    n += static_cast<std::uint64_t>(e - s);
-    const Joining jn = joining(t, row, s, e);
-    h.resize(static_cast<std::size_t>(e - s));
-    for (long i = s; i < e; ++i) h[static_cast<std::size_t>(i - s)] = sign * (row.z[i] - p.reference.at(row.x[i]));
-    const float* x = row.x.data() + s;
-    for (long i = 0; i + 1 < e - s; ++i) {
-      const double dx = static_cast<double>(x[i + 1]) - x[i];
-      if (!(dx <= t.max_spacing)) continue;
-      const double h0 = h[static_cast<std::size_t>(i)], h1 = h[static_cast<std::size_t>(i + 1)];
-      const double ramp = jn.hole(dx) ? ramp_slope(x, h.data(), 0, e - s, i) : std::numeric_limits<double>::quiet_NaN();
-      vol += positive_area(h0, h1, dx, jn, ramp);
-      area += positive_length(h0 - t.level, h1 - t.level, dx, jn, ramp);
-    }
-  });
-  r.points = n;
-  r.values = {{"volume", n ? vol * p.row_pitch : kNaN}, {"area", n ? area * p.row_pitch : kNaN}};
+  const kernels::VolumeSums v = volume_sums(p, volume_query(t, p, done));
+  r.points = v.points;
+  r.values = {{"volume", v.points ? kernels::volume_value(v.volume, p.row_pitch) : kNaN},
+              {"area", v.points ? kernels::volume_value(v.area, p.row_pitch) : kNaN}};
 }
 
 void flatness(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, ToolResult& r) {
@@ -264,6 +246,33 @@ ToolResult run_tool(const ToolSpec& t, const Part& p, const std::vector<ToolResu
 }
 
 }  // namespace
+
+kernels::VolumeQuery volume_query(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done) {
+  const Area a = resolve(t.region, p, done);
+  kernels::VolumeQuery q;
+  q.x0 = a.x0, q.x1 = a.x1, q.y0 = a.y0, q.y1 = a.y1;
+  q.ref_a = p.reference.a, q.ref_b = p.reference.b;
+  q.sign = t.below ? -1.0 : 1.0;
+  q.level = t.level;
+  q.max_spacing = t.max_spacing;
+  return q;
+}
+
+kernels::VolumeSums volume_sums(const Part& p, const kernels::VolumeQuery& q) {
+  Area a;
+  a.x0 = q.x0, a.x1 = q.x1, a.y0 = q.y0, a.y1 = q.y1;
+  std::int64_t vol = 0, area = 0;
+  std::uint64_t n = 0;
+  for_rows(p, a, [&](const MeasureRow& row, long s, long e) {
+    n += static_cast<std::uint64_t>(e - s);
+    Joining jn;
+    jn.spacing = mean_spacing(row.x.data(), s, e);
+    jn.max_spacing = q.max_spacing;
+    const kernels::RowHeights h{row.x.data(), row.z.data(), q.ref_a, q.ref_b, q.sign};
+    for (long i = s; i + 1 < e; ++i) kernels::volume_segment(row.x.data(), h, s, e, i, jn, q.level, vol, area);
+  });
+  return {static_cast<unsigned long long>(vol), static_cast<unsigned long long>(area), n};
+}
 
 const char* to_string(Decision d) {
   switch (d) {

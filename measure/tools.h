@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/volume_ops.h"
 #include "measure/job.h"
 #include "measure/part.h"
 
@@ -46,5 +47,12 @@ struct PartResult {
 // Runs every tool of the job on the part, in the job's order (an anchor
 // refers to an earlier tool's result). Thread-safety: pure; any thread.
 PartResult measure_part(const Job& job, const Part& part);
+
+// The volume tool's inputs on a part (its region resolved against the part
+// and the tools before it, the part's reference) and its sums, summed on the
+// CPU: the oracle of the CUDA kernel (kernels/cuda/volume_kernels.h), which
+// gives the same sums for the part's rows on the device.
+kernels::VolumeQuery volume_query(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done);
+kernels::VolumeSums volume_sums(const Part& p, const kernels::VolumeQuery& q);
 
 }  // namespace stripeline::measure
