@@ -6,6 +6,11 @@
 
 #include "core/errors.h"
 #include "core/fixed_point.h"
+#if STRIPELINE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "core/cuda/check.h"
+#endif
 
 namespace stripeline::measure {
 
@@ -50,7 +55,7 @@ void MeasureSink::take_pending_job() {
 void MeasureSink::on_part(Part&& part) {
   part.id += id_base_;
   if (queue_parts_ == 0) {
-    const PartResult r = measure_part(*job_, part);
+    const PartResult r = measure_part(*job_, part, volume_);
     if (on_result_) on_result_(r, part);
     detector_->recycle(std::move(part));
     return;
@@ -80,7 +85,7 @@ void MeasureSink::work() {
     queue_.pop_front();
     lock.unlock();
     try {
-      const PartResult r = measure_part(*job, part);
+      const PartResult r = measure_part(*job, part, volume_);
       if (on_result_) on_result_(r, part);
     } catch (...) {
       lock.lock();
@@ -90,6 +95,21 @@ void MeasureSink::work() {
     lock.lock();
     done_.push_back(std::move(part));
   }
+}
+
+// On the CUDA backend the volume tools sum on the device the scan runs on
+// (measure/device_volume.h); otherwise on the CPU.
+void MeasureSink::use_device(Backend backend) {
+  volume_ = nullptr;
+#if STRIPELINE_HAVE_CUDA
+  if (backend != Backend::Cuda) return;
+  int device = 0;
+  STRIPELINE_CUDA_CHECK(cudaGetDevice(&device));
+  if (!device_volume_ || device_volume_device_ != device) device_volume_ = std::make_unique<DeviceVolume>(device), device_volume_device_ = device;
+  volume_ = [d = device_volume_.get()](const Part& part, const kernels::VolumeQuery& q) { return d->sums(part, q); };
+#else
+  (void)backend;
+#endif
 }
 
 void MeasureSink::begin(const ScanInfo& info) {
@@ -110,6 +130,7 @@ void MeasureSink::begin(const ScanInfo& info) {
   if (info.sheet) pitch = info.sheet->model.y_step;
   else if (info.calibration.enabled) pitch = info.calibration.y_scale;
   rows_ = 0;
+  use_device(info.backend);
   std::lock_guard<std::mutex> lock(mutex_);
   units_ = units;
   pitch_ = std::abs(pitch);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/profile_mapping.h"
+#include "measure/device_volume.h"
 #include "measure/job.h"
 #include "measure/part_detector.h"
 #include "measure/tools.h"
@@ -59,6 +60,7 @@ class MeasureSink final : public ProfileSink {
 
  private:
   void on_part(Part&& part);
+  void use_device(Backend backend);  // begin(): where the volume tools sum
   void take_pending_job();  // sink thread
   void work();
   void stop_worker() noexcept;
@@ -83,6 +85,11 @@ class MeasureSink final : public ProfileSink {
   bool closing_ = false;
   std::exception_ptr error_;
   std::atomic<std::uint64_t> dropped_{0};
+  VolumeSummer volume_;  // set in begin(); none: the CPU
+#if STRIPELINE_HAVE_CUDA
+  std::unique_ptr<DeviceVolume> device_volume_;
+  int device_volume_device_ = -1;
+#endif
   std::thread worker_;
 };
 

@@ -153,8 +153,9 @@ void edge_or_groove(const ToolSpec& t, const Part& p, const std::vector<ToolResu
   else r.values = {{"width", width.mean()}, {"x", x.mean()}, {"depth", top.mean() - bottom.mean()}};
 }
 
-void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, ToolResult& r) {
-  const kernels::VolumeSums v = volume_sums(p, volume_query(t, p, done));
+void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, ToolResult& r, const VolumeSummer& on) {
+  const kernels::VolumeQuery q = volume_query(t, p, done);
+  const kernels::VolumeSums v = on ? on(p, q) : volume_sums(p, q);
   r.points = v.points;
   r.values = {{"volume", v.points ? kernels::volume_value(v.volume, p.row_pitch) : kNaN},
               {"area", v.points ? kernels::volume_value(v.area, p.row_pitch) : kNaN}};
@@ -203,7 +204,7 @@ void row_tools(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& 
   r.values = {{"mean", per_row.mean()}, {"min", per_row.lo()}, {"max", per_row.hi()}};
 }
 
-ToolResult run_tool(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done) {
+ToolResult run_tool(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, const VolumeSummer& on) {
   ToolResult r;
   r.name = t.name;
   r.kind = t.kind;
@@ -225,7 +226,7 @@ ToolResult run_tool(const ToolSpec& t, const Part& p, const std::vector<ToolResu
     case ToolKind::GapFlush: gap_flush(t, p, done, r); break;
     case ToolKind::Edge:
     case ToolKind::Groove: edge_or_groove(t, p, done, r); break;
-    case ToolKind::Volume: volume(t, p, done, r); break;
+    case ToolKind::Volume: volume(t, p, done, r, on); break;
     case ToolKind::Flatness: flatness(t, p, done, r); break;
     case ToolKind::RowStep:
     case ToolKind::RowWidth: row_tools(t, p, done, r); break;
@@ -289,7 +290,7 @@ double ToolResult::value(const std::string& n) const {
   return kNaN;
 }
 
-PartResult measure_part(const Job& job, const Part& part) {
+PartResult measure_part(const Job& job, const Part& part, const VolumeSummer& volume) {
   PartResult r;
   r.part = part.id;
   r.job = job.name;
@@ -310,7 +311,7 @@ PartResult measure_part(const Job& job, const Part& part) {
   r.cut = part.cut;
   bool any = false, fail = false;
   for (const auto& t : job.tools) {
-    r.tools.push_back(run_tool(t, part, r.tools));
+    r.tools.push_back(run_tool(t, part, r.tools, volume));
     any = any || r.tools.back().decision != Decision::None;
     fail = fail || r.tools.back().decision == Decision::Fail;
   }

@@ -4,6 +4,7 @@
 // calibration, else px); a value the part cannot give (an empty region, an
 // edge not found) is NaN and fails any limit on it.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,7 +47,12 @@ struct PartResult {
 
 // Runs every tool of the job on the part, in the job's order (an anchor
 // refers to an earlier tool's result). Thread-safety: pure; any thread.
-PartResult measure_part(const Job& job, const Part& part);
+// The volume tool's sums of a query over a part, where they are not summed
+// on the CPU (measure/device_volume.h on the CUDA backend): the same sums.
+using VolumeSummer = std::function<kernels::VolumeSums(const Part&, const kernels::VolumeQuery&)>;
+
+// `volume`: where given, the volume tools' sums come from it.
+PartResult measure_part(const Job& job, const Part& part, const VolumeSummer& volume = nullptr);
 
 // The volume tool's inputs on a part (its region resolved against the part
 // and the tools before it, the part's reference) and its sums, summed on the

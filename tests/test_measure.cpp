@@ -340,7 +340,7 @@ class MeasureSynthetic : public ::testing::Test {
   // queue_parts > 0: the tools on the sink's worker (the live path's hand-off).
   // parts: where given, the parts themselves too.
   static std::vector<PartResult> scan(const std::string& scene, const std::string& job_text, int queue_parts = 0,
-                                      SensorRoi roi = {0, 428, 2048, 256}, std::vector<Part>* parts = nullptr) {
+                                      SensorRoi roi = {0, 428, 2048, 256}, std::vector<Part>* parts = nullptr, Backend backend = Backend::Cpu) {
     const PartsPreset preset = parts_preset(scene);
     TriangulationScanner scanner(test::sensor_config(preset.frames, roi), std::make_shared<PartsScene>(preset.config));
     auto sheet = std::make_shared<AppliedCalibration>();
@@ -350,7 +350,7 @@ class MeasureSynthetic : public ::testing::Test {
     sheet->roi_x = roi.x;
     sheet->roi_y = roi.y;
     PipelineOptions o;
-    o.backend = Backend::Cpu;
+    o.backend = backend;
     o.sheet = sheet;
     auto job = std::make_shared<const Job>(measure::parse_job(job_text, scene + ".toml"));
     std::vector<PartResult> out;
@@ -778,6 +778,28 @@ class MeasureSyntheticCuda : public MeasureSynthetic {
 // The synthetic parts (sphere, gauge blocks, tilted plane, groove, panels),
 // calibrated: the volume tool's sums on the device are the CPU's, for the
 // whole part and for a region of it.
+// `stripeline measure` and the live job on the CUDA backend: the sink sums
+// the volume tools on the device (measure/device_volume.h), on its own thread
+// and on the worker; the records are the CPU run's, bit for bit.
+TEST_F(MeasureSyntheticCuda, SinkOnTheCudaBackendGivesTheCpuVolumes) {
+#if STRIPELINE_HAVE_CUDA
+  const std::string job = "[[tool]]\nname = \"vol\"\ntype = \"volume\"\n[[tool]]\nname = \"cap\"\ntype = \"volume\"\nmax_spacing = 2.0\nregion = { anchor = \"scan\", x = " +
+                          xs(-10, 10) + " }\n";
+  for (const std::string scene : {"sphere", "gauge-blocks"})
+    for (int queue : {0, 4}) {
+      const auto cpu = scan(scene, job, queue), gpu = scan(scene, job, queue, {0, 428, 2048, 256}, nullptr, Backend::Cuda);
+      ASSERT_EQ(cpu.size(), gpu.size()) << scene;
+      ASSERT_FALSE(cpu.empty()) << scene;
+      for (std::size_t i = 0; i < cpu.size(); ++i)
+        for (int t = 0; t < 2; ++t)
+          for (const char* v : {"volume", "area"}) {
+            EXPECT_EQ(cpu[i].tools[t].value(v), gpu[i].tools[t].value(v)) << scene << " part " << i << " tool " << t << " " << v << " queue " << queue;
+            EXPECT_TRUE(std::isfinite(gpu[i].tools[t].value(v)) || !std::isfinite(cpu[i].tools[t].value(v)));
+          }
+    }
+#endif
+}
+
 TEST_F(MeasureSyntheticCuda, VolumeSumsAreTheCpuOnes) {
 #if STRIPELINE_HAVE_CUDA
   for (const std::string scene : {"sphere", "gauge-blocks", "tilted-plane", "groove", "panels"}) {
