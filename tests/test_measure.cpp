@@ -284,6 +284,18 @@ b = { anchor = "scan", x = [-0.005, 0.005] }
   EXPECT_NEAR(r.tools[3].value("mean"), 2.0, 1e-4);
 }
 
+// A volume joins every hole in its region unless the job says otherwise;
+// the other tools keep 2 mm (docs/measure.md, "Holes in a row").
+TEST(MeasureJob, VolumeJoinsEveryHoleUnlessToldOtherwise) {
+  const Job j = measure::parse_job("[[tool]]\nname = \"v\"\ntype = \"volume\"\n[[tool]]\nname = \"w\"\ntype = \"volume\"\nmax_spacing = 3.5\n"
+                                   "[[tool]]\nname = \"e\"\ntype = \"edge\"\nlevel = 1.0\nregion = { x = [0, 5] }\n",
+                                   "j.toml");
+  ASSERT_EQ(j.tools.size(), 3u);
+  EXPECT_TRUE(std::isinf(j.tools[0].max_spacing));
+  EXPECT_EQ(j.tools[1].max_spacing, 3.5);
+  EXPECT_EQ(j.tools[2].max_spacing, 2.0);
+}
+
 TEST(MeasureJob, BadKeysAndValuesNameTheKey) {
   auto message = [](const std::string& text) {
     try {
