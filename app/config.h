@@ -6,7 +6,7 @@
 //   [synthetic]   acquisition/synthetic_scanner.h      [camera]     acquisition/camera_source.h
 //   [processing]  pipeline/pipeline.h, stages/chain.h  [calibration] core/calibration.h
 //   [output]      app/outputs.h                        [publisher], [security]  streaming/publisher.h, streaming/curve.h
-//   [daemon], [http]  app/service_config.h
+//   [daemon], [http], [measure], [modbus]  app/service_config.h
 //   [[head]], [merge] app/heads_config.h (several heads in one daemon)
 // Unknown keys and out-of-range values are ConfigErrors naming the file and
 // the key: a typo never silently falls back to a default.
@@ -42,6 +42,8 @@ struct Config {
   PublisherConfig publisher;         // [publisher] and [security]
   DaemonConfig daemon;
   HttpConfig http;
+  MeasureConfig measure;             // [measure]: a job applied live (docs/measure.md)
+  ModbusConfig modbus;               // [modbus]: the latest part to PLCs
   // [[head]]: several heads in one daemon, each its own whole configuration
   // (empty: this configuration is the one head). In a head's own: its name.
   std::vector<HeadEntry> heads;

@@ -34,6 +34,15 @@ void HttpConfig::validate() const {
   if (max_viewers < 1 || max_viewers > 1024) fail("max_viewers", std::to_string(max_viewers) + " is out of range (expected 1..1024)");
 }
 
+void MeasureConfig::validate() const {
+  if (queue_parts < 1 || queue_parts > 1024) fail("queue_parts", std::to_string(queue_parts) + " is out of range (expected 1..1024)");
+}
+
+void ModbusConfig::validate() const {
+  if (port < 0 || port > 65535) fail("port", std::to_string(port) + " is out of range (expected 0 (ephemeral)..65535)");
+  if (address.empty()) fail("address", "must not be empty (expected e.g. 127.0.0.1)");
+}
+
 namespace {
 bool sets_anything(const toml::node& n) {
   if (const auto* t = n.as_table()) {

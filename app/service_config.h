@@ -38,6 +38,29 @@ struct HttpConfig {
   bool operator==(const HttpConfig&) const = default;
 };
 
+// [measure]: a measurement job applied live to the rows (daemon/live_measure.h,
+// docs/measure.md "Live"). In a [[head]], [head.measure] is that head's.
+struct MeasureConfig {
+  std::string job;                    // the job file (TOML, docs/measure.md "Job files"); "" = no measuring
+  int queue_parts = 8;                // parts waiting for the tools at most; a part beyond is dropped (counted), never waited for (1..1024)
+
+  // Throws ConfigError naming the key.
+  void validate() const;
+  bool operator==(const MeasureConfig&) const = default;
+};
+
+// [modbus]: the latest part's results for PLCs over Modbus TCP (daemon/modbus_server.h,
+// docs/measure.md "Modbus TCP"), fed by the live job ([measure], or the first head's).
+struct ModbusConfig {
+  bool enabled = false;
+  std::string address = "127.0.0.1";  // listen address (loopback by default)
+  int port = 1502;                    // 0 = an ephemeral port (logged at start); 502 needs privileges
+
+  // Throws ConfigError naming the key.
+  void validate() const;
+  bool operator==(const ModbusConfig&) const = default;
+};
+
 // Throws ConfigError naming `path` when the file sets nothing: 0 bytes, or
 // only whitespace, comments and empty tables. Such a file parses as the
 // built-in defaults (outputs, publisher off), which a reload of a file being

@@ -629,6 +629,17 @@ const Setting kHttpSettings[] = {
     {"max_viewers", "", "1..1024", "Live viewers connected at once (beyond: 503)", kService, FIELD(c.http.max_viewers)},
 };
 
+const Setting kMeasureSettings[] = {
+    {"job", "", "a job file", "Apply this measurement job live (docs/measure.md); \"\" = no measuring", kService, FIELD(c.measure.job)},
+    {"queue_parts", "", "1..1024", "Parts waiting for the tools at most (beyond: dropped, counted)", kService, FIELD(c.measure.queue_parts)},
+};
+
+const Setting kModbusSettings[] = {
+    {"enabled", "", "", "Serve the latest part's results over Modbus TCP (docs/measure.md)", kService, FIELD(c.modbus.enabled)},
+    {"address", "", "", "Listen address", kService, FIELD(c.modbus.address)},
+    {"port", "", "0 = ephemeral", "Listen port", kService, FIELD(c.modbus.port)},
+};
+
 const char* const kHeads = "app/heads_config.h";
 const Setting kMergeSettings[] = {
     {"enabled", "", "", "Merge the [[head]]s' streams in the daemon and publish one merged series (docs/scale-out.md)", kHeads, FIELD(c.merge.enabled)},
@@ -658,7 +669,7 @@ const Setting kHeadSettings[] = {
     {"device", "", "0..63", "The CUDA device its pipeline runs on (several heads may name one); inherited: the top level's", "pipeline/pipeline.h",
      FIELD(c.pipeline.device)},
 };
-const char* const kHeadSections[] = {"source", "synthetic", "camera", "processing", "output", "calibration", "publisher", "security"};
+const char* const kHeadSections[] = {"source", "synthetic", "camera", "processing", "output", "calibration", "publisher", "security", "measure"};
 
 #undef FIELD
 #undef CHOICE
@@ -710,6 +721,8 @@ const SectionRule kSections[] = {
     {"security", kSecuritySettings, "", no_step, [](Config& c) { c.publisher.validate(); }, "publisher", "publisher"},
     {"daemon", kDaemonSettings, "", no_step, [](Config& c) { c.daemon.validate(); }},
     {"http", kHttpSettings, "", no_step, [](Config& c) { c.http.validate(); }},
+    {"measure", kMeasureSettings, "", no_step, [](Config& c) { c.measure.validate(); }},
+    {"modbus", kModbusSettings, "", no_step, [](Config& c) { c.modbus.validate(); }},
     {"merge", kMergeSettings, "", no_step, [](Config& c) { c.merge.validate(); }},
 };
 
@@ -735,7 +748,7 @@ void check_top_level(const toml::table& root, const std::string& origin) {
     for (const auto& s : kSections) known = known || key == s.name;
     if (!known)
       throw ConfigError(origin + ": unknown section or key '" + key +
-                        "' (expected source, synthetic, camera, processing, output, calibration, publisher, security, daemon, http, merge, [[head]])");
+                        "' (expected source, synthetic, camera, processing, output, calibration, publisher, security, daemon, http, measure, modbus, merge, [[head]])");
     if (!v.is_table()) throw ConfigError(origin + ": '" + key + "' must be a table ([" + key + "])");
   }
 }
@@ -859,7 +872,7 @@ const std::vector<SettingInfo>& settings() {
     std::vector<SettingInfo> out;
     const Config defaults = default_config();
     for (const char* order : {"source", "synthetic", "camera", "camera.gentl", "processing", "output", "calibration", "publisher", "security",
-                              "daemon", "http", "merge"})
+                              "daemon", "http", "measure", "modbus", "merge"})
       for (const SectionRule& rule : kSections) {
         if (std::string_view(rule.name) != order) continue;
         for (const Setting& s : rule.settings)
@@ -968,7 +981,7 @@ std::string settings_markdown() {
       o << "\n## " << (section == "head" ? "[[head]]" : "[" + section + "]") << "\n\n";
       if (section == "head")
         o << "Several heads in one daemon (app/heads_config.h, docs/daemon.md): each [[head]] has these keys and any of the sections\n"
-          << "source, synthetic, camera, processing, output, calibration, publisher and security as its own sub-tables\n"
+          << "source, synthetic, camera, processing, output, calibration, publisher, security and measure as its own sub-tables\n"
           << "([head.processing], ...), laid key by key over the top-level ones.\n\n";
       o << "| key | flag | type | range | default | meaning | owner |\n|---|---|---|---|---|---|---|\n";
     }

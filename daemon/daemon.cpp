@@ -52,6 +52,8 @@
 #include "daemon/daemon_metrics.h"
 #include "daemon/http_server.h"
 #include "daemon/instrumented_source.h"
+#include "daemon/live_measure.h"
+#include "daemon/modbus_server.h"
 #include "daemon/process_metrics.h"
 #include "daemon/scan_writer.h"
 #include "daemon/service_parts.h"
@@ -110,6 +112,8 @@ class Daemon {
   // thread, waiting at most 20 ms for mu_ (else the last one).
   std::string viewer_health();
   bool wait_before_reconnect();  // false when stopping
+  void start_measure();                                      // [measure], [modbus] at start
+  void use_job(std::shared_ptr<const measure::Job> job);      // a restarting reload's job (nullptr: no measuring). Requires mu_.
 
   const std::filesystem::path path_;
   const std::function<void(Config&)> overrides_;
@@ -142,6 +146,10 @@ class Daemon {
   InstrumentedSource* source_ = nullptr;
   ScanWriter* scans_ = nullptr;
   HttpServer* http_ = nullptr;
+  // [measure] and [modbus] (daemon/live_measure.h): made at start, kept across generations.
+  std::unique_ptr<ModbusServer> modbus_;
+  std::unique_ptr<LiveMeasure> measure_;
+  std::shared_ptr<const measure::Job> pending_job_;  // a reload's job, for the next generation
 
   // The live viewer (http.viewer): its tap on the rows and its thread. Last
   // members: the hub's thread stops before anything it reads goes.
@@ -165,6 +173,7 @@ void Daemon::collect(std::optional<std::chrono::milliseconds> wait) {
   metrics_.collect(snapshot_of(source_, publisher_.get(), health_locked().first, camera_.connected(),
                                http_ ? std::optional<HttpServer::Stats>(http_->stats()) : std::nullopt));
   process_.update();
+  if (measure_) measure_->collect();
 }
 
 HttpResponse Daemon::probe(std::pair<bool, std::string> (Daemon::*what)(), Probe Daemon::*last) {
@@ -232,8 +241,19 @@ void Daemon::on_signal(int sig) {
     try {
       Config c = load();
       check_reload(c);
+      // [measure] job: loaded here (a bad one: one line naming its key, the running job kept).
+      std::shared_ptr<const measure::Job> job = c.measure.job.empty() ? nullptr : LiveMeasure::load(c.measure);
       std::lock_guard lock(mu_);
       if (!(c.http == cfg_.http)) spdlog::warn("daemon: [http] changes take effect at the next start");
+      if (!(c.modbus == cfg_.modbus)) spdlog::warn("daemon: [modbus] changes take effect at the next start");
+      if (job && measure_ && only_the_job_changed(cfg_, c)) {  // the rows go on: the job is swapped in, nothing restarts
+        measure_->swap(job);
+        cfg_.measure = c.measure;
+        spdlog::info("daemon: SIGHUP: job '{}' ({}) swapped in live; the pipeline goes on", job->name, c.measure.job);
+        metrics_.reload(true);
+        return;
+      }
+      pending_job_ = std::move(job);
       pending_ = std::move(c);
       reload_ = true;
       if (scans_) scans_->set_end_reason("reload");
@@ -408,6 +428,10 @@ Daemon::End Daemon::generation(const Config& cfg) {
   End end = End::SourceEnd;
   std::vector<ProfileSink*> sinks{&scans};
   if (viewer_) sinks.push_back(&viewer_feed_);
+  if (measure_) {
+    measure_->set_publisher(publisher);
+    sinks.push_back(&measure_->sink());
+  }
   try {
     session.run(sinks, [&](const PipelineStats& s) {
       // Sink stage, once per batch, in order: the processing loop.
@@ -420,6 +444,7 @@ Daemon::End Daemon::generation(const Config& cfg) {
     spdlog::error("daemon: the pipeline failed: {}", e.what());
     end = End::Failed;
   }
+  if (measure_) measure_->set_publisher(nullptr);  // its worker stopped with the pipeline; the publisher may be replaced
   collect();
   next_scan_ = scans.next_scan_number();
   const bool lost = source.end_reason() == SourceEnd::DeviceLost;
@@ -466,6 +491,7 @@ int Daemon::run() {
   apply_log_level(cfg_);
   registry_.set_collector([this] { collect(std::chrono::milliseconds(50)); });
   SignalThread signals([this](int sig) { on_signal(sig); });
+  start_measure();  // InputError (a bad job, a Modbus address in use): exit 2
   std::unique_ptr<HttpServer> http = start_http();
   {
     std::lock_guard lock(mu_);
@@ -562,6 +588,7 @@ int Daemon::run() {
       pending_.reset();
       reload_ = false;
       apply_log_level(cfg_);
+      use_job(std::exchange(pending_job_, nullptr));
       spdlog::info("daemon: configuration {} applied", path_.string());
     }
     if (stop_) break;
@@ -577,6 +604,34 @@ std::string Daemon::viewer_health() {
   while (!state.empty() && state.back() == '\n') state.pop_back();
   viewer_last_health_ = nlohmann::json{{"state", state}, {"heads", nlohmann::json::array({head})}}.dump();
   return viewer_last_health_;
+}
+
+void Daemon::start_measure() {
+  if (cfg_.modbus.enabled) {
+    modbus_ = std::make_unique<ModbusServer>(cfg_.modbus.address, cfg_.modbus.port);
+    spdlog::info("modbus: listening on {}:{}", cfg_.modbus.address, modbus_->port());
+  }
+  if (!cfg_.measure.job.empty()) {
+    auto job = LiveMeasure::load(cfg_.measure);
+    std::lock_guard lock(mu_);
+    use_job(std::move(job));
+  }
+  if (modbus_ && !measure_) spdlog::warn("modbus: no [measure] job: the registers stay empty");
+}
+
+void Daemon::use_job(std::shared_ptr<const measure::Job> job) {
+  if (!job) {
+    measure_.reset();
+    return;
+  }
+  if (!measure_ || measure_->queue_parts() != cfg_.measure.queue_parts) {
+    measure_.reset();
+    measure_ = std::make_unique<LiveMeasure>(registry_, cfg_.measure, job);
+    measure_->set_modbus(modbus_.get());
+  } else {
+    measure_->swap(job);  // between pipelines: the next one begins with it
+  }
+  spdlog::info("measure: job '{}' ({}, {} tool{})", job->name, cfg_.measure.job, job->tools.size(), job->tools.size() == 1 ? "" : "s");
 }
 
 std::unique_ptr<HttpServer> Daemon::start_http() {

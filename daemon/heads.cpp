@@ -38,6 +38,7 @@
 #include "daemon/service_parts.h"
 #include "daemon/signals.h"
 #include "daemon/systemd_notify.h"
+#include "daemon/live_measure.h"
 #include "daemon/viewer_status.h"
 #include "io/atomic_file.h"
 #include "streaming/merge.h"
@@ -89,6 +90,7 @@ class Head {
   Head(std::string name, Config cfg, Registry& registry, std::string run_stamp, double merge_wait, ViewerFeed* viewer = nullptr)
       : viewer_(viewer),
         name_(std::move(name)),
+        registry_(registry),
         metrics_(registry, name_),
         failures_(registry.counter("stripeline_head_failures_total",
                                    "Times a head went down: its source could not be opened or read, or its pipeline failed (docs/daemon.md).",
@@ -132,6 +134,17 @@ class Head {
     cv_.notify_all();
   }
 
+  // SIGHUP with only its [measure] job changed: the job swapped in, the rows
+  // go on (InputError: its units are not the running scan's). False when no
+  // job runs: the head restarts instead.
+  bool swap_job(const Config& c, std::shared_ptr<const measure::Job> job) {
+    std::lock_guard lock(mu_);
+    if (!measure_ || !job || !running_) return false;
+    measure_->swap(std::move(job));
+    cfg_.measure = c.measure;
+    return true;
+  }
+
   // Down (failed) or idle (its source ended): what a SIGHUP restarts even unchanged.
   bool resting() const {
     std::lock_guard lock(mu_);
@@ -160,6 +173,7 @@ class Head {
   // Brings the head's metrics up to date (`http`: the server's counters, given to one head only).
   void collect(std::optional<HttpServer::Stats> http = std::nullopt) {
     std::lock_guard lock(mu_);
+    if (measure_) measure_->collect();
     metrics_.collect(snapshot_of(source_, publisher_.get(), state_locked().healthy, camera_.connected(), http));
   }
 
@@ -198,9 +212,20 @@ class Head {
   void loop();
   End generation(const Config& cfg);
   void use_publisher(const Config& cfg);
+  // [head.measure]: the head's live job (InputError naming the key: the head fails); nullptr without one.
+  LiveMeasure* use_measure(const Config& cfg, Publisher* publisher) {
+    std::shared_ptr<const measure::Job> job = cfg.measure.job.empty() ? nullptr : LiveMeasure::load(cfg.measure);
+    std::lock_guard lock(mu_);
+    if (!job) measure_.reset();
+    else if (!measure_ || measure_->queue_parts() != cfg.measure.queue_parts) measure_ = std::make_unique<LiveMeasure>(registry_, cfg.measure, job, name_);
+    else measure_->swap(job);
+    if (measure_) measure_->set_publisher(publisher);
+    return measure_.get();
+  }
 
   ViewerFeed* const viewer_;  // the live viewer's tap on this head's rows (nullptr: none)
   const std::string name_;
+  Registry& registry_;
   DaemonMetrics metrics_;
   CameraSupervisor camera_;
   Counter& failures_;
@@ -219,6 +244,7 @@ class Head {
   Pipeline* pipeline_ = nullptr;
   InstrumentedSource* source_ = nullptr;
   ScanWriter* scans_ = nullptr;
+  std::unique_ptr<LiveMeasure> measure_;  // outlives the pipelines; its counters go on
   std::thread thread_;
 };
 
@@ -299,6 +325,9 @@ Head::End Head::generation(const Config& cfg) {
   Pipeline& pipeline = session.pipeline();
   metrics_.new_pipeline();
   NamedHeadSink named(name_, scans);
+  LiveMeasure* live = use_measure(cfg, publisher);
+  std::vector<ProfileSink*> sinks{&named};
+  if (live) sinks.push_back(&live->sink());
   {
     std::lock_guard lock(mu_);
     pipeline_ = &pipeline;
@@ -315,7 +344,6 @@ Head::End Head::generation(const Config& cfg) {
   running_gauge_.set(1);
   End end = End::SourceEnd;
   try {
-    std::vector<ProfileSink*> sinks{&named};
     if (viewer_) sinks.push_back(viewer_);
     session.run(sinks, [&](const PipelineStats& s) {
       const std::optional<double> latency = source.batch_done();
@@ -327,6 +355,7 @@ Head::End Head::generation(const Config& cfg) {
     fail(std::string("the pipeline failed: ") + e.what());
   }
   running_gauge_.set(0);
+  if (live) live->set_publisher(nullptr);  // its worker stopped with the pipeline; the publisher may be replaced
   collect();
   next_scan_ = scans.next_scan_number();
   const bool lost = source.end_reason() == SourceEnd::DeviceLost;
@@ -694,9 +723,13 @@ void HeadsDaemon::reload() {
       if (!hc.calibration.file.empty()) load_calibration(hc.calibration.file);
       if (hc.output.any_file()) create_output_dir(hc.output.dir);
     }
+    std::vector<std::shared_ptr<const measure::Job>> jobs;  // [head.measure] jobs: a bad one is refused now, naming its key
+    for (const Config& hc : cfgs) jobs.push_back(hc.measure.job.empty() ? nullptr : LiveMeasure::load(hc.measure));
     int restarted = 0;
     for (std::size_t i = 0; i < heads_.size(); ++i)
-      if (settings_values(cfgs[i]) != settings_values(heads_[i]->config()) || heads_[i]->resting()) {
+      if (!heads_[i]->resting() && only_the_job_changed(heads_[i]->config(), cfgs[i]) && heads_[i]->swap_job(cfgs[i], jobs[i]))
+        spdlog::info("head {}: SIGHUP: job '{}' swapped in live; the head goes on", heads_[i]->name(), jobs[i]->name);
+      else if (settings_values(cfgs[i]) != settings_values(heads_[i]->config()) || heads_[i]->resting()) {
         heads_[i]->reload(cfgs[i]);
         ++restarted;
       }
@@ -759,6 +792,7 @@ int HeadsDaemon::run() {
   ::mallopt(M_MMAP_THRESHOLD, 1 << 20);  // as the single head's daemon (daemon.cpp): per-scan buffers in their own mappings
   if (spdlog::get_level() > spdlog::level::debug) spdlog::set_level(spdlog::level::from_str(cfg_.daemon.log_level));
   const std::vector<Config> cfgs = head_configs(cfg_);
+  if (cfg_.modbus.enabled) spdlog::warn("modbus: [modbus] is served by a daemon of one head only (docs/measure.md \"Live\"); not started");
   const std::string run_stamp = utc_stamp();
   std::optional<MergeServiceConfig> merge;
   if (cfg_.merge.enabled) {

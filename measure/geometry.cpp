@@ -55,10 +55,7 @@ bool PlaneFit::solve() {
   return true;
 }
 
-double mean_spacing(const float* x, long begin, long end) {
-  if (end - begin < 2) return 0.0;
-  return (static_cast<double>(x[end - 1]) - x[begin]) / static_cast<double>(end - begin - 1);
-}
+double mean_spacing(const float* x, long begin, long end) { return kernels::mean_spacing(x, begin, end); }
 
 double first_crossing(const float* x, const double* h, long begin, long end, long step, double level, bool rising, const Joining& jn) {
   for (long i = begin; i != end && i + step != end; i += step) {
@@ -77,33 +74,12 @@ double first_crossing(const float* x, const double* h, long begin, long end, lon
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-namespace {
-
-double linear_positive_area(double f0, double f1, double dx) {
-  if (f0 >= 0 && f1 >= 0) return 0.5 * (f0 + f1) * dx;
-  if (f0 <= 0 && f1 <= 0) return 0.0;
-  const double pos = std::max(f0, f1);
-  return 0.5 * pos * dx * pos / (std::abs(f0) + std::abs(f1));
+double ramp_slope(const float* x, const double* h, long begin, long end, long i) {
+  return kernels::ramp_slope(x, [h](long k) { return h[k]; }, begin, end, i);
 }
 
-double linear_positive_length(double f0, double f1, double dx) {
-  if (f0 > 0 && f1 > 0) return dx;
-  if (f0 <= 0 && f1 <= 0) return 0.0;
-  return dx * std::max(f0, f1) / (std::abs(f0) + std::abs(f1));
-}
+double positive_area(double f0, double f1, double dx, const Joining& j, double ramp) { return kernels::positive_area(f0, f1, dx, j, ramp); }
 
-}  // namespace
-
-double positive_area(double f0, double f1, double dx, const Joining& j) {
-  if (!j.hole(dx)) return linear_positive_area(f0, f1, dx);
-  const double hi = std::max(f0, f1), lo = std::min(f0, f1), reach = std::min(0.5 * j.spacing, dx);
-  return std::max(hi, 0.0) * reach + std::max(lo, 0.0) * (dx - reach);
-}
-
-double positive_length(double f0, double f1, double dx, const Joining& j) {
-  if (!j.hole(dx)) return linear_positive_length(f0, f1, dx);
-  const double hi = std::max(f0, f1), lo = std::min(f0, f1), reach = std::min(0.5 * j.spacing, dx);
-  return (hi > 0 ? reach : 0.0) + (lo > 0 ? dx - reach : 0.0);
-}
+double positive_length(double f0, double f1, double dx, const Joining& j, double ramp) { return kernels::positive_length(f0, f1, dx, j, ramp); }
 
 }  // namespace stripeline::measure

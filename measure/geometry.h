@@ -2,6 +2,9 @@
 // Plane fits and crossings for the measurement tools (docs/measure.md,
 // "Definitions"). Host code, double precision.
 #include <cstddef>
+#include <limits>
+
+#include "kernels/volume_ops.h"
 
 namespace stripeline::measure {
 
@@ -33,12 +36,9 @@ class PlaneFit {
 // wider hole (a laser shadow beside a step, a dropout) is a step: the higher
 // point's height reaches `spacing` / 2 into the hole, the lower one's fills
 // the rest (a shadow falls on the lower surface); points farther apart than
-// max_spacing are not joined at all.
-struct Joining {
-  double spacing = 0.05;     // the row's mean point spacing
-  double max_spacing = 2.0;
-  bool hole(double dx) const { return dx > 1.5 * spacing; }
-};
+// max_spacing are not joined at all. Shared with the CUDA volume kernel
+// (kernels/volume_ops.h).
+using Joining = kernels::Joining;
 
 // The mean spacing of x[begin, end) (0 with fewer than 2 points).
 double mean_spacing(const float* x, long begin, long end);
@@ -50,7 +50,21 @@ double first_crossing(const float* x, const double* h, long begin, long end, lon
 
 // The integral over [0, dx] of max(f, 0) and the length where f > 0, f
 // being the profile between f0 (at 0) and f1 (at dx).
-double positive_area(double f0, double f1, double dx, const Joining& j);
-double positive_length(double f0, double f1, double dx, const Joining& j);
+// `ramp`: the slope of the higher side of a hole on a slope (ramp_slope),
+// NaN for any other hole. Such a hole is filled by the parabola through its
+// two sides that leaves the higher one with that side's slope: the area is
+// dx (2 hi + lo) / 3 - ramp dx^2 / 6 (when hi, lo >= 0; else the chord's);
+// its length above 0 is the chord's.
+double positive_area(double f0, double f1, double dx, const Joining& j, double ramp = std::numeric_limits<double>::quiet_NaN());
+double positive_length(double f0, double f1, double dx, const Joining& j, double ramp = std::numeric_limits<double>::quiet_NaN());
+
+// A hole between points i and i + 1 of the heights h[begin, end) whose
+// higher side is itself a slope going down into the hole (the slope over that
+// side's two points beyond it has the chord's sign and at least a quarter of
+// its size): the unseen stretch of a curved or slanted surface (a ball's far
+// slope facing away from the camera), not a shadow beside a step (whose
+// higher side is a flat top). Returns that side's slope's magnitude, NaN for
+// any other hole (docs/measure.md, "Holes in a row").
+double ramp_slope(const float* x, const double* h, long begin, long end, long i);
 
 }  // namespace stripeline::measure

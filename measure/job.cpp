@@ -1,3 +1,4 @@
+#include <limits>
 #include "measure/job.h"
 
 #include <fstream>
@@ -168,6 +169,9 @@ ToolSpec read_tool(const toml::table* t, std::size_t index, const std::vector<To
     if (side != "above" && side != "below") tt.fail("side", "'" + side + "' (expected above or below)");
     s.below = side == "below";
   }
+  // A volume joins every hole in its region unless told (docs/measure.md,
+  // "Holes in a row"): a hole left out counts as no material at all.
+  if (k == ToolKind::Volume) s.max_spacing = std::numeric_limits<double>::infinity();
   s.max_spacing = tt.number("max_spacing", false, s.max_spacing);
   if (!(s.max_spacing > 0)) tt.fail("max_spacing", toml_table::shown(s.max_spacing) + " (expected > 0)");
   read_limits(tt, t, s, name, origin);

@@ -53,7 +53,7 @@ struct ToolSpec {
   bool rising = true;          // edge: rising or falling, scanning toward +X
   double edge_depth = 0.5;     // gap_flush: edges where a surface drops by this much
   bool below = false;          // volume: below the reference instead of above
-  double max_spacing = 2.0;    // points farther apart in X are not joined (measure/geometry.h Joining)
+  double max_spacing = 2.0;    // points farther apart in X are not joined (measure/geometry.h Joining); volume: infinity unless given
   std::map<std::string, std::pair<double, double>> limits;  // value -> [min, max]
 };
 

@@ -42,6 +42,8 @@ class PartDetector {
   void recycle(Part&& part);
 
   Reference reference() const { return reference_; }
+  // A part is open (rows kept, not yet ended).
+  bool in_part() const { return in_part_; }
   std::uint64_t parts() const { return next_id_ - 1; }
 
  private:

@@ -153,24 +153,12 @@ void edge_or_groove(const ToolSpec& t, const Part& p, const std::vector<ToolResu
   else r.values = {{"width", width.mean()}, {"x", x.mean()}, {"depth", top.mean() - bottom.mean()}};
 }
 
-void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, ToolResult& r) {
-  const Area a = resolve(t.region, p, done);
-  const double sign = t.below ? -1.0 : 1.0;
-  double vol = 0, area = 0;
-  std::uint64_t n = 0;
-  for_rows(p, a, [&](const MeasureRow& row, long s, long e) {
-    n += static_cast<std::uint64_t>(e - s);
-    const Joining jn = joining(t, row, s, e);
-    for (long i = s; i + 1 < e; ++i) {
-      const double dx = static_cast<double>(row.x[i + 1]) - row.x[i];
-      if (!(dx <= t.max_spacing)) continue;
-      const double h0 = sign * (row.z[i] - p.reference.at(row.x[i])), h1 = sign * (row.z[i + 1] - p.reference.at(row.x[i + 1]));
-      vol += positive_area(h0, h1, dx, jn);
-      area += positive_length(h0 - t.level, h1 - t.level, dx, jn);
-    }
-  });
-  r.points = n;
-  r.values = {{"volume", n ? vol * p.row_pitch : kNaN}, {"area", n ? area * p.row_pitch : kNaN}};
+void volume(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, ToolResult& r, const VolumeSummer& on) {
+  const kernels::VolumeQuery q = volume_query(t, p, done);
+  const kernels::VolumeSums v = on ? on(p, q) : volume_sums(p, q);
+  r.points = v.points;
+  r.values = {{"volume", v.points ? kernels::volume_value(v.volume, p.row_pitch) : kNaN},
+              {"area", v.points ? kernels::volume_value(v.area, p.row_pitch) : kNaN}};
 }
 
 void flatness(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, ToolResult& r) {
@@ -216,7 +204,7 @@ void row_tools(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& 
   r.values = {{"mean", per_row.mean()}, {"min", per_row.lo()}, {"max", per_row.hi()}};
 }
 
-ToolResult run_tool(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done) {
+ToolResult run_tool(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done, const VolumeSummer& on) {
   ToolResult r;
   r.name = t.name;
   r.kind = t.kind;
@@ -238,7 +226,7 @@ ToolResult run_tool(const ToolSpec& t, const Part& p, const std::vector<ToolResu
     case ToolKind::GapFlush: gap_flush(t, p, done, r); break;
     case ToolKind::Edge:
     case ToolKind::Groove: edge_or_groove(t, p, done, r); break;
-    case ToolKind::Volume: volume(t, p, done, r); break;
+    case ToolKind::Volume: volume(t, p, done, r, on); break;
     case ToolKind::Flatness: flatness(t, p, done, r); break;
     case ToolKind::RowStep:
     case ToolKind::RowWidth: row_tools(t, p, done, r); break;
@@ -260,6 +248,33 @@ ToolResult run_tool(const ToolSpec& t, const Part& p, const std::vector<ToolResu
 
 }  // namespace
 
+kernels::VolumeQuery volume_query(const ToolSpec& t, const Part& p, const std::vector<ToolResult>& done) {
+  const Area a = resolve(t.region, p, done);
+  kernels::VolumeQuery q;
+  q.x0 = a.x0, q.x1 = a.x1, q.y0 = a.y0, q.y1 = a.y1;
+  q.ref_a = p.reference.a, q.ref_b = p.reference.b;
+  q.sign = t.below ? -1.0 : 1.0;
+  q.level = t.level;
+  q.max_spacing = t.max_spacing;
+  return q;
+}
+
+kernels::VolumeSums volume_sums(const Part& p, const kernels::VolumeQuery& q) {
+  Area a;
+  a.x0 = q.x0, a.x1 = q.x1, a.y0 = q.y0, a.y1 = q.y1;
+  std::int64_t vol = 0, area = 0;
+  std::uint64_t n = 0;
+  for_rows(p, a, [&](const MeasureRow& row, long s, long e) {
+    n += static_cast<std::uint64_t>(e - s);
+    Joining jn;
+    jn.spacing = mean_spacing(row.x.data(), s, e);
+    jn.max_spacing = q.max_spacing;
+    const kernels::RowHeights h{row.x.data(), row.z.data(), q.ref_a, q.ref_b, q.sign};
+    for (long i = s; i + 1 < e; ++i) kernels::volume_segment(row.x.data(), h, s, e, i, jn, q.level, vol, area);
+  });
+  return {static_cast<unsigned long long>(vol), static_cast<unsigned long long>(area), n};
+}
+
 const char* to_string(Decision d) {
   switch (d) {
     case Decision::None: return "none";
@@ -275,9 +290,10 @@ double ToolResult::value(const std::string& n) const {
   return kNaN;
 }
 
-PartResult measure_part(const Job& job, const Part& part) {
+PartResult measure_part(const Job& job, const Part& part, const VolumeSummer& volume) {
   PartResult r;
   r.part = part.id;
+  r.job = job.name;
   if (!part.rows.empty()) {
     const MeasureRow &f = part.rows.front(), &l = part.rows.back();
     r.frame_first = f.frame, r.frame_last = l.frame;
@@ -295,7 +311,7 @@ PartResult measure_part(const Job& job, const Part& part) {
   r.cut = part.cut;
   bool any = false, fail = false;
   for (const auto& t : job.tools) {
-    r.tools.push_back(run_tool(t, part, r.tools));
+    r.tools.push_back(run_tool(t, part, r.tools, volume));
     any = any || r.tools.back().decision != Decision::None;
     fail = fail || r.tools.back().decision == Decision::Fail;
   }

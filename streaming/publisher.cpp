@@ -302,6 +302,24 @@ class Publisher::Impl {
           return wire::encode_control(wire::Topic::SeriesStart, h);
         },
         true, 0);
+    send_measurements();  // those measured while no series was open
+  }
+
+  // Measured parts (a measurement message each) in the open series; while
+  // none is open they wait (at most kHeldMeasurements, the oldest dropped and
+  // counted) for the next series-start.
+  static constexpr std::size_t kHeldMeasurements = 64;
+  void send_measurements() {
+    if (!series.open()) return;
+    for (auto& part : held_measurements)
+      publish(
+          wire::Topic::Measurement,
+          [&](json h) {
+            h["part"] = std::move(part);
+            return wire::encode_control(wire::Topic::Measurement, h);
+          },
+          false, 0);
+    held_measurements.clear();
   }
 
   void rows(const ProfileSpan& p) {
@@ -375,6 +393,7 @@ class Publisher::Impl {
   std::unique_ptr<HeightMapFilter> filter;
   std::vector<std::uint16_t> codes, filtered;
   clock::time_point last_stats;
+  std::vector<json> held_measurements;
   int errors_logged = 0, hwm_logged = 0;
 
   std::atomic<std::uint64_t> series_count{0}, rows_in{0}, rows_published{0}, messages_sent{0}, heightmap_rows_published{0}, bytes_sent{0};
@@ -413,6 +432,17 @@ void Publisher::abort() noexcept {
     impl_->end_series("aborted");
   } catch (...) {
   }
+}
+
+void Publisher::publish_measurement(const nlohmann::json& part) {
+  std::lock_guard lock(impl_->mu);
+  auto& held = impl_->held_measurements;
+  if (held.size() >= Impl::kHeldMeasurements) {
+    held.erase(held.begin());
+    ++impl_->messages_dropped[static_cast<int>(DropReason::NoSubscriber)];
+  }
+  held.push_back(part);
+  impl_->send_measurements();
 }
 
 void Publisher::annotate(const std::string& key, const std::string& value) {

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kernels/rectify.h"
 #include "pipeline/sink.h"
 #include "stages/backend.h"
@@ -106,6 +108,14 @@ class Publisher final : public ProfileSink {
   void consume(const ProfileSpan& profiles) override;
   void finish() override;                                    // heightmap rest, stats, series-end
   void abort() noexcept override;                            // series-end with reason "aborted"
+
+  // A measured part's record (docs/measure.md "Records", with "job") as a
+  // measurement message of the open series (docs/wire-format.md); while no
+  // series is open it is held (at most 64, the oldest dropped and counted as
+  // no_subscriber) and sent after the next series-start. Thread-safe (the
+  // measuring thread calls it; it waits for a send in progress, never for a
+  // subscriber).
+  void publish_measurement(const nlohmann::json& part);
 
   // Annotations for the next series-start/series-end (e.g. the daemon's scan
   // number, the reason a scan ended). Cleared at each finish().

@@ -21,7 +21,7 @@ static_assert(std::endian::native == std::endian::little,
               "the wire format is little-endian; a big-endian host needs byte swaps in encode_rows/decode");
 
 namespace {
-constexpr const char* kTopicNames[] = {"series-start", "profile", "heightmap", "series-end", "stats"};
+constexpr const char* kTopicNames[] = {"series-start", "profile", "heightmap", "series-end", "stats", "measurement"};
 
 template <class T>
 zmq::message_t message_of(const std::vector<T>& v) {
@@ -105,7 +105,7 @@ zmq::message_t text_message(const std::string& s) { return zmq::message_t(s.data
 const char* topic_name(Topic t) { return kTopicNames[static_cast<int>(t)]; }
 
 std::optional<Topic> parse_topic(const std::string& name) {
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < 6; ++i)
     if (name == kTopicNames[i]) return static_cast<Topic>(i);
   return std::nullopt;
 }
@@ -494,6 +494,21 @@ void check_series_end(const json& h) {
   }
 }
 
+// A measured part (docs/wire-format.md "measurement"): the record's fields a reader relies on.
+void check_measurement(const json& h, std::size_t parts) {
+  if (parts != 2) malformed("parts", "a measurement message has " + std::to_string(parts) + " parts (expected 2: topic, header)");
+  const auto p = h.find("part");
+  if (p == h.end() || !p->is_object()) malformed("field", "'part' is missing or not an object");
+  need_u64(*p, "part");
+  for (const char* k : {"decision", "units", "job"})
+    if (const auto v = p->find(k); v == p->end() || !v->is_string()) malformed("field", std::string("'part.") + k + "' is missing or not a string");
+  const auto tools = p->find("tools");
+  if (tools == p->end() || !tools->is_array()) malformed("field", "'part.tools' is missing or not an array");
+  for (const auto& t : *tools)
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("decision") || !t["decision"].is_string())
+      malformed("field", "'part.tools[]' holds " + printable(t.dump(), 40) + " (expected {name, type, decision, values, decisions})");
+}
+
 void check_stats(const json& h) {
   for (const char* k : {"series_rows_in", "series_rows_published"}) opt_u64(h, k);
   for (const char* k : {"series_rows_dropped", "total"})
@@ -647,6 +662,7 @@ Decoded decode_parts(const std::vector<std::string_view>& parts) {
       case Topic::SeriesStart: check_series_start(h); break;
       case Topic::SeriesEnd: check_series_end(h); break;
       case Topic::Stats: check_stats(h); break;
+      case Topic::Measurement: check_measurement(h, parts.size()); break;
       case Topic::Profile:
       case Topic::Heightmap:
         d.rows = decode_rows(h, parts, topic_text);

@@ -1,7 +1,8 @@
 #pragma once
 // The stripeline wire format (docs/wire-format.md), shared by the publisher
 // and every subscriber. A message is a ZeroMQ multipart message:
-//   part 0  topic: "series-start", "profile", "heightmap", "series-end", "stats"
+//   part 0  topic: "series-start", "profile", "heightmap", "series-end", "stats",
+//           "measurement" (since 1.3: one measured part, header only)
 //   part 1  UTF-8 JSON header; "htype" names the type and version
 //           ("stripeline-profile-1.0"), "series" a UUID, "seq" a u64 that
 //           grows by 1 per message within a series, across topics
@@ -31,10 +32,10 @@
 
 namespace stripeline::wire {
 
-inline constexpr const char* kFormatVersion = "1.2";
+inline constexpr const char* kFormatVersion = "1.3";  // 1.3: the measurement topic
 inline constexpr int kFormatMajor = 1;
 
-enum class Topic { SeriesStart, Profile, Heightmap, SeriesEnd, Stats };
+enum class Topic { SeriesStart, Profile, Heightmap, SeriesEnd, Stats, Measurement };
 const char* topic_name(Topic t);
 std::optional<Topic> parse_topic(const std::string& name);
 // "stripeline-<topic>-1.0"
@@ -159,6 +160,7 @@ struct Decoded {
   std::string series;
   std::uint64_t seq = 0;
   std::optional<RowBlock> rows;  // profile and heightmap
+  // measurement: header["part"] is the part's record (docs/measure.md "Records")
   LinearCalibration calibration; // profile and heightmap
 };
 Decoded decode(const std::vector<std::string>& parts);

@@ -155,6 +155,7 @@ int subscribe(const Flags& f) {
           break;
         case wire::Topic::Heightmap:
         case wire::Topic::Stats:
+        case wire::Topic::Measurement:
           break;
       }
       } catch (const wire::MalformedMessage& e) {

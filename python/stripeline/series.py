@@ -5,7 +5,7 @@ from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
-from .wire import Calibration, MalformedMessage, Rows, SeriesEnd, SeriesStart, SheetCalibration
+from .wire import Calibration, MalformedMessage, Measurement, Rows, SeriesEnd, SeriesStart, SheetCalibration
 
 
 MAX_SERIES_ROWS = 1 << 26  # a series_row beyond this is taken as malformed, not allocated
@@ -38,6 +38,7 @@ class Series:
     gaps: List[Tuple[int, int]] = field(default_factory=list)  # (first missing seq, count)
     malformed: int = 0
     malformed_by_reason: dict = field(default_factory=dict)
+    measurements: List[Measurement] = field(default_factory=list)  # parts measured live in the series (format 1.3)
     quality: Optional[np.ndarray] = None  # [rows, slots, width] uint16: contrast above the local background
     # The publisher's calibrated points (format 1.2, sheet-of-light calibration), when every
     # received row carried them: [rows, slots, width, 3] float32 X, Y - motion_y, Z (NaN = none)
@@ -236,6 +237,7 @@ class SeriesAssembler:
         self.start = None
         self.end = None
         self.blocks: List[Rows] = []
+        self.measurements: List[Measurement] = []
         self.series_id = None
         self.last_seq = None
         self.gaps = []
@@ -292,6 +294,8 @@ class SeriesAssembler:
             self.last_row_seq = msg.seq
             if not (self.start and _rows_per_message(self.start)):
                 self.per_message = max(self.per_message, msg.rows)
+        elif isinstance(msg, Measurement):
+            self.measurements.append(msg)
         elif isinstance(msg, SeriesEnd):
             self.end = msg
             return True
@@ -376,7 +380,7 @@ class SeriesAssembler:
                       frame_ids=fids, timestamps_ns=ts, encoder=enc, has_encoder=has_enc,
                       received=received, missing=missing, calibration=cal, gaps=list(self.gaps), xyz=xyz, motion_y=motion,
                       malformed=malformed + (rejected if malformed_by_reason is None else 0),
-                      malformed_by_reason=dict(malformed_by_reason or {}))
+                      malformed_by_reason=dict(malformed_by_reason or {}), measurements=list(self.measurements))
 
 
 def _rows_per_message(start):

@@ -1,4 +1,4 @@
-"""Decode and validate one stripeline message (docs/wire-format.md, format 1.x).
+"""Decode and validate one stripeline message (docs/wire-format.md, format 1.x; 1.3 adds measurement).
 
 decode() raises MalformedMessage with one line saying what is wrong; the
 client counts and skips such messages instead of letting them escape.
@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 FORMAT_MAJOR = 1
-TOPICS = ("series-start", "profile", "heightmap", "series-end", "stats")
+TOPICS = ("series-start", "profile", "heightmap", "series-end", "stats", "measurement")  # measurement: format 1.3 on
 MAX_WIDTH = 1 << 16        # as the C++ decoder (kMaxWidth)
 MAX_SLOTS = 4096           # slots never exceed a frame's height
 ROW_PARTS = (("z", "<f4"), ("intensity", "<u2"), ("width", "<u2"), ("quality", "<u2"))  # quality: format 1.1 on
@@ -209,6 +209,70 @@ class Stats(Message):
     pass
 
 
+@dataclass
+class ToolResult:
+    """One tool of a measured part (docs/measure.md "Tools"): values in the part's units; NaN = none."""
+    name: str
+    type: str
+    decision: str                                  # "pass", "fail" or "none" (no limits)
+    values: dict = field(default_factory=dict)     # value name -> float (NaN when the part could not give it)
+    decisions: dict = field(default_factory=dict)  # value name -> "pass", "fail" or "none"
+
+
+@dataclass
+class Measurement(Message):
+    """A measured part (format 1.3, docs/wire-format.md "measurement"): the live job's record of it."""
+    part: int = 0
+    job: str = ""
+    decision: str = ""           # the part's: "pass", "fail" or "none"
+    units: str = ""              # "mm", or "px" without a sheet-of-light calibration
+    frames: tuple = (0, 0)       # first and last frame index
+    head: str = ""               # the head's name in a daemon of several heads
+    tools: list = field(default_factory=list)  # [ToolResult], in the job's order
+    record: dict = field(default_factory=dict)  # the whole record (box, y, encoder, timestamps, ...)
+
+    def tool(self, name):
+        for t in self.tools:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+_DECISIONS = ("pass", "fail", "none")
+
+
+def _measurement(h, base, frames):
+    if len(frames) != 2:
+        raise MalformedMessage(f"a measurement message has {len(frames)} parts (expected 2: topic, header)", "parts")
+    p = _need(h, "part")
+    if not isinstance(p, dict):
+        raise MalformedMessage("'part' is not an object")
+    tools = []
+    raw = _need(p, "tools")
+    if not isinstance(raw, list):
+        raise MalformedMessage("'part.tools' is not a list")
+    for t in raw:
+        if not isinstance(t, dict):
+            raise MalformedMessage(f"'part.tools[]' holds {printable(repr(t), 40)} (expected an object)")
+        values = {}
+        for k, v in (t.get("values") or {}).items():
+            values[k] = math.nan if v is None else _finite(v, f"part.tools[].values.{printable(k, 30)}")
+        decisions = {k: _str(v, "part.tools[].decisions") for k, v in (t.get("decisions") or {}).items()}
+        decision = _str(_need(t, "decision"), "part.tools[].decision")
+        if decision not in _DECISIONS or any(d not in _DECISIONS for d in decisions.values()):
+            raise MalformedMessage(f"a decision of tool '{printable(t.get('name'), 30)}' is not pass, fail or none", "range")
+        tools.append(ToolResult(name=_str(_need(t, "name"), "part.tools[].name"), type=_str(t.get("type", ""), "part.tools[].type"),
+                                decision=decision, values=values, decisions=decisions))
+    decision = _str(_need(p, "decision"), "part.decision")
+    if decision not in _DECISIONS:
+        raise MalformedMessage(f"part.decision is '{printable(decision, 20)}' (expected pass, fail or none)", "range")
+    fr = p.get("frames", [0, 0])
+    return Measurement(**base, part=_int(_need(p, "part"), "part.part", *_U64), job=_str(_need(p, "job"), "part.job"),
+                       decision=decision, units=_str(_need(p, "units"), "part.units"),
+                       frames=tuple(_int_list({"frames": fr}, "frames", 2, *_U64)), head=_str(p.get("head", ""), "part.head"),
+                       tools=tools, record=p)
+
+
 def _int(v, what, lo, hi):
     if isinstance(v, bool) or not isinstance(v, int):
         raise MalformedMessage(f"{what} is {printable(repr(v), 40)} (expected an integer in {lo}..{hi})", "field")
@@ -283,6 +347,8 @@ def decode(frames):
         return _series_start(h, base)
     if topic in ("profile", "heightmap"):
         return _rows(h, base, frames)
+    if topic == "measurement":
+        return _measurement(h, base, frames)
     if topic == "series-end":
         dropped = h.get("rows_dropped", {})
         if not isinstance(dropped, dict):

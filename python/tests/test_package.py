@@ -453,5 +453,82 @@ class DaemonTest(unittest.TestCase):
             self.assertEqual(code, 0, "".join(log))
 
 
+class MeasurementTest(unittest.TestCase):
+    """Format 1.3: a measured part as a measurement message (docs/wire-format.md), decoded; and from a
+    daemon applying a [measure] job live (docs/measure.md "Live")."""
+
+    def frames(self, **over):
+        part = {"part": 7, "job": "j", "decision": "fail", "units": "mm", "frames": [100, 149],
+                "tools": [{"name": "gap", "type": "gap_flush", "decision": "fail", "values": {"gap": 2.25, "flush": None},
+                           "decisions": {"gap": "fail", "flush": "none"}}]}
+        part.update(over)
+        h = {"htype": "stripeline-measurement-1.3", "series": "s1", "seq": 4, "time_ns": 5, "part": part}
+        return [b"measurement", json.dumps(h).encode()]
+
+    def test_a_measurement_decodes_to_its_tools(self):
+        m = decode(self.frames())
+        self.assertIsInstance(m, stripeline.Measurement)
+        self.assertEqual((m.part, m.job, m.decision, m.units, m.frames), (7, "j", "fail", "mm", (100, 149)))
+        gap = m.tool("gap")
+        self.assertEqual(gap.values["gap"], 2.25)
+        self.assertTrue(np.isnan(gap.values["flush"]))
+        self.assertEqual(gap.decisions, {"gap": "fail", "flush": "none"})
+        with self.assertRaises(KeyError):
+            m.tool("nothing")
+
+    def test_malformed_measurements_raise_one_line(self):
+        for frames in (self.frames(decision="maybe"), self.frames(tools="x"), self.frames(part=-1),
+                       self.frames()[:1] + [b"{}"], self.frames() + [b"extra"]):
+            with self.assertRaises(MalformedMessage) as e:
+                decode(frames)
+            self.assertNotIn("\n", str(e.exception))
+
+    @unittest.skipUnless(BIN and os.path.exists(BIN), "STRIPELINE_BIN (the stripeline binary) not given")
+    def test_a_daemons_live_job_reaches_the_package(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            job = os.path.join(tmp, "job.toml")
+            with open(job, "w") as f:
+                f.write("[job]\nname = \"py\"\nunits = \"px\"\n"
+                        "[detection]\nmode = \"encoder\"\npitch = 100.0\nlength = 40.0\n"
+                        "[[tool]]\nname = \"top\"\ntype = \"height\"\nregion = { anchor = \"scan\", x = [0.0, 255.0] }\n"
+                        "limits = { mean = [-1000000.0, 1000000.0] }\n")
+            cfg = os.path.join(tmp, "d.toml")
+            with open(cfg, "w") as f:
+                f.write("[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n"
+                        "[processing]\nbackend = \"cpu\"\nbatch_frames = 20\n"
+                        f"[output]\ndir = \"{tmp}/scans\"\nply = \"\"\nheightmap = \"\"\npreview = \"\"\nsummary = \"\"\n"
+                        "[publisher]\nenabled = true\nendpoint = \"tcp://127.0.0.1:*\"\n"
+                        "[daemon]\nscan_rows = 100000\nrate = 2000.0\n[http]\nport = 0\nviewer = false\n"
+                        f"[measure]\njob = \"{job}\"\n")
+            proc = subprocess.Popen([BIN, "daemon", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            log = []
+            threading.Thread(target=lambda: log.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+            try:
+                endpoint = None
+                deadline = time.monotonic() + 30
+                while endpoint is None and time.monotonic() < deadline:
+                    found = [m.group(1) for line in list(log) for m in [re.search(r"publisher: bound (tcp://127\.0\.0\.1:\d+)", line)] if m]
+                    endpoint = found[0] if found else None
+                    time.sleep(0.05)
+                self.assertIsNotNone(endpoint, "".join(log))
+                parts = []
+                with stripeline.Subscriber(endpoint, topics=("measurement",)) as sub:
+                    for msg in sub.messages(timeout=30):
+                        parts.append(msg)
+                        if len(parts) == 3:
+                            break
+                for m in parts:
+                    self.assertIsInstance(m, stripeline.Measurement)
+                    self.assertEqual((m.job, m.units, m.decision), ("py", "px", "pass"))
+                    self.assertEqual(m.frames[1] - m.frames[0], 39)
+                    self.assertTrue(np.isfinite(m.tool("top").values["mean"]))
+                self.assertEqual([m.part for m in parts], list(range(parts[0].part, parts[0].part + 3)))
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                code = proc.wait(timeout=40)
+                proc.stdout.close()
+            self.assertEqual(code, 0, "".join(log))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
