@@ -18,7 +18,7 @@ set -euo pipefail
 BIN=$(readlink -f "$1"); RATE=$2; MERGE=$3; SECS=$4; BATCH=${5:-16}; WINDOW=${6:-1000}
 HERE=$(cd "$(dirname "$0")" && pwd)
 DIR=$(mktemp -d /tmp/stripeline-heads.XXXXXX)
-trap 'rm -rf "$DIR"' EXIT
+trap '[ -n "${KEEP_LOG:-}" ] && cp "$DIR/run.log" "$KEEP_LOG"; rm -rf "$DIR"' EXIT
 PORT=$((20000 + RANDOM % 20000))
 HEADS=${HEADS:-a b c}; read -r -a NAMES <<< "$HEADS"; read -r -a DEVS <<< "${DEVICES:-}"
 WIDTH=${WIDTH:-256}; HEIGHT=${HEIGHT:-32}; BACKEND=${BACKEND:-cpu}; CALIBRATION=${CALIBRATION:-$HERE/head.calibration.toml}

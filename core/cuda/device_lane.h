@@ -9,6 +9,8 @@
 // Not thread-safe: one thread per lane at a time.
 #include <cuda_runtime_api.h>
 
+#include <functional>
+
 #include "core/cuda/runtime.h"
 
 namespace stripeline::cuda {
@@ -32,10 +34,10 @@ class DeviceLane {
 
   cudaStream_t stream() const { return stream_; }
 
-  // Brackets of the timed part (kernels of one batch). Every record is
-  // "external": inside a stream capture it becomes an event record node of
-  // the graph, so the host can wait on and time the events of each replay
-  // (a plain record there is only an ordering mark inside the graph).
+  // Brackets of the timed part (kernels of one batch). Inside capture() the
+  // records are "external": event record nodes of the graph, so the host can
+  // wait on and time the events of each replay (a plain record there would
+  // only order the graph's own nodes; the flag is refused outside capture).
   void record_start() { record(start_); }
   void record_stop() { record(stop_); }
   // Milliseconds between the last recorded start and stop; both must be complete.
@@ -46,6 +48,16 @@ class DeviceLane {
   // Everything enqueued so far is done once wait() returns.
   void record_done() { record(done_); }
   void wait() { STRIPELINE_CUDA_CHECK(cudaEventSynchronize(done_)); }
+  // What `enqueue` puts on the lane's stream, as a graph (GraphExec::capture).
+  GraphExec capture(const std::function<void()>& enqueue) {
+    capturing_ = true;
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{capturing_};
+    return GraphExec::capture(stream_, enqueue);
+  }
+
   // record_done() + wait().
   void finish() {
     record_done();
@@ -53,10 +65,13 @@ class DeviceLane {
   }
 
  private:
-  void record(cudaEvent_t event) { STRIPELINE_CUDA_CHECK(cudaEventRecordWithFlags(event, stream_, cudaEventRecordExternal)); }
+  void record(cudaEvent_t event) {
+    STRIPELINE_CUDA_CHECK(cudaEventRecordWithFlags(event, stream_, capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
+  }
 
   Stream stream_;
   Event done_, start_, stop_;
+  bool capturing_ = false;
 };
 
 }  // namespace stripeline::cuda

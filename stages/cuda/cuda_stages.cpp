@@ -216,13 +216,13 @@ class SlotGraphs {
   explicit SlotGraphs(bool enabled) : enabled_(enabled) { entries_.reserve(kMostGraphs); }
 
   // The graph of this batch, captured now when new; null when graphs are off for it.
-  const GraphExec* get(const void* pixels, const void* profiles, int frames, cudaStream_t stream, const std::function<void()>& enqueue) {
+  const GraphExec* get(const void* pixels, const void* profiles, int frames, const std::function<GraphExec()>& capture) {
     if (!enabled_ || frames > kLowLatencyFrames) return nullptr;
     for (const Entry& e : entries_)
       if (e.pixels == pixels && e.profiles == profiles && e.frames == frames) return &e.exec;
     if (entries_.size() == kMostGraphs) return nullptr;
     try {
-      entries_.push_back({pixels, profiles, frames, GraphExec::capture(stream, enqueue)});
+      entries_.push_back({pixels, profiles, frames, capture()});
     } catch (const CudaError& e) {
       enabled_ = false;
       spdlog::warn("CUDA graphs off for this processor, batches enqueued call by call: {}", e.what());
@@ -295,7 +295,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   void enqueue(const Batch& in, ProfileBatch& out) override {
     const ScopedDevice on_device = device_.scope();
     const auto calls = [&] { enqueue_calls(in, out); };
-    if (const GraphExec* graph = graphs_.get(in.pixels.data(), out.position, in.frames, lane_.stream(), calls))
+    if (const GraphExec* graph = graphs_.get(in.pixels.data(), out.position, in.frames, [&] { return lane_.capture(calls); }))
       graph->launch(lane_.stream());
     else
       calls();
