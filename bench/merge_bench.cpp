@@ -169,18 +169,23 @@ int main(int argc, char** argv) {
   direct_lat.reserve(frames);
   std::atomic<bool> publishing{true};
   auto now_ns = [] { return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch()).count(); };
-  std::thread merged_reader([&] {
+  // Each reader: the messages of `topic` until the series ends (or, once the
+  // publishers are done, nothing more comes), with their arrival time.
+  auto read_until_end = [&](Subscriber& from, wire::Topic topic, auto on_message) {
     while (true) {
-      auto d = merged.receive(std::chrono::milliseconds(2000));
+      auto d = from.receive(std::chrono::milliseconds(2000));
       if (!d) {
         if (!publishing) break;
         continue;
       }
       if (d->topic == wire::Topic::SeriesEnd) break;
-      if (d->topic != wire::Topic::Heightmap) continue;
-      const std::int64_t t = now_ns();
-      for (int r = 0; r < d->rows->rows; ++r) {
-        const auto& e = d->rows->encoder[static_cast<std::size_t>(r)];
+      if (d->topic == topic) on_message(*d, now_ns());
+    }
+  };
+  std::thread merged_reader([&] {
+    read_until_end(merged, wire::Topic::Heightmap, [&](const auto& d, std::int64_t t) {
+      for (int r = 0; r < d.rows->rows; ++r) {
+        const auto& e = d.rows->encoder[static_cast<std::size_t>(r)];
         if (!e) continue;
         const auto f = static_cast<std::uint64_t>(*e / 4);
         std::int64_t last = 0;
@@ -188,35 +193,21 @@ int main(int argc, char** argv) {
         merged_lat.push_back((t - last) / 1000.0);
         if (f < frames) merged_at[f] = t;
       }
-    }
+    });
   });
   std::thread proxied_reader([&] {
-    while (proxied) {
-      auto d = proxied->receive(std::chrono::milliseconds(2000));
-      if (!d) {
-        if (!publishing) break;
-        continue;
-      }
-      if (d->topic == wire::Topic::SeriesEnd) break;
-      if (d->topic != wire::Topic::Heightmap) continue;
-      const std::int64_t t = now_ns();
-      for (int r = 0; r < d->rows->rows; ++r)
-        if (const auto& e = d->rows->encoder[static_cast<std::size_t>(r)]; e && static_cast<std::uint64_t>(*e / 4) < frames)
+    if (!proxied) return;
+    read_until_end(*proxied, wire::Topic::Heightmap, [&](const auto& d, std::int64_t t) {
+      for (int r = 0; r < d.rows->rows; ++r)
+        if (const auto& e = d.rows->encoder[static_cast<std::size_t>(r)]; e && static_cast<std::uint64_t>(*e / 4) < frames)
           proxied_at[static_cast<std::uint64_t>(*e / 4)] = t;
-    }
+    });
   });
   std::thread direct_reader([&] {
-    while (true) {
-      auto d = direct.receive(std::chrono::milliseconds(2000));
-      if (!d) {
-        if (!publishing) break;
-        continue;
-      }
-      if (d->topic == wire::Topic::SeriesEnd) break;
-      if (d->topic != wire::Topic::Profile) continue;
-      const std::int64_t t = now_ns();
-      for (int r = 0; r < d->rows->rows; ++r) direct_lat.push_back((t - handed[0][d->rows->frame_ids[static_cast<std::size_t>(r)]].load(std::memory_order_relaxed)) / 1000.0);
-    }
+    read_until_end(direct, wire::Topic::Profile, [&](const auto& d, std::int64_t t) {
+      for (int r = 0; r < d.rows->rows; ++r)
+        direct_lat.push_back((t - handed[0][d.rows->frame_ids[static_cast<std::size_t>(r)]].load(std::memory_order_relaxed)) / 1000.0);
+    });
   });
 
   for (int h = 0; h < heads; ++h) pubs[static_cast<std::size_t>(h)]->begin(rows[static_cast<std::size_t>(h)]->info("head " + std::to_string(h)));
