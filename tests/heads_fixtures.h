@@ -12,8 +12,6 @@
 
 namespace stripeline::test {
 
-inline void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
-
 // A sheet-of-light calibration of the synthetic scanner's `width` x 32 frames:
 // X = 20 mm * (column - width/2) / 128 (256 columns: -20..20 mm), Z from the
 // row. A head reading columns [x0, x0 + 256) of a wider view is that view's

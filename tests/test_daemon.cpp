@@ -49,6 +49,7 @@ using test::FakeSystemd;
 using test::http_get;
 using test::parse_metrics;
 using test::TempDir;
+using test::write_text;
 using steady = std::chrono::steady_clock;
 
 namespace {
@@ -74,8 +75,6 @@ std::string daemon_config(const TempDir& dir, std::uint64_t scan_rows, const std
     << extra;
   return s.str();
 }
-
-void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 // A subscriber to `topic` (a prefix; "" = all) on the daemon's endpoint.
 zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint, const std::string& topic) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@
 #include "core/profile.h"
 
 namespace stripeline::test {
+
+// A text file with exactly `text` in it (configurations, jobs, calibrations of the tests).
+inline void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 // A fresh directory removed at the end of the test.
 class TempDir {

@@ -33,11 +33,10 @@ using test::Child;
 using test::http_get;
 using test::parse_metrics;
 using test::TempDir;
+using test::write_text;
 using steady = std::chrono::steady_clock;
 
 namespace {
-
-void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 // Parts every 100 rows, 50 long (encoder mode on the motion axis: frames in px).
 std::string job(const std::string& name, const std::string& tool, const std::string& extra = "") {
