@@ -215,8 +215,11 @@ class SlotGraphs {
  public:
   explicit SlotGraphs(bool enabled) : enabled_(enabled) { entries_.reserve(kMostGraphs); }
 
-  // The graph of this batch, captured now when new; null when graphs are off for it.
-  const GraphExec* get(const void* pixels, const void* profiles, int frames, const std::function<GraphExec()>& capture) {
+  // The graph of this batch, captured now (capture() -> GraphExec) when new;
+  // null when graphs are off for it. A template, so a batch costs no
+  // std::function on the hot path.
+  template <class Capture>
+  const GraphExec* get(const void* pixels, const void* profiles, int frames, const Capture& capture) {
     if (!enabled_ || frames > kLowLatencyFrames) return nullptr;
     for (const Entry& e : entries_)
       if (e.pixels == pixels && e.profiles == profiles && e.frames == frames) return &e.exec;
