@@ -144,7 +144,6 @@ struct Merger::Impl {
     merged_z.assign(static_cast<std::size_t>(bins), kNaN);
     all = cfg.heads.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << cfg.heads.size()) - 1;
     block.rows.clear(bins, 1);
-    started = Clock::now();
   }
 
   std::optional<std::int64_t> key_of(const wire::RowBlock& b, int r) const {
@@ -280,7 +279,10 @@ struct Merger::Impl {
       if (p.heads & (std::uint64_t{1} << h)) continue;
       const Head& hd = heads[h];
       if (hd.last_key && *hd.last_key > p.key + tolerance()) continue;
-      const Clock::time_point heard = hd.heard ? hd.last_message : started;
+      // A head not heard yet gets the window from the line's first message,
+      // not from the merge's start: heads starting together after the merge
+      // has waited a while are not silent.
+      const Clock::time_point heard = hd.heard ? hd.last_message : line_started;
       if (now - heard >= cfg.window) continue;
       if (hd.heard && !hd.open) continue;
       return false;
@@ -385,7 +387,8 @@ struct Merger::Impl {
   bool emitted_any = false;
   std::uint64_t rows_out = 0, rows_no_head = 0, forced = 0;
   LatencyHistogram latency;
-  Clock::time_point started;
+  Clock::time_point line_started;  // the first message from any head
+  bool line_heard = false;
 };
 
 Merger::Merger(MergeConfig config, Output out) : config_((config.validate(), std::move(config))), impl_(std::make_unique<Impl>(config_, std::move(out))) {}
@@ -396,6 +399,7 @@ Merger::~Merger() {
 
 void Merger::on_message(int h, const wire::Decoded& m, Clock::time_point now) {
   Impl::Head& hd = impl_->heads.at(static_cast<std::size_t>(h));
+  if (!impl_->line_heard) impl_->line_started = now, impl_->line_heard = true;
   hd.heard = true;
   hd.last_message = now;
   ++hd.c.messages;

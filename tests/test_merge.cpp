@@ -268,6 +268,27 @@ TEST(Merger, RowsBeyondTheWindowGoOutWithoutTheHeadAndItsLateRowsAreCounted) {
   expect_accounted(k);
 }
 
+TEST(Merger, HeadsNotHeardYetGetTheWindowFromTheLinesFirstMessageNotFromTheMergesStart) {
+  Collected got;
+  Merger m(two_heads(OverlapRule::Mean), got.sink());
+  WireHead a(-15.0, [](std::uint64_t, double) { return 1.0; }), b(15.0, [](std::uint64_t, double) { return 1.0; });
+  const auto t = Clock::now() + 10s;  // the merge has waited 100 windows for its heads
+  m.on_message(0, a.profile(0), t);
+  m.expire(t + 1ms);
+  EXPECT_EQ(got.heads.size(), 0u);  // b has not been heard, but the line has only just started
+  m.on_message(1, b.profile(0), t + 60ms);
+  ASSERT_EQ(got.heads.size(), 8u);
+  for (const auto h : got.heads) EXPECT_EQ(h, 3u);
+  m.on_message(0, a.profile(8), t + 70ms);
+  m.expire(t + 169ms);  // b silent for 109 ms (window 100): rows 8..15 go without it
+  ASSERT_EQ(got.heads.size(), 16u);
+  EXPECT_EQ(got.heads[8], 1u);
+  const MergeCounters k = m.counters();
+  EXPECT_EQ(k.heads[1].late, 0u);
+  EXPECT_EQ(k.heads[1].absent, 8u);
+  expect_accounted(k);
+}
+
 TEST(Merger, AHeadRunningAheadDoesNotAgeTheRowsItMakesEarly) {
   Collected got;
   Merger m(two_heads(OverlapRule::Mean), got.sink());
