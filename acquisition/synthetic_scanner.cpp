@@ -285,6 +285,7 @@ void SyntheticConfig::validate() const {
   constexpr std::int64_t kMaxStep = std::int64_t{1} << 40;
   if (encoder_step < -kMaxStep || encoder_step > kMaxStep)
     out_of_range("encoder_step", std::to_string(encoder_step), "-2^40..2^40 counts per frame");
+  if (cached_frames < 0 || cached_frames > 100000) out_of_range("cached_frames", std::to_string(cached_frames), "0..100000");
 }
 
 double synthetic_truth(const SyntheticConfig& c, std::uint64_t frame, int column) { return truth_of(c, frame, column); }

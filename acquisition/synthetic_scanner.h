@@ -13,6 +13,7 @@
 // Rendering is deterministic: pixel values depend only on (seed, frame,
 // column, row), whatever the threading.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,11 @@ struct SyntheticConfig {
   double reflection_strength = 0.35;   // its power relative to the stripe
   double frame_rate = 10000.0;         // frames per second, for timestamps
   std::int64_t encoder_step = 4;       // encoder counts per frame (0 = no encoder)
+  // 0: render every frame; N: render frames 0..N-1 once (when first needed),
+  // frame n shows frame n mod N (its encoder count and timestamp are n's).
+  // A camera's frames cost the host nothing (the grabber's DMA); rendering
+  // them does, so a rate test of everything after the source caches them.
+  int cached_frames = 0;
 
   // Hard cases, each off by default (the defaults above render exactly as
   // before). The scanner renders the laser's colour channel: a "coloured"
@@ -89,14 +95,20 @@ class SyntheticScanner final : public FrameSource {
   double second_row(std::uint64_t frame, int column) const;
   // Largest pixel value of the output (255, 4095 or 65535).
   std::uint32_t max_value() const;
-  // Render frame f into dst (width * frame_height pixels of the format).
+  // Render frame f into dst (width * frame_height pixels of the format);
+  // with cached_frames, frame f mod cached_frames from the cache.
   void render(std::uint64_t frame, std::byte* dst) const;
   const SyntheticConfig& config() const { return config_; }
   void rewind() { next_ = 0; }
 
  private:
+  struct FrameCache;
+  // The frame whose scene frame `frame` shows (frame mod cached_frames).
+  std::uint64_t scene_frame(std::uint64_t frame) const;
+
   SyntheticConfig config_;
   std::uint64_t next_ = 0;
+  std::shared_ptr<FrameCache> cache_;  // with cached_frames; copies share it (frames are pure functions)
 };
 
 }  // namespace stripeline

@@ -185,6 +185,33 @@ TEST(SyntheticScanner, FillWithAnyBatchSizeGivesTheSamePixels) {
   }
 }
 
+TEST(SyntheticScanner, CachedFramesRepeatTheSceneWhileTheMetadataGoesOn) {
+  SyntheticConfig c;
+  c.width = 97;
+  c.frame_height = 19;
+  c.frames = 40;
+  c.frame_rate = 2000.0;
+  c.cached_frames = 12;
+  SyntheticConfig plain = c;
+  plain.cached_frames = 0;
+  SyntheticScanner cached(c);
+  const SyntheticScanner uncached(plain);
+  const Drained d = drain(cached, 24);  // a batch holds frames n and n + 12: one render of their slot
+  ASSERT_EQ(d.meta.size(), 40u);
+  const std::size_t fb = static_cast<std::size_t>(c.width) * c.frame_height;
+  for (std::uint64_t f : {0ull, 5ull, 11ull, 12ull, 23ull, 39ull}) {
+    const auto want = render_frame(uncached, f % 12);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), d.pixels.begin() + static_cast<std::ptrdiff_t>(f * fb))) << "frame " << f;
+    EXPECT_EQ(d.meta[f].frame_id, f);
+    EXPECT_EQ(d.meta[f].timestamp_ns, std::llround(static_cast<double>(f) * 1e9 / 2000.0));
+    EXPECT_EQ(d.meta[f].encoder, 4 * static_cast<std::int64_t>(f));
+    EXPECT_EQ(cached.truth(f, 50), uncached.truth(f % 12, 50));
+  }
+  // Frame 13 differs from frame 1 without the cache: the cache is what repeats it.
+  const auto f13 = render_frame(uncached, 13), f1 = render_frame(uncached, 1);
+  EXPECT_NE(f13, f1);
+}
+
 TEST(SyntheticScanner, RewindAndEndlessAndNoEncoder) {
   SyntheticConfig c;
   c.width = 64;
@@ -466,6 +493,8 @@ TEST(SyntheticConfigValidate, RejectsOutOfRangeValuesNamingTheKey) {
       {"synthetic.reflection_strength", [](SyntheticConfig& c) { c.reflection_strength = -1; }},
       {"synthetic.frame_rate", [](SyntheticConfig& c) { c.frame_rate = 0; }},
       {"synthetic.frame_rate", [](SyntheticConfig& c) { c.frame_rate = std::numeric_limits<double>::infinity(); }},
+      {"synthetic.cached_frames", [](SyntheticConfig& c) { c.cached_frames = -1; }},
+      {"synthetic.cached_frames", [](SyntheticConfig& c) { c.cached_frames = 100001; }},
   };
   for (const BadValue& bad : cases) {
     SyntheticConfig c;

@@ -12,7 +12,9 @@
 # "Several GPUs on one host"): HEADS="a b" (names, in transforms.toml),
 # DEVICES="0 1" (one CUDA ordinal per head), BACKEND=cuda, WIDTH=2048 HEIGHT=52,
 # CALIBRATION=FILE (a sheet-of-light calibration of WIDTH x HEIGHT frames; beside this
-# script: head-128x16.calibration.toml, the same -20..20 mm view over 128 x 16 frames).
+# script: head-128x16.calibration.toml, the same -20..20 mm view over 128 x 16 frames),
+# CACHED=N ([synthetic] cached_frames: each head renders N frames once and repeats
+# them, so the host pays for the heads' processing, not for rendering; 0 = render all).
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: $0 BINARY RATE MERGE SECONDS [BATCH] [WINDOW_MS]" >&2; exit 2; }
 BIN=$(readlink -f "$1"); RATE=$2; MERGE=$3; SECS=$4; BATCH=${5:-16}; WINDOW=${6:-1000}
@@ -21,9 +23,9 @@ DIR=$(mktemp -d /tmp/stripeline-heads.XXXXXX)
 trap '[ -n "${KEEP_LOG:-}" ] && cp "$DIR/run.log" "$KEEP_LOG"; rm -rf "$DIR"' EXIT
 PORT=$((20000 + RANDOM % 20000))
 HEADS=${HEADS:-a b c}; read -r -a NAMES <<< "$HEADS"; read -r -a DEVS <<< "${DEVICES:-}"
-WIDTH=${WIDTH:-256}; HEIGHT=${HEIGHT:-32}; BACKEND=${BACKEND:-cpu}; CALIBRATION=${CALIBRATION:-$HERE/head.calibration.toml}
+WIDTH=${WIDTH:-256}; HEIGHT=${HEIGHT:-32}; CACHED=${CACHED:-0}; BACKEND=${BACKEND:-cpu}; CALIBRATION=${CALIBRATION:-$HERE/head.calibration.toml}
 {
-  printf '[synthetic]\nwidth = %s\nframe_height = %s\nframes = 0\n[processing]\nbackend = "%s"\nbatch_frames = %s\n' "$WIDTH" "$HEIGHT" "$BACKEND" "$BATCH"
+  printf '[synthetic]\nwidth = %s\nframe_height = %s\nframes = 0\ncached_frames = %s\n[processing]\nbackend = "%s"\nbatch_frames = %s\n' "$WIDTH" "$HEIGHT" "$CACHED" "$BACKEND" "$BATCH"
   printf '[calibration]\nfile = "%s"\n' "$(readlink -f "$CALIBRATION")"
   printf '[output]\ndir = "%s/scans"\nply = ""\nheightmap = ""\npreview = ""\nsummary = ""\n' "$DIR"
   printf '[publisher]\nenabled = true\nrows_per_message = 8\nstats_interval = 0\nsend_hwm = 100000\n'
