@@ -1,0 +1,267 @@
+// Two heads facing each other (docs/measure.md, "Two heads facing each
+// other"): the synthetic sensor scans the sphere as today (head A) and as a
+// second identical head turned 180 degrees about Z sees it (head B,
+// acquisition/triangulation_scenes.h ReversedScene: its camera on the other
+// side of the laser plane, its motion step negative in its own frame). Each
+// head runs the CPU pipeline with the same calibration model; its profiles
+// become the wire messages a head publishes (calibrated points and motion_y,
+// wire::encode_rows), decoded as the merge receives them; the real merge
+// (streaming::Merger) aligns the rows by the shared encoder, maps head B
+// through its head-to-world transform (a transforms file: 180 degrees about
+// Z and the X offset) onto one world X grid, and the merged rows are measured
+// by the job's tools (part detection, volume, height). What one camera's
+// occlusion hides (the ball's far slope behind its top), the other sees.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "calibration/head_alignment.h"
+#include "calibration_fixtures.h"
+#include "core/profile_mapping.h"
+#include "measure/job.h"
+#include "measure/part_detector.h"
+#include "measure/tools.h"
+#include "pipeline/pipeline.h"
+#include "streaming/merge.h"
+#include "streaming/wire_format.h"
+
+namespace stripeline {
+namespace {
+
+using measure::MeasureRow;
+using measure::Part;
+using measure::PartResult;
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kHeadBOriginMm = 1.5;  // head B's X origin in the world (truth) frame: the heads are not quite in line
+
+// A head's profiles as the wire messages its publisher sends (series-start,
+// one profile message per span with the calibrated points, series-end),
+// each decoded as a subscriber receives it.
+class WireCapture final : public ProfileSink {
+ public:
+  void begin(const ScanInfo& info) override {
+    series_ = wire::new_uuid();
+    mapping_ = ProfileMapping(info.calibration, kDefaultHeightCodeBits, info.sheet);
+    nlohmann::json h = wire::base_header(wire::Topic::SeriesStart, series_, seq_++);
+    h["width"] = info.layout.width;
+    messages.push_back(wire::decode(wire::encode_control(wire::Topic::SeriesStart, h).strings()));
+  }
+  void consume(const ProfileSpan& p) override {
+    nlohmann::json h = wire::base_header(wire::Topic::Profile, series_, seq_++);
+    h["calibration"] = wire::calibration_json(mapping_.calibration());
+    h["height_bits"] = kDefaultHeightCodeBits;
+    messages.push_back(wire::decode(wire::encode_rows(wire::Topic::Profile, h, p, 0, p.frames, mapping_, rows_, true).strings()));
+    rows_ += static_cast<std::uint64_t>(p.frames);
+  }
+  void finish() override {
+    nlohmann::json h = wire::base_header(wire::Topic::SeriesEnd, series_, seq_++);
+    h["profile_rows"] = rows_;
+    h["rows_in"] = rows_;
+    messages.push_back(wire::decode(wire::encode_control(wire::Topic::SeriesEnd, h).strings()));
+  }
+  std::vector<wire::Decoded> messages;
+
+ private:
+  std::string series_;
+  std::uint64_t seq_ = 0, rows_ = 0;
+  ProfileMapping mapping_;
+};
+
+class TwoHeads : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const CalibrationTarget target = load_target(test::target_path("sawtooth.toml"));
+    auto rec = test::target_recording(target, 30, 0.0, 0.0);
+    model_ = new SheetOfLightModel(calibrate(*rec, target, test::calibrate_options(rec->config())).file.model);
+    x_origin_ = test::truth_x_origin(rec->camera());
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+
+  // One head's scan of a preset through the CPU pipeline, as its wire
+  // messages. Head B (reversed) is the same sensor with the same model; the
+  // motion runs the other way in its frame, so its step is negative.
+  static std::vector<wire::Decoded> scan(const PartsPreset& preset, bool reversed) {
+    std::shared_ptr<const TriangulationScene> scene = std::make_shared<PartsScene>(preset.config);
+    if (reversed) scene = std::make_shared<ReversedScene>(scene, kHeadBOriginMm);
+    const SensorRoi roi{0, 428, 2048, 256};
+    TriangulationScanner scanner(test::sensor_config(preset.frames, roi), scene);
+    auto sheet = std::make_shared<AppliedCalibration>();
+    sheet->model = *model_;
+    sheet->model.y_step = reversed ? -preset.config.y_step_mm : preset.config.y_step_mm;
+    sheet->model.y_offset = 0.0;
+    sheet->roi_x = roi.x;
+    sheet->roi_y = roi.y;
+    PipelineOptions o;
+    o.backend = Backend::Cpu;
+    o.sheet = sheet;
+    WireCapture capture;
+    Pipeline(o).run(scanner, {&capture});
+    return std::move(capture.messages);
+  }
+
+  // The heads' transforms into the world (the scenes' truth frame), as a
+  // user writes them (docs/measure.md): head A's calibrated X is truth X -
+  // x_origin (the calibration's gauge, docs/calibration.md); head B sees the
+  // world's X at kHeadBOriginMm - x and the motion reversed.
+  static HeadTransforms transforms() {
+    auto num = [](double v) {
+      char s[40];
+      std::snprintf(s, sizeof s, "%.17g", v);
+      return std::string(s);
+    };
+    const std::string text = "[alignment]\nformat = \"stripeline-head-transforms\"\nversion = 1\n"
+                             "[[head]]\nname = \"a\"\nrotation = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]\ntranslation = [" +
+                             num(x_origin_) + ", 0.0, 0.0]\n[[head]]\nname = \"b\"\nrotation = [-1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0]\ntranslation = [" +
+                             num(kHeadBOriginMm - x_origin_) + ", 0.0, 0.0]\n";
+    return parse_head_transforms(text, "two-heads.toml");
+  }
+
+  // The heads' messages merged (the real merge, keyed by the shared encoder,
+  // the mean where both see a cell) and the merged rows measured by the job.
+  // heads: indices into `scans` and transforms(). rows_with: merged rows per
+  // head mask.
+  static std::vector<PartResult> merge_and_measure(const std::vector<std::vector<wire::Decoded>>& scans, const std::vector<int>& heads,
+                                                   const std::string& job_text, double pitch, std::vector<std::uint64_t>* masks = nullptr) {
+    const HeadTransforms all = transforms();
+    MergeConfig c;
+    for (int h : heads) c.heads.push_back(all.heads[static_cast<std::size_t>(h)]);
+    c.align = AlignKey::Encoder;
+    c.grid = {-40.0, 40.0, kGridMm, 0, kernels::RectifyRule::Mean};
+    c.overlap = OverlapRule::Mean;
+    c.max_pending_rows = 100000;
+
+    const measure::Job job = measure::parse_job(job_text, "two-heads-job.toml");
+    std::vector<PartResult> out;
+    measure::PartDetector* self = nullptr;
+    measure::PartDetector detector(job.detection, pitch, "mm", [&](Part&& p) {
+      out.push_back(measure::measure_part(job, p));
+      self->recycle(std::move(p));
+    });
+    self = &detector;
+    MeasureRow row;
+    Merger merger(c, [&](const MergedBlock& b) {  // each merged row's filled cells are its points, at the cells' centres
+      for (int r = 0; r < b.rows.rows; ++r) {
+        row.clear_points();
+        row.frame = b.rows.frame_ids[static_cast<std::size_t>(r)];
+        row.y = b.y_mm[static_cast<std::size_t>(r)];
+        row.encoder = b.rows.encoder[static_cast<std::size_t>(r)].value_or(0);
+        row.has_encoder = b.rows.encoder[static_cast<std::size_t>(r)].has_value();
+        if (masks) masks->push_back(b.heads[static_cast<std::size_t>(r)]);
+        for (int i = 0; i < b.rows.width; ++i) {
+          const float z = b.rows.z[static_cast<std::size_t>(r) * b.rows.width + i];
+          if (!std::isfinite(z)) continue;
+          row.x.push_back(static_cast<float>(c.grid.x_min + i * c.grid.dx));
+          row.z.push_back(z);
+        }
+        detector.push(row);
+      }
+    });
+    const auto now = Merger::Clock::now();
+    std::size_t longest = 0;
+    for (int h : heads) longest = std::max(longest, scans[static_cast<std::size_t>(h)].size());
+    for (std::size_t k = 0; k < longest; ++k)
+      for (std::size_t i = 0; i < heads.size(); ++i)
+        if (k < scans[static_cast<std::size_t>(heads[i])].size()) merger.on_message(static_cast<int>(i), scans[static_cast<std::size_t>(heads[i])][k], now);
+    EXPECT_TRUE(merger.all_ended());
+    const MergeCounters k = merger.counters();
+    for (std::size_t i = 0; i < heads.size(); ++i) {
+      EXPECT_EQ(k.heads[i].merged, k.heads[i].received) << "head " << heads[i];
+      EXPECT_EQ(k.heads[i].absent, 0u) << "head " << heads[i];
+    }
+    detector.finish();
+    return out;
+  }
+
+  static inline constexpr double kGridMm = 0.05;
+  static inline SheetOfLightModel* model_ = nullptr;
+  static inline double x_origin_ = 0;
+};
+
+// The reversed head's truth is the scene mirrored, and the occlusion changes
+// sides: where head A sees no point of the ball (behind its top, Y 27.6),
+// head B sees the ball's slope, and the other way round at Y 12.4.
+TEST_F(TwoHeads, ReversedSceneMirrorsTheWorldAndTheOcclusion) {
+  const PartsPreset preset = parts_preset("sphere");
+  auto world = std::make_shared<PartsScene>(preset.config);
+  auto mirrored = std::make_shared<ReversedScene>(world, kHeadBOriginMm);
+  for (double x : {-7.0, -2.5, 0.0, 3.0, 6.5})
+    for (double dy : {-1.0, 0.0, 2.0}) EXPECT_EQ(mirrored->height(100, x, dy), world->height(100, kHeadBOriginMm - x, -dy)) << x << " " << dy;
+  std::vector<double> a, b;
+  world->breaks(100, a);
+  mirrored->breaks(100, b);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(b[i], kHeadBOriginMm - a[a.size() - 1 - i]);
+  EXPECT_NE(mirrored->describe().find("180 deg"), std::string::npos);
+
+  TriangulationScanner head_a(test::sensor_config(preset.frames), world), head_b(test::sensor_config(preset.frames), mirrored);
+  // Columns whose stripe lies on the ball (above the conveyor), and the
+  // truth of head B's points against the world's surface.
+  auto on_ball = [](const StripeTruth& t) {
+    int n = 0;
+    for (double z : t.z) n += std::isfinite(z) && z > 0.05;
+    return n;
+  };
+  for (std::uint64_t frame : {std::uint64_t{62}, std::uint64_t{138}}) {  // Y 12.4 and 27.6: the ball's ends
+    const StripeTruth ta = head_a.truth(frame), tb = head_b.truth(frame);
+    const bool far_end = frame == 138;
+    std::printf("[ measure ] Y %.1f: stripe columns on the ball: head A %d (hidden columns %d), head B %d (hidden %d)\n", world->y_of(frame), on_ball(ta),
+                ta.hidden, on_ball(tb), tb.hidden);
+    EXPECT_EQ(on_ball(far_end ? ta : tb), 0) << frame;  // the camera looking at the ball's back sees none of its stripe
+    EXPECT_GT(on_ball(far_end ? tb : ta), 20) << frame;
+    EXPECT_GT((far_end ? ta : tb).hidden, 20) << frame;
+    for (std::size_t c = 0; c < tb.x.size(); ++c)
+      if (std::isfinite(tb.z[c])) EXPECT_NEAR(tb.z[c], world->height_at(mirrored->inner_x(tb.x[c]), world->y_of(frame)), 1e-9) << c;
+  }
+}
+
+// The acceptance: the whole cap within 0.5 %, by two heads facing each other.
+TEST_F(TwoHeads, SphereCapWholeFromTwoHeadsFacingEachOther) {
+  const PartsPreset preset = parts_preset("sphere");
+  const std::vector<std::vector<wire::Decoded>> scans = {scan(preset, false), scan(preset, true)};
+  const std::string region = "region = { anchor = \"scan\", x = [-10, 10] }\n";
+  const std::string job = "[[tool]]\nname = \"vol\"\ntype = \"volume\"\n" + region + "[[tool]]\nname = \"h\"\ntype = \"height\"\n" + region;
+  const double cap = 7.0, r = 8.0, truth = kPi * cap * cap * (3 * r - cap) / 3;
+  const double step = preset.config.y_step_mm;
+
+  std::vector<std::uint64_t> masks;
+  const auto merged = merge_and_measure(scans, {0, 1}, job, step, &masks);
+  const auto only_a = merge_and_measure(scans, {0}, job, step);
+  const auto only_b = merge_and_measure(scans, {1}, job, step);
+  ASSERT_EQ(merged.size(), 1u);
+  ASSERT_EQ(only_a.size(), 1u);
+  ASSERT_EQ(only_b.size(), 1u);
+  ASSERT_EQ(masks.size(), preset.frames);
+  for (std::uint64_t m : masks) EXPECT_EQ(m, 3u);  // every merged row has both heads (one encoder)
+
+  auto report = [&](const char* what, const PartResult& p) {
+    const double vol = p.tools[0].value("volume"), top = p.tools[1].value("max");
+    std::printf("[ measure ] sphere cap (r 8, 7 mm high, %.2f mm^3), %s: volume %.2f (error %+.3f %%), rows Y %.1f..%.1f, top %+.2f um\n", truth, what, vol,
+                (vol / truth - 1) * 100, p.y_first, p.y_last, (top - cap) * 1000);
+    return vol;
+  };
+  const double vol = report("heads A and B merged (0.05 mm grid)", merged[0]);
+  const double vol_a = report("head A alone (same grid)", only_a[0]);
+  const double vol_b = report("head B alone (reversed; same grid)", only_b[0]);
+  EXPECT_NEAR(vol / truth, 1.0, 0.005);
+  EXPECT_NEAR(merged[0].tools[1].value("max"), cap, 0.010);
+  // Each head alone misses the end of the ball behind its top: A the far
+  // end (Y > 27), B the near end (Y < 13).
+  EXPECT_LT(vol_a / truth, 0.995);
+  EXPECT_LT(vol_b / truth, 0.995);
+  EXPECT_LT(only_a[0].y_last, merged[0].y_last - 0.5);
+  EXPECT_GT(only_b[0].y_first, merged[0].y_first + 0.5);
+}
+
+}  // namespace
+}  // namespace stripeline
