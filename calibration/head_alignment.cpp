@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -232,7 +233,15 @@ std::string format_head_transforms(const HeadTransforms& t) {
   if (!t.target.empty()) s << "target = " << quoted(t.target) << "\n";
   for (const auto& h : t.heads) {
     s << "\n[[head]]\nname = " << quoted(h.name) << "\n";
-    s << "# in-plane turn " << shown(h.angle_deg()) << " degrees\n";
+    // The comment names the turn where it is one about a single axis: in
+    // the laser plane (about Y), or about Z (180: a head facing the other way).
+    const auto zero = [&](std::initializer_list<int> is) {
+      for (int i : is)
+        if (std::abs(h.r[i]) > 1e-9) return false;
+      return true;
+    };
+    if (zero({1, 3, 5, 7}) && h.r[4] > 1.0 - 1e-9) s << "# in-plane turn " << shown(h.angle_deg()) << " degrees\n";
+    else if (zero({2, 5, 6, 7}) && h.r[8] > 1.0 - 1e-9) s << "# turn about Z " << shown(std::atan2(h.r[3], h.r[0]) * 57.295779513082320876798) << " degrees\n";
     s << "rotation = [";
     for (int i = 0; i < 9; ++i) s << (i ? ", " : "") << exact(h.r[i]);
     s << "]\ntranslation = [" << exact(h.t[0]) << ", " << exact(h.t[1]) << ", " << exact(h.t[2]) << "]\n";

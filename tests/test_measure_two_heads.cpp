@@ -131,12 +131,13 @@ class TwoHeads : public ::testing::Test {
   // heads: indices into `scans` and transforms(). rows_with: merged rows per
   // head mask.
   static std::vector<PartResult> merge_and_measure(const std::vector<std::vector<wire::Decoded>>& scans, const std::vector<int>& heads,
-                                                   const std::string& job_text, double pitch, std::vector<std::uint64_t>* masks = nullptr) {
+                                                   const std::string& job_text, double pitch, std::vector<std::uint64_t>* masks = nullptr,
+                                                   double grid_mm = 0.05) {
     const HeadTransforms all = transforms();
     MergeConfig c;
     for (int h : heads) c.heads.push_back(all.heads[static_cast<std::size_t>(h)]);
     c.align = AlignKey::Encoder;
-    c.grid = {-40.0, 40.0, kGridMm, 0, kernels::RectifyRule::Mean};
+    c.grid = {-60.0, 60.0, grid_mm, 0, kernels::RectifyRule::Mean};
     c.overlap = OverlapRule::Mean;
     c.max_pending_rows = 100000;
 
@@ -182,7 +183,6 @@ class TwoHeads : public ::testing::Test {
     return out;
   }
 
-  static inline constexpr double kGridMm = 0.05;
   static inline SheetOfLightModel* model_ = nullptr;
   static inline double x_origin_ = 0;
 };
@@ -203,6 +203,19 @@ TEST_F(TwoHeads, ReversedSceneMirrorsTheWorldAndTheOcclusion) {
   ASSERT_FALSE(a.empty());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(b[i], kHeadBOriginMm - a[a.size() - 1 - i]);
   EXPECT_NE(mirrored->describe().find("180 deg"), std::string::npos);
+  // Head B's transform: a rotation the transforms file takes, written back
+  // as such (its comment says the turn is about Z, not in the laser plane).
+  const HeadTransforms tf = transforms();
+  const std::string text = format_head_transforms(tf);
+  EXPECT_NE(text.find("# turn about Z 180 degrees"), std::string::npos) << text;
+  EXPECT_NE(text.find("# in-plane turn 0 degrees"), std::string::npos) << text;
+  const HeadTransforms back = parse_head_transforms(text, "back.toml");
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(back.heads[1].r[i], tf.heads[1].r[i]);
+  double wx, wy, wz;
+  back.heads[1].apply(2.0, -3.0, 4.0, wx, wy, wz);
+  EXPECT_DOUBLE_EQ(wx, kHeadBOriginMm - x_origin_ - 2.0);
+  EXPECT_DOUBLE_EQ(wy, 3.0);
+  EXPECT_DOUBLE_EQ(wz, 4.0);
 
   TriangulationScanner head_a(test::sensor_config(preset.frames), world), head_b(test::sensor_config(preset.frames), mirrored);
   // Columns whose stripe lies on the ball (above the conveyor), and the
@@ -253,6 +266,10 @@ TEST_F(TwoHeads, SphereCapWholeFromTwoHeadsFacingEachOther) {
   const double vol = report("heads A and B merged (0.05 mm grid)", merged[0]);
   const double vol_a = report("head A alone (same grid)", only_a[0]);
   const double vol_b = report("head B alone (reversed; same grid)", only_b[0]);
+  const auto coarse = merge_and_measure(scans, {0, 1}, job, step, nullptr, 0.1);
+  ASSERT_EQ(coarse.size(), 1u);
+  const double vol_coarse = report("heads A and B merged (0.1 mm grid)", coarse[0]);
+  EXPECT_NEAR(vol_coarse / truth, 1.0, 0.005);
   EXPECT_NEAR(vol / truth, 1.0, 0.005);
   EXPECT_NEAR(merged[0].tools[1].value("max"), cap, 0.010);
   // Each head alone misses the end of the ball behind its top: A the far
@@ -261,6 +278,50 @@ TEST_F(TwoHeads, SphereCapWholeFromTwoHeadsFacingEachOther) {
   EXPECT_LT(vol_b / truth, 0.995);
   EXPECT_LT(only_a[0].y_last, merged[0].y_last - 0.5);
   EXPECT_GT(only_b[0].y_first, merged[0].y_first + 0.5);
+}
+
+// Prismatic parts: what the second head changes on the gauge blocks (steps,
+// volumes) and the panels (gap and flush); the goals hold on the merged scan.
+TEST_F(TwoHeads, GaugeBlocksAndPanelsFromTwoHeads) {
+  auto xs = [](double a, double b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
+  const double x0[4] = {-42.0, -22.0, -2.0, 18.0}, h[4] = {1.0, 2.0, 5.0, 10.0};
+  std::string job;
+  for (int i = 0; i < 4; ++i) {
+    const double belt = i == 0 ? x0[0] + 13.5 : x0[i] - 6.5;
+    job += "[[tool]]\nname = \"step" + std::to_string(i) + "\"\ntype = \"step\"\na = { anchor = \"scan\", x = " + xs(belt, belt + 5) +
+           ", y = [8, 32] }\nb = { anchor = \"scan\", x = " + xs(x0[i] + 1.5, x0[i] + 10.5) + ", y = [8, 32] }\n";
+    job += "[[tool]]\nname = \"vol" + std::to_string(i) + "\"\ntype = \"volume\"\nregion = { anchor = \"scan\", x = " + xs(x0[i] - 1, x0[i] + 13.2) + " }\n";
+  }
+  const PartsPreset blocks = parts_preset("gauge-blocks");
+  const std::vector<std::vector<wire::Decoded>> scans = {scan(blocks, false), scan(blocks, true)};
+  for (const auto& [what, heads] : {std::pair<const char*, std::vector<int>>{"A and B merged", {0, 1}}, {"A alone", {0}}, {"B alone", {1}}}) {
+    const auto parts = merge_and_measure(scans, heads, job, blocks.config.y_step_mm);
+    ASSERT_EQ(parts.size(), 1u) << what;
+    for (int i = 0; i < 4; ++i) {
+      const double step = parts[0].tools[2 * i].value("step"), vol = parts[0].tools[2 * i + 1].value("volume"), truth = 12.0 * 30.0 * h[i];
+      std::printf("[ measure ] gauge block %g mm, %s: step error %+.2f um, volume error %+.3f %%\n", h[i], what, (step - h[i]) * 1000, (vol / truth - 1) * 100);
+      if (heads.size() == 2) {  // the goals (issue 28) hold on the merged scan
+        EXPECT_NEAR(step, h[i], 0.010) << i;
+        EXPECT_NEAR(vol / truth, 1.0, 0.005) << i;
+      }
+    }
+  }
+  const PartsPreset panels = parts_preset("panels");
+  const std::vector<std::vector<wire::Decoded>> pscans = {scan(panels, false), scan(panels, true)};
+  const std::string pjob = "[[tool]]\nname = \"gf\"\ntype = \"gap_flush\"\nregion = { anchor = \"scan\", x = " + xs(-8, 8) +
+                           ", y = [8, 32] }\na = { anchor = \"scan\", x = " + xs(-20, -4) + ", y = [8, 32] }\nb = { anchor = \"scan\", x = " + xs(4, 20) +
+                           ", y = [8, 32] }\nedge_depth = 2.5\n";
+  for (const auto& [what, heads] : {std::pair<const char*, std::vector<int>>{"A and B merged", {0, 1}}, {"A alone", {0}}, {"B alone", {1}}}) {
+    const auto parts = merge_and_measure(pscans, heads, pjob, panels.config.y_step_mm);
+    ASSERT_EQ(parts.size(), 1u) << what;
+    const auto& t = parts[0].tools[0];
+    std::printf("[ measure ] panels (gap 2.2, flush 0.3 mm), %s: gap %+.2f um, flush %+.2f um\n", what, (t.value("gap") - 2.2) * 1000,
+                (t.value("flush") - 0.3) * 1000);
+    if (heads.size() == 2) {
+      EXPECT_NEAR(t.value("gap"), 2.2, 0.020);
+      EXPECT_NEAR(t.value("flush"), 0.3, 0.020);
+    }
+  }
 }
 
 }  // namespace
