@@ -160,6 +160,13 @@ HeadTransform HeadTransform::in_plane(std::string name, double angle_deg, double
   return h;
 }
 
+HeadTransform HeadTransform::facing_back(std::string name) {
+  HeadTransform h;
+  h.name = std::move(name);
+  h.r[0] = -1.0, h.r[4] = -1.0;
+  return h;
+}
+
 HeadTransform HeadTransform::after(const HeadTransform& o) const {
   HeadTransform h;
   h.name = name;
@@ -255,6 +262,18 @@ void save_head_transforms(const std::filesystem::path& path, const HeadTransform
 }
 
 AlignResult align_to_target(const std::vector<PlanePoint>& pts, const CalibrationTarget& target, const std::string& name, const AlignOptions& o) {
+  if (o.reversed) {  // in the plane the turn about Z mirrors X: fit the mirrored points, then turn first
+    std::vector<PlanePoint> mirrored(pts);
+    for (PlanePoint& p : mirrored) p.x = -p.x;
+    AlignOptions plain = o;
+    plain.reversed = false;
+    AlignResult r = align_to_target(mirrored, target, name, plain);
+    const HeadTransform fit = r.transform;
+    r.transform = fit.after(HeadTransform::facing_back(name));
+    r.transform.residual_rms_mm = fit.residual_rms_mm;
+    r.transform.points = fit.points;
+    return r;
+  }
   if (pts.size() < o.min_points)
     throw InputError("align: head '" + name + "': " + std::to_string(pts.size()) + " target points (expected at least " + std::to_string(o.min_points) +
                      ": does the head see the target?)");

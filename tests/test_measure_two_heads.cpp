@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "calibration/head_alignment.h"
+#include "core/errors.h"
 #include "calibration_fixtures.h"
 #include "core/profile_mapping.h"
 #include "measure/job.h"
@@ -79,12 +80,23 @@ class TwoHeads : public ::testing::Test {
   static void SetUpTestSuite() {
     const CalibrationTarget target = load_target(test::target_path("sawtooth.toml"));
     auto rec = test::target_recording(target, 30, 0.0, 0.0);
-    model_ = new SheetOfLightModel(calibrate(*rec, target, test::calibrate_options(rec->config())).file.model);
+    cal_ = new CalibrationFile(calibrate(*rec, target, test::calibrate_options(rec->config())).file);
     x_origin_ = test::truth_x_origin(rec->camera());
+    // `stripeline align` on one common target (configs/targets/align-steps.toml,
+    // its x = 0 the world's): head B with --reversed; the file written and read back.
+    const CalibrationTarget steps = load_target(test::target_path("align-steps.toml"));
+    auto profile = std::make_shared<test::ProfileScene>(steps.profile);
+    TriangulationScanner a(test::sensor_config(6), profile), b(test::sensor_config(6), std::make_shared<ReversedScene>(profile, kHeadBOriginMm));
+    AlignOptions reversed;
+    reversed.reversed = true;
+    HeadTransforms found;
+    found.heads = {align_to_target(target_scan_points(a, *cal_, 0, 428), steps, "a").transform,
+                   align_to_target(target_scan_points(b, *cal_, 0, 428), steps, "b", reversed).transform};
+    aligned_ = new HeadTransforms(parse_head_transforms(format_head_transforms(found), "two-heads.toml"));
   }
   static void TearDownTestSuite() {
-    delete model_;
-    model_ = nullptr;
+    delete cal_, delete aligned_;
+    cal_ = nullptr, aligned_ = nullptr;
   }
 
   // One head's scan of a preset through the CPU pipeline, as its wire
@@ -96,7 +108,7 @@ class TwoHeads : public ::testing::Test {
     const SensorRoi roi{0, 428, 2048, 256};
     TriangulationScanner scanner(test::sensor_config(preset.frames, roi), scene);
     auto sheet = std::make_shared<AppliedCalibration>();
-    sheet->model = *model_;
+    sheet->model = cal_->model;
     sheet->model.y_step = reversed ? -preset.config.y_step_mm : preset.config.y_step_mm;
     sheet->model.y_offset = 0.0;
     sheet->roi_x = roi.x;
@@ -109,11 +121,11 @@ class TwoHeads : public ::testing::Test {
     return std::move(capture.messages);
   }
 
-  // The heads' transforms into the world (the scenes' truth frame), as a
-  // user writes them (docs/measure.md): head A's calibrated X is truth X -
-  // x_origin (the calibration's gauge, docs/calibration.md); head B sees the
-  // world's X at kHeadBOriginMm - x and the motion reversed.
-  static HeadTransforms transforms() {
+  // The heads' transforms into the world (the scenes' truth frame) from the
+  // truth, written by hand (docs/measure.md): head A's calibrated X is truth
+  // X - x_origin (the calibration's gauge, docs/calibration.md); head B sees
+  // the world's X at kHeadBOriginMm - x and the motion reversed.
+  static HeadTransforms truth_transforms() {
     auto num = [](double v) {
       char s[40];
       std::snprintf(s, sizeof s, "%.17g", v);
@@ -127,13 +139,14 @@ class TwoHeads : public ::testing::Test {
   }
 
   // The heads' messages merged (the real merge, keyed by the shared encoder,
-  // the mean where both see a cell) and the merged rows measured by the job.
+  // the mean where both see a cell; the transforms `align` found) and the
+  // merged rows measured by the job.
   // heads: indices into `scans` and transforms(). rows_with: merged rows per
   // head mask.
   static std::vector<PartResult> merge_and_measure(const std::vector<std::vector<wire::Decoded>>& scans, const std::vector<int>& heads,
                                                    const std::string& job_text, double pitch, std::vector<std::uint64_t>* masks = nullptr,
                                                    double grid_mm = 0.05) {
-    const HeadTransforms all = transforms();
+    const HeadTransforms& all = *aligned_;
     MergeConfig c;
     for (int h : heads) c.heads.push_back(all.heads[static_cast<std::size_t>(h)]);
     c.align = AlignKey::Encoder;
@@ -183,7 +196,8 @@ class TwoHeads : public ::testing::Test {
     return out;
   }
 
-  static inline SheetOfLightModel* model_ = nullptr;
+  static inline CalibrationFile* cal_ = nullptr;
+  static inline HeadTransforms* aligned_ = nullptr;
   static inline double x_origin_ = 0;
 };
 
@@ -205,7 +219,7 @@ TEST_F(TwoHeads, ReversedSceneMirrorsTheWorldAndTheOcclusion) {
   EXPECT_NE(mirrored->describe().find("180 deg"), std::string::npos);
   // Head B's transform: a rotation the transforms file takes, written back
   // as such (its comment says the turn is about Z, not in the laser plane).
-  const HeadTransforms tf = transforms();
+  const HeadTransforms tf = truth_transforms();
   const std::string text = format_head_transforms(tf);
   EXPECT_NE(text.find("# turn about Z 180 degrees"), std::string::npos) << text;
   EXPECT_NE(text.find("# in-plane turn 0 degrees"), std::string::npos) << text;
@@ -235,6 +249,41 @@ TEST_F(TwoHeads, ReversedSceneMirrorsTheWorldAndTheOcclusion) {
     EXPECT_GT((far_end ? ta : tb).hidden, 20) << frame;
     for (std::size_t c = 0; c < tb.x.size(); ++c)
       if (std::isfinite(tb.z[c])) EXPECT_NEAR(tb.z[c], world->height_at(mirrored->inner_x(tb.x[c]), world->y_of(frame)), 1e-9) << c;
+  }
+}
+
+// `align --reversed` finds head B's transform from its scan of the common
+// target: the world points it gives are the truth's (hand-written from the
+// simulator's geometry) within 0.02 mm, as for a head facing forward.
+TEST_F(TwoHeads, AlignFindsTheReversedHeadsTransform) {
+  const HeadTransforms truth = truth_transforms();
+  ASSERT_EQ(aligned_->heads.size(), 2u);
+  for (std::size_t h = 0; h < 2; ++h) {
+    const HeadTransform &found = aligned_->heads[h], &want = truth.heads[h];
+    double worst = 0;
+    for (double x = -25.0; x <= 25.0; x += 5.0)
+      for (double z = 0.0; z <= 10.0; z += 2.5) {
+        double fx, fy, fz, wx, wy, wz;
+        found.apply(x, 0.0, z, fx, fy, fz);
+        want.apply(x, 0.0, z, wx, wy, wz);
+        worst = std::max({worst, std::abs(fx - wx), std::abs(fz - wz)});
+        EXPECT_EQ(fy, wy);
+      }
+    std::printf("[ measure ] align head %s: R [%g %g %g; %g %g %g; %g %g %g], t (%.4f, %.4f, %.4f) mm, RMS %.4f mm; against the truth %.4f mm at worst\n",
+                found.name.c_str(), found.r[0], found.r[1], found.r[2], found.r[3], found.r[4], found.r[5], found.r[6], found.r[7], found.r[8], found.t[0],
+                found.t[1], found.t[2], found.residual_rms_mm, worst);
+    EXPECT_LT(worst, 0.02) << found.name;
+    EXPECT_LT(found.residual_rms_mm, 0.02) << found.name;
+  }
+  EXPECT_EQ(aligned_->heads[1].r[4], -1.0);  // the motion runs the other way in head B's frame
+  // Without --reversed the mirrored head's fit is wrong (or refused).
+  const CalibrationTarget steps = load_target(test::target_path("align-steps.toml"));
+  TriangulationScanner b(test::sensor_config(6), std::make_shared<ReversedScene>(std::make_shared<test::ProfileScene>(steps.profile), kHeadBOriginMm));
+  const std::vector<PlanePoint> pts = target_scan_points(b, *cal_, 0, 428);
+  try {
+    const AlignResult r = align_to_target(pts, steps, "b");
+    EXPECT_GT(std::abs(r.transform.t[0] - aligned_->heads[1].t[0]) + r.rms_mm, 0.1);
+  } catch (const InputError&) {
   }
 }
 
