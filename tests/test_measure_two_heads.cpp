@@ -25,6 +25,7 @@
 #include "core/errors.h"
 #include "calibration_fixtures.h"
 #include "core/profile_mapping.h"
+#include "io/image_writer.h"
 #include "measure/job.h"
 #include "measure/part_detector.h"
 #include "measure/tools.h"
@@ -284,6 +285,39 @@ TEST_F(TwoHeads, AlignFindsTheReversedHeadsTransform) {
     const AlignResult r = align_to_target(pts, steps, "b");
     EXPECT_GT(std::abs(r.transform.t[0] - aligned_->heads[1].t[0]) + r.rms_mm, 0.1);
   } catch (const InputError&) {
+  }
+}
+
+// The same through the command: `stripeline align ... --reversed b` writes
+// the transforms the fit above found; --reversed naming no head is refused.
+TEST_F(TwoHeads, AlignCommandTakesAReversedHead) {
+  test::TempDir dir;
+  const CalibrationTarget steps = load_target(test::target_path("align-steps.toml"));
+  auto profile = std::make_shared<test::ProfileScene>(steps.profile);
+  const std::string out = (dir.path() / "t.toml").string();
+  std::string args = "align -q --target " + test::target_path("align-steps.toml") + " -H 256 -o " + out;
+  save_calibration(dir.path() / "cal.toml", *cal_);
+  for (const char* name : {"a", "b"}) {
+    std::shared_ptr<const TriangulationScene> scene = profile;
+    if (name[0] == 'b') scene = std::make_shared<ReversedScene>(scene, kHeadBOriginMm);
+    TriangulationScanner scanner(test::sensor_config(6), scene);
+    const BatchLayout layout = scanner.frame_layout();
+    std::vector<std::uint8_t> image(layout.frame_pixels() * 6);
+    for (std::uint64_t f = 0; f < 6; ++f) scanner.render(f, reinterpret_cast<std::byte*>(image.data() + f * layout.frame_pixels()));
+    const auto rec = dir.path() / (std::string(name) + ".tiff");
+    io::write_image(rec, image.data(), layout.width, 6 * layout.frame_height, PixelFormat::Mono8);
+    args += std::string(" --head ") + name + "=" + rec.string() + "," + (dir.path() / "cal.toml").string() + ",0,428";
+  }
+  std::string msg;
+  EXPECT_EQ(test::run_cli(args + " --reversed c", &msg), 2) << msg;
+  EXPECT_NE(msg.find("--reversed c: no --head of that name"), std::string::npos) << msg;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  ASSERT_EQ(test::run_cli(args + " --reversed b", &msg), 0) << msg;
+  const HeadTransforms t = load_head_transforms(out);
+  ASSERT_EQ(t.heads.size(), 2u);
+  for (std::size_t h = 0; h < 2; ++h) {
+    for (int i = 0; i < 9; ++i) EXPECT_NEAR(t.heads[h].r[i], aligned_->heads[h].r[i], 1e-9) << h << " " << i;
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(t.heads[h].t[i], aligned_->heads[h].t[i], 1e-9) << h << " " << i;
   }
 }
 
