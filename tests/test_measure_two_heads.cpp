@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "core/errors.h"
 #include "calibration_fixtures.h"
 #include "core/profile_mapping.h"
+#include "gpu_test.h"
 #include "io/image_writer.h"
 #include "measure/job.h"
 #include "measure/part_detector.h"
@@ -100,10 +102,10 @@ class TwoHeads : public ::testing::Test {
     cal_ = nullptr, aligned_ = nullptr;
   }
 
-  // One head's scan of a preset through the CPU pipeline, as its wire
+  // One head's scan of a preset through the pipeline, as its wire
   // messages. Head B (reversed) is the same sensor with the same model; the
   // motion runs the other way in its frame, so its step is negative.
-  static std::vector<wire::Decoded> scan(const PartsPreset& preset, bool reversed) {
+  static std::vector<wire::Decoded> scan(const PartsPreset& preset, bool reversed, Backend backend = Backend::Cpu) {
     std::shared_ptr<const TriangulationScene> scene = std::make_shared<PartsScene>(preset.config);
     if (reversed) scene = std::make_shared<ReversedScene>(scene, kHeadBOriginMm);
     const SensorRoi roi{0, 428, 2048, 256};
@@ -115,7 +117,7 @@ class TwoHeads : public ::testing::Test {
     sheet->roi_x = roi.x;
     sheet->roi_y = roi.y;
     PipelineOptions o;
-    o.backend = Backend::Cpu;
+    o.backend = backend;
     o.sheet = sheet;
     WireCapture capture;
     Pipeline(o).run(scanner, {&capture});
@@ -142,8 +144,8 @@ class TwoHeads : public ::testing::Test {
   // The heads' messages merged (the real merge, keyed by the shared encoder,
   // the mean where both see a cell; the transforms `align` found) and the
   // merged rows measured by the job.
-  // heads: indices into `scans` and transforms(). rows_with: merged rows per
-  // head mask.
+  // heads: indices into `scans` and the aligned transforms; masks: each
+  // merged row's head mask.
   static std::vector<PartResult> merge_and_measure(const std::vector<std::vector<wire::Decoded>>& scans, const std::vector<int>& heads,
                                                    const std::string& job_text, double pitch, std::vector<std::uint64_t>* masks = nullptr,
                                                    double grid_mm = 0.05) {
@@ -153,7 +155,6 @@ class TwoHeads : public ::testing::Test {
     c.align = AlignKey::Encoder;
     c.grid = {-60.0, 60.0, grid_mm, 0, kernels::RectifyRule::Mean};
     c.overlap = OverlapRule::Mean;
-    c.max_pending_rows = 100000;
 
     const measure::Job job = measure::parse_job(job_text, "two-heads-job.toml");
     std::vector<PartResult> out;
@@ -405,6 +406,42 @@ TEST_F(TwoHeads, GaugeBlocksAndPanelsFromTwoHeads) {
       EXPECT_NEAR(t.value("flush"), 0.3, 0.020);
     }
   }
+}
+
+// On the CUDA backend both heads send the CPU's points, bit for bit (the
+// calibrated points are computed by the same integer and float code), so the
+// merged sphere measures the same. Skips without a usable GPU.
+class TwoHeadsCuda : public TwoHeads {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no usable GPU: " << cuda_status();
+  }
+};
+
+TEST_F(TwoHeadsCuda, BothHeadsSendTheCpuPointsAndTheSphereMeasuresTheSame) {
+  const PartsPreset preset = parts_preset("sphere");
+  std::vector<std::vector<wire::Decoded>> cpu, gpu;
+  for (bool reversed : {false, true}) {
+    cpu.push_back(scan(preset, reversed));
+    gpu.push_back(scan(preset, reversed, Backend::Cuda));
+    std::vector<float> a, b;
+    std::vector<double> ya, yb;
+    for (const auto& m : cpu.back())
+      if (m.rows) a.insert(a.end(), m.rows->points.begin(), m.rows->points.end()), ya.insert(ya.end(), m.rows->motion_y.begin(), m.rows->motion_y.end());
+    for (const auto& m : gpu.back())
+      if (m.rows) b.insert(b.end(), m.rows->points.begin(), m.rows->points.end()), yb.insert(yb.end(), m.rows->motion_y.begin(), m.rows->motion_y.end());
+    ASSERT_EQ(a.size(), b.size()) << reversed;
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "head " << (reversed ? "B" : "A") << ": points differ";
+    EXPECT_EQ(ya, yb) << reversed;
+  }
+  const std::string job = "[[tool]]\nname = \"vol\"\ntype = \"volume\"\nregion = { anchor = \"scan\", x = [-10, 10] }\n";
+  const auto c = merge_and_measure(cpu, {0, 1}, job, preset.config.y_step_mm), g = merge_and_measure(gpu, {0, 1}, job, preset.config.y_step_mm);
+  ASSERT_EQ(c.size(), 1u);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(c[0].tools[0].value("volume"), g[0].tools[0].value("volume"));
+  std::printf("[ measure ] sphere cap, two heads on the CUDA backend: volume %.4f mm^3 (CPU %.4f)\n", g[0].tools[0].value("volume"),
+              c[0].tools[0].value("volume"));
 }
 
 }  // namespace
