@@ -333,6 +333,26 @@ std::string PartsScene::describe() const {
 }
 
 // ---------------------------------------------------------------------------
+// ReversedScene
+
+ReversedScene::ReversedScene(std::shared_ptr<const TriangulationScene> inner, double x_origin_mm) : inner_(std::move(inner)), x_origin_mm_(x_origin_mm) {
+  if (!inner_) throw ConfigError("reversed scene: no scene");
+  if (!std::isfinite(x_origin_mm_)) throw ConfigError("reversed scene: x_origin_mm = " + num(x_origin_mm_) + " (expected a finite X in mm)");
+}
+
+double ReversedScene::height(std::uint64_t frame, double x, double dy) const { return inner_->height(frame, inner_x(x), -dy); }
+
+void ReversedScene::breaks(std::uint64_t frame, std::vector<double>& xs) const {
+  inner_->breaks(frame, xs);
+  for (double& x : xs) x = inner_x(x);
+  std::reverse(xs.begin(), xs.end());
+}
+
+std::string ReversedScene::describe() const {
+  return inner_->describe() + ", seen by a head turned 180 deg about Z (X and the motion reversed, its X origin at " + num(x_origin_mm_) + " mm)";
+}
+
+// ---------------------------------------------------------------------------
 // Named scenes
 
 namespace {

@@ -6,7 +6,9 @@
 //    partly out of view, some corrupted (not the target alone).
 //  - PartsScene: parts on a flat conveyor (Z = 0) moving along +Y: gauge
 //    blocks, spheres, tilted planes, with their truth in millimetres.
+//  - ReversedScene: any scene as a head mounted the other way sees it.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,34 @@ class PartsScene final : public TriangulationScene {
 
  private:
   PartsSceneConfig config_;
+};
+
+// A scene as a second head mounted the other way sees it: the head turned
+// 180 degrees about Z over the same laser plane (the "reverse" or opposite
+// layout of two heads facing each other, docs/measure.md "Two heads facing
+// each other"), its X origin at `x_origin_mm` of the inner scene's X. In the
+// head's own frame (triangulation_scanner.h: camera at Y < 0, X along its
+// columns) the world's X runs the other way and so does the motion:
+//   height(frame, x, dy) = inner.height(frame, x_origin_mm - x, -dy),
+// breaks mirrored (x_origin_mm - x, sorted). So its camera looks at the lit
+// section from the other side of the laser plane: what one head's occlusion
+// hides, the other sees. A point the head sees at its own (x, z) is the inner
+// scene's (x_origin_mm - x, z); its frames are the inner scene's frames (one
+// encoder for both heads).
+class ReversedScene final : public TriangulationScene {
+ public:
+  explicit ReversedScene(std::shared_ptr<const TriangulationScene> inner, double x_origin_mm = 0.0);
+  double height(std::uint64_t frame, double x, double dy) const override;
+  void breaks(std::uint64_t frame, std::vector<double>& xs) const override;
+  double top(std::uint64_t frame) const override { return inner_->top(frame); }
+  std::string describe() const override;
+  // The inner scene's X of this head's X (its own inverse).
+  double inner_x(double x) const { return x_origin_mm_ - x; }
+  const TriangulationScene& inner() const { return *inner_; }
+
+ private:
+  std::shared_ptr<const TriangulationScene> inner_;
+  double x_origin_mm_;
 };
 
 // The named parts scenes of `stripeline synth --scene NAME` (docs/measure.md,

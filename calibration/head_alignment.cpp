@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -159,6 +160,13 @@ HeadTransform HeadTransform::in_plane(std::string name, double angle_deg, double
   return h;
 }
 
+HeadTransform HeadTransform::facing_back(std::string name) {
+  HeadTransform h;
+  h.name = std::move(name);
+  h.r[0] = -1.0, h.r[4] = -1.0;
+  return h;
+}
+
 HeadTransform HeadTransform::after(const HeadTransform& o) const {
   HeadTransform h;
   h.name = name;
@@ -232,7 +240,15 @@ std::string format_head_transforms(const HeadTransforms& t) {
   if (!t.target.empty()) s << "target = " << quoted(t.target) << "\n";
   for (const auto& h : t.heads) {
     s << "\n[[head]]\nname = " << quoted(h.name) << "\n";
-    s << "# in-plane turn " << shown(h.angle_deg()) << " degrees\n";
+    // The comment names the turn where it is one about a single axis: in
+    // the laser plane (about Y), or about Z (180: a head facing the other way).
+    const auto zero = [&](std::initializer_list<int> is) {
+      for (int i : is)
+        if (std::abs(h.r[i]) > 1e-9) return false;
+      return true;
+    };
+    if (zero({1, 3, 5, 7}) && h.r[4] > 1.0 - 1e-9) s << "# in-plane turn " << shown(h.angle_deg()) << " degrees\n";
+    else if (zero({2, 5, 6, 7}) && h.r[8] > 1.0 - 1e-9) s << "# turn about Z " << shown(std::atan2(h.r[3], h.r[0]) * 57.295779513082320876798) << " degrees\n";
     s << "rotation = [";
     for (int i = 0; i < 9; ++i) s << (i ? ", " : "") << exact(h.r[i]);
     s << "]\ntranslation = [" << exact(h.t[0]) << ", " << exact(h.t[1]) << ", " << exact(h.t[2]) << "]\n";
@@ -246,6 +262,18 @@ void save_head_transforms(const std::filesystem::path& path, const HeadTransform
 }
 
 AlignResult align_to_target(const std::vector<PlanePoint>& pts, const CalibrationTarget& target, const std::string& name, const AlignOptions& o) {
+  if (o.reversed) {  // in the plane the turn about Z mirrors X: fit the mirrored points, then turn first
+    std::vector<PlanePoint> mirrored(pts);
+    for (PlanePoint& p : mirrored) p.x = -p.x;
+    AlignOptions plain = o;
+    plain.reversed = false;
+    AlignResult r = align_to_target(mirrored, target, name, plain);
+    const HeadTransform fit = r.transform;
+    r.transform = fit.after(HeadTransform::facing_back(name));
+    r.transform.residual_rms_mm = fit.residual_rms_mm;
+    r.transform.points = fit.points;
+    return r;
+  }
   if (pts.size() < o.min_points)
     throw InputError("align: head '" + name + "': " + std::to_string(pts.size()) + " target points (expected at least " + std::to_string(o.min_points) +
                      ": does the head see the target?)");

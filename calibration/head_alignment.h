@@ -46,6 +46,11 @@ struct HeadTransform {
   // A turn by angle_deg in the laser plane (about Y; +X toward +Z) and a
   // shift (tx, 0, tz): what two coplanar heads differ by.
   static HeadTransform in_plane(std::string name, double angle_deg, double tx, double tz);
+  // A head turned 180 degrees about Z, R = diag(-1, -1, 1), no shift: a
+  // head facing the other way over the same laser plane (docs/measure.md
+  // "Two heads facing each other"): its X and its motion run against the
+  // world's.
+  static HeadTransform facing_back(std::string name);
   // The in-plane angle of R (about Y, +X toward +Z), degrees.
   double angle_deg() const { return std::atan2(r[6], r[0]) * 57.295779513082320876798; }
   void apply(double x, double y, double z, double& wx, double& wy, double& wz) const {
@@ -82,6 +87,10 @@ struct AlignOptions {
   int iterations = 30;              // Gauss-Newton refinements (point to polyline)
   double outlier_floor_mm = 0.1;    // points further than max(this, 4 robust sigmas) from the target are not used
   std::size_t min_points = 50;
+  // The head faces the other way (turned 180 degrees about Z): its points
+  // are fitted mirrored (X -> -X) and the transform is the fit after
+  // HeadTransform::facing_back.
+  bool reversed = false;
 };
 
 struct AlignResult {
@@ -97,7 +106,8 @@ struct AlignResult {
 // Gauss-Newton on the distance to the polyline with robust trimming. The
 // target must show the head a feature that fixes X (a corner in view): a
 // head that sees only a flat base is an InputError, as is one whose fit
-// leaves more than 0.5 mm RMS.
+// leaves more than 0.5 mm RMS. A reversed head (AlignOptions::reversed) is
+// fitted on its points mirrored, its transform turned 180 degrees about Z.
 AlignResult align_to_target(const std::vector<PlanePoint>& head_points, const CalibrationTarget& target, const std::string& name,
                             const AlignOptions& options = {});
 

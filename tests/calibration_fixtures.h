@@ -4,6 +4,7 @@
 // calibrated points (planes, spheres, lines) with Eigen.
 #include <Eigen/Dense>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -329,5 +330,32 @@ inline SphereRampMeasurement measure_sphere_and_ramp(const ObservationSet& scan,
   r.ramp_points = ramp.size();
   return r;
 }
+
+// A fixed cross-section (a calibration target's polyline, flat beyond its
+// ends) extruded along the motion, at the same place in every frame.
+class ProfileScene final : public TriangulationScene {
+ public:
+  explicit ProfileScene(std::vector<PlanePoint> p) : p_(std::move(p)) {}
+  double height(std::uint64_t, double x, double) const override {
+    if (x <= p_.front().x) return p_.front().z;
+    if (x >= p_.back().x) return p_.back().z;
+    const auto it = std::upper_bound(p_.begin(), p_.end(), x, [](double v, const PlanePoint& q) { return v < q.x; });
+    const PlanePoint &a = *(it - 1), &b = *it;
+    return a.z + (b.z - a.z) * (x - a.x) / (b.x - a.x);
+  }
+  void breaks(std::uint64_t, std::vector<double>& xs) const override {
+    xs.clear();
+    for (const auto& q : p_) xs.push_back(q.x);
+  }
+  double top(std::uint64_t) const override {
+    double t = 0;
+    for (const auto& q : p_) t = std::max(t, q.z);
+    return t;
+  }
+  std::string describe() const override { return "a fixed profile"; }
+
+ private:
+  std::vector<PlanePoint> p_;
+};
 
 }  // namespace stripeline::test

@@ -367,32 +367,7 @@ TEST(Merger, TimestampsWithinTheToleranceAreOneRow) {
 // ---------------------------------------------------------------------------
 // Heads of the simulated sensor: align, then merge against one head seeing all.
 
-// A fixed cross-section (a calibration target's polyline, flat beyond its
-// ends) extruded along the motion, at the same place in every frame.
-class ProfileScene final : public TriangulationScene {
- public:
-  explicit ProfileScene(std::vector<PlanePoint> p) : p_(std::move(p)) {}
-  double height(std::uint64_t, double x, double) const override {
-    if (x <= p_.front().x) return p_.front().z;
-    if (x >= p_.back().x) return p_.back().z;
-    const auto it = std::upper_bound(p_.begin(), p_.end(), x, [](double v, const PlanePoint& q) { return v < q.x; });
-    const PlanePoint &a = *(it - 1), &b = *it;
-    return a.z + (b.z - a.z) * (x - a.x) / (b.x - a.x);
-  }
-  void breaks(std::uint64_t, std::vector<double>& xs) const override {
-    xs.clear();
-    for (const auto& q : p_) xs.push_back(q.x);
-  }
-  double top(std::uint64_t) const override {
-    double t = 0;
-    for (const auto& q : p_) t = std::max(t, q.z);
-    return t;
-  }
-  std::string describe() const override { return "a fixed profile"; }
-
- private:
-  std::vector<PlanePoint> p_;
-};
+using test::ProfileScene;  // tests/calibration_fixtures.h
 
 // A head: the simulated sensor moved by cam_tx along X, a window of its
 // columns, the fit's calibration turned and shifted by `calib` (its own

@@ -1,9 +1,10 @@
-// `stripeline align --target T.toml -H N --head NAME=RECORDING,CALIBRATION[,ROI_X,ROI_Y] ... --out transforms.toml`:
+// `stripeline align --target T.toml -H N --head NAME=RECORDING,CALIBRATION[,ROI_X,ROI_Y] ... [--reversed NAME] --out transforms.toml`:
 // each head's recording of one common target (its cross-section known in the
 // world frame), mapped through the head's own calibration, fitted to the
 // target: the head-to-world transforms `stripeline merge` reads
 // (calibration/head_alignment.h, docs/scale-out.md "Aligning heads").
 // Exit 2 when a head cannot be fitted (one line naming the head).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -55,7 +56,7 @@ HeadScan parse_head(const std::string& s) {
 Subcommand add_align(CLI::App& app) {
   auto* sub = app.add_subcommand("align", "Find each head's head-to-world transform from its scan of one common target (for stripeline merge)");
   struct Flags {
-    std::vector<std::string> heads;
+    std::vector<std::string> heads, reversed;
     std::string target, out;
     int frame_height = 0;
     bool quiet = false;
@@ -64,6 +65,9 @@ Subcommand add_align(CLI::App& app) {
   sub->add_option("--head", f->heads, "NAME=RECORDING,CALIBRATION[,ROI_X,ROI_Y]: a head's recording of the target and its calibration (repeat)")
       ->required();
   sub->add_option("--target", f->target, "The common target's cross-section in the world frame (TOML, configs/targets/)")->required();
+  sub->add_option("--reversed", f->reversed,
+                  "NAME of a head facing the other way (turned 180 deg about Z over the same laser plane; repeat): fitted on its points mirrored")
+      ->type_name("NAME");
   sub->add_option("-H,--frame-height", f->frame_height, "Rows per frame of the recordings")->required();
   sub->add_option("-o,--out", f->out, "Head transforms file to write (TOML)")->required();
   sub->add_flag("-q,--quiet", f->quiet, "No summary lines");
@@ -71,6 +75,9 @@ Subcommand add_align(CLI::App& app) {
             const CalibrationTarget target = load_target(f->target);
             std::vector<HeadScan> scans;
             for (const auto& h : f->heads) scans.push_back(parse_head(h));
+            for (const auto& n : f->reversed)
+              if (std::none_of(scans.begin(), scans.end(), [&](const HeadScan& h) { return h.name == n; }))
+                throw InputError("--reversed " + n + ": no --head of that name (expected the NAME of a --head)");
             HeadTransforms out;
             out.target = target.name;
             for (const HeadScan& h : scans) {
@@ -81,12 +88,16 @@ Subcommand add_align(CLI::App& app) {
               fc.frame_height = f->frame_height;
               FileSource source(fc);
               const std::vector<PlanePoint> pts = target_scan_points(source, cal, h.roi_x, h.roi_y);
-              const AlignResult r = align_to_target(pts, target, h.name);
+              AlignOptions o;
+              o.reversed = std::find(f->reversed.begin(), f->reversed.end(), h.name) != f->reversed.end();
+              const AlignResult r = align_to_target(pts, target, h.name, o);
               out.heads.push_back(r.transform);
+              // A reversed head's in-plane turn is the fit's, after its turn about Z.
+              const double turn = o.reversed ? r.transform.after(HeadTransform::facing_back("")).angle_deg() : r.transform.angle_deg();
               if (!f->quiet)
-                std::printf("head %s: turn %.4f deg, shift X %.4f mm, Z %.4f mm; residual RMS %.4f mm (max %.4f) over %zu of %zu points\n",
-                            h.name.c_str(), r.transform.angle_deg(), r.transform.t[0], r.transform.t[2], r.rms_mm, r.max_mm, r.points_used,
-                            r.points_total);
+                std::printf("head %s:%s turn %.4f deg, shift X %.4f mm, Z %.4f mm; residual RMS %.4f mm (max %.4f) over %zu of %zu points\n",
+                            h.name.c_str(), o.reversed ? " facing back (180 deg about Z), then" : "", turn, r.transform.t[0], r.transform.t[2],
+                            r.rms_mm, r.max_mm, r.points_used, r.points_total);
             }
             save_head_transforms(f->out, out);
             if (!f->quiet) std::printf("wrote %s\n", f->out.c_str());
