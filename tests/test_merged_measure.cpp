@@ -7,7 +7,8 @@
 // /metrics; a libmodbus client reads the merged job's registers (unit 255)
 // and a head's job's (unit 1) and gets exception 0x0B for a unit not served;
 // a bad merged job is one line naming its key, exit 2. Loopback/ipc only;
-// every wait has a deadline.
+// every wait has a deadline. (Short test names: the temporary directory,
+// named after the test, holds ipc:// sockets, whose paths are limited to 107 bytes.)
 #include <gtest/gtest.h>
 
 #include <modbus/modbus.h>
@@ -94,7 +95,7 @@ nlohmann::json comparable(nlohmann::json p) {
 
 }  // namespace
 
-TEST(MergedMeasure, TheMergedJobsPartsEqualTheOfflineJobOnTheMergedRangeMapAndModbusServesEveryUnit) {
+TEST(MergedMeasure, PartsEqualOfflineAndModbusUnits) {
   TempDir dir;
   write_text(dir / "merged-job.toml", merged_job());
   // Head a's own job: the same parts in its own X (px of nothing: mm, its calibration).
@@ -133,6 +134,10 @@ TEST(MergedMeasure, TheMergedJobsPartsEqualTheOfflineJobOnTheMergedRangeMapAndMo
     EXPECT_EQ(p["units"], "mm");
     EXPECT_EQ(p["decision"], "pass");
     EXPECT_EQ(p["rows"], 5);
+    EXPECT_TRUE(p["tools"][0]["values"]["mean"].is_number()) << p.dump();
+    EXPECT_TRUE(p["tools"][1]["values"]["rms"].is_number()) << p.dump();
+    EXPECT_GT(p["tools"][2]["values"]["volume"].get<double>(), 0.0) << p.dump();
+    EXPECT_GT(p["points"].get<int>(), 5 * 150) << "a merged row holds ~200 cells with data";
   }
 
   // Offline: `stripeline measure` on the merged range map gives the same parts, the same values.
@@ -190,7 +195,7 @@ TEST(MergedMeasure, TheMergedJobsPartsEqualTheOfflineJobOnTheMergedRangeMapAndMo
   EXPECT_EQ(*code, 0) << d.output();
 }
 
-TEST(MergedMeasure, ABadMergedJobIsOneLineNamingItsKeyExitTwo) {
+TEST(MergedMeasure, BadJobExitsTwo) {
   TempDir dir;
   write_text(dir / "job.toml", merged_job("[[tool]]\nname = \"bad\"\ntype = \"height\"\nregion = { anchor = \"scan\", x = [0.0, 1.0] }\nlimits = { mean = 3 }\n"));
   write_text(dir / "d.toml", three_heads(dir, "[merge.measure]\njob = \"" + (dir / "job.toml").string() + "\"\n"));
