@@ -18,6 +18,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <zmq.hpp>
 
@@ -101,13 +102,16 @@ TEST(MergedMeasure, PartsEqualOfflineAndModbusUnits) {
   // Head a's own job: the same parts in its own X (px of nothing: mm, its calibration).
   write_text(dir / "a-job.toml", "[job]\nname = \"a-job\"\nunits = \"mm\"\n[detection]\nmode = \"encoder\"\npitch = 1.0\nlength = 0.5\nstart = 0.0\n"
                                  "[[tool]]\nname = \"top\"\ntype = \"height\"\nregion = { anchor = \"scan\", x = [-20.0, 20.0] }\n");
-  write_text(dir / "d.toml", three_heads(dir,
-                                         "[modbus]\nenabled = true\nport = 0\n[merge.measure]\njob = \"" + (dir / "merged-job.toml").string() +
-                                             "\"\nqueue_parts = 64\n",
-                                         "[head.measure]\njob = \"" + (dir / "a-job.toml").string() + "\"\n"));
+  std::string cfg = three_heads(dir,
+                                "[modbus]\nenabled = true\nport = 0\n[merge.measure]\njob = \"" + (dir / "merged-job.toml").string() +
+                                    "\"\nqueue_parts = 64\n",
+                                "[head.measure]\njob = \"" + (dir / "a-job.toml").string() + "\"\n");
+  cfg.replace(cfg.find("[daemon]\n"), 9, "[daemon]\nrate = 100.0\n");  // 0.48 s of rows: the subscriber below is in long before the first part ends
+  write_text(dir / "d.toml", cfg);
   zmq::context_t ctx;
   zmq::socket_t sub(ctx, zmq::socket_type::sub);
   sub.set(zmq::sockopt::linger, 0);
+  sub.set(zmq::sockopt::reconnect_ivl, 10);  // connected within 10 ms of the merge's bind
   sub.set(zmq::sockopt::subscribe, "");
   sub.connect("ipc://" + (dir / "merged.sock").string());  // before the daemon binds: the whole merged series
   Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()});
@@ -217,4 +221,53 @@ TEST(MergedMeasure, BadJobExitsTwo) {
   write_text(dir / "one.toml", "[merge.measure]\njob = \"" + (dir / "job.toml").string() + "\"\n");
   EXPECT_EQ(test::run_cli("daemon --config " + (dir / "one.toml").string(), &out), 2) << out;
   EXPECT_NE(out.find("merge.measure.job: needs merge.enabled = true"), std::string::npos) << out;
+}
+
+// SIGHUP with the merged job's file changed: a bad one is refused in one line
+// naming its key (the running job kept), a good one is swapped in, and the
+// next merged series (the idle heads restart, replaying their recordings) is
+// measured with it. Read from the log at debug level (each part's record):
+// the merged stream of the next series is bound anew, and a subscriber's
+// reconnection could miss it.
+TEST(MergedMeasure, SighupSwapsTheJob) {
+  TempDir dir;
+  write_text(dir / "job.toml", merged_job());
+  std::string cfg = three_heads(dir, "[merge.measure]\njob = \"" + (dir / "job.toml").string() + "\"\n");
+  cfg.replace(cfg.find("[daemon]\n"), 9, "[daemon]\nlog_level = \"debug\"\n");
+  write_text(dir / "d.toml", cfg);
+  Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()});
+  // The merged parts logged from `from` on, once the series that follows completed.
+  const auto parts_of_series = [&](std::size_t from) {
+    std::vector<nlohmann::json> parts;
+    if (!d.wait_for("merge: series complete", 60s, from)) return parts;
+    const std::string out = d.output().substr(from);
+    const std::regex re(R"(measure merged: (\{.*\}))");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it) parts.push_back(nlohmann::json::parse((*it)[1].str()));
+    return parts;
+  };
+  const auto first = parts_of_series(0);
+  ASSERT_EQ(first.size(), 5u) << d.output();
+  for (const auto& p : first) EXPECT_EQ(p["job"], "merged-job");
+
+  write_text(dir / "job.toml", merged_job("[[tool]]\nname = \"bad\"\ntype = \"height\"\nregion = { anchor = \"scan\", x = [0.0, 1.0] }\nlimits = { mean = 3 }\n"));
+  std::size_t mark = d.output().size();
+  d.signal(SIGHUP);
+  const auto rejected = d.wait_for("configuration rejected, keeping the running one: (.*)", 10s, mark);
+  ASSERT_TRUE(rejected) << d.output();
+  EXPECT_NE(rejected->find("job.toml: tool[3].limits.mean"), std::string::npos) << *rejected;
+
+  std::string second = merged_job();
+  second.replace(second.find("merged-job"), 10, "second-job");
+  write_text(dir / "job.toml", second);
+  mark = d.output().size();
+  d.signal(SIGHUP);
+  ASSERT_TRUE(d.wait_for("merge: SIGHUP: job 'second-job' swapped in live on the merged scan", 10s, mark)) << d.output();
+  const auto next = parts_of_series(mark);
+  ASSERT_EQ(next.size(), 5u) << d.output();
+  for (const auto& p : next) EXPECT_EQ(p["job"], "second-job");
+  EXPECT_EQ(next.front()["part"], 1) << "part ids count per merged series, as per scan";
+  d.signal(SIGTERM);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
 }
