@@ -466,6 +466,7 @@ class MergeRunner {
       measure_->set_out([this](const nlohmann::json& record) {
         std::lock_guard lock(out_mu_);
         if (out_) out_->publish_measurement(record);
+        else if (held_.size() < 64) held_.push_back(record);  // for the next series (the service holds at most 64 too)
       });
     }
     rows_ = &r.counter("stripeline_merge_rows_total", "Merged rows published by the daemon's merge ([merge]).");
@@ -618,6 +619,8 @@ class MergeRunner {
   void loop() {
     while (true) {
       std::unique_ptr<MergeService> service;
+      if (measure_ && measuring_) measure_->measurer().abort();  // the previous series failed with a part open (its thread is joined)
+      measuring_ = false;
       try {
         name_files(next_series_);
         service = open();
@@ -630,10 +633,10 @@ class MergeRunner {
         continue;
       }
       if (measure_) {
-        if (measuring_) measure_->measurer().abort();  // the previous series failed with a part open
-        measuring_ = false;
         std::lock_guard lock(out_mu_);
         out_ = service.get();
+        for (const auto& record : held_) out_->publish_measurement(record);
+        held_.clear();
       }
       {
         std::unique_lock lock(mu_);
@@ -687,10 +690,11 @@ class MergeRunner {
   MergeCounters last_;
   std::string error_, endpoint_;
   LiveMeasure* const measure_;
-  bool measuring_ = false;  // the merge's threads (one at a time): the measurer has begun the series
+  bool measuring_ = false;  // the merge's threads (one at a time; the runner's between them): the measurer has begun the series
   measure::MeasureRow row_;
-  std::mutex out_mu_;           // guards out_; never held with mu_
+  std::mutex out_mu_;           // guards out_ and held_; never held with mu_
   MergeService* out_ = nullptr;  // where measured parts go: the running service
+  std::vector<nlohmann::json> held_;  // measured while no service runs
   std::thread thread_;
 };
 
