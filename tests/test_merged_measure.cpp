@@ -6,7 +6,8 @@
 // (the same rows through the same code: exactly); head="merged" in
 // /metrics; a libmodbus client reads the merged job's registers (unit 255)
 // and a head's job's (unit 1) and gets exception 0x0B for a unit not served;
-// a bad merged job is one line naming its key, exit 2. Loopback/ipc only;
+// a bad merged job is one line naming its key, exit 2; SIGHUP swaps it; and
+// without [merge], each head's job on its own unit. Loopback/ipc only;
 // every wait has a deadline. (Short test names: the temporary directory,
 // named after the test, holds ipc:// sockets, whose paths are limited to 107 bytes.)
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <thread>
 #include <zmq.hpp>
 
 #include "acquisition/synthetic_scanner.h"
@@ -266,6 +268,53 @@ TEST(MergedMeasure, SighupSwapsTheJob) {
   ASSERT_EQ(next.size(), 5u) << d.output();
   for (const auto& p : next) EXPECT_EQ(p["job"], "second-job");
   EXPECT_EQ(next.front()["part"], 1) << "part ids count per merged series, as per scan";
+  d.signal(SIGTERM);
+  const auto code = d.wait_exit(25s);
+  ASSERT_TRUE(code) << d.output();
+  EXPECT_EQ(*code, 0) << d.output();
+}
+
+// [modbus] in a daemon of several heads without [merge]: each head's job on
+// its own unit (1, 2), each map its own job's (tools counted), and unit 255
+// (no merged job) a gateway exception.
+TEST(MergedMeasure, ModbusUnitPerHead) {
+  TempDir dir;
+  const std::string part = "[detection]\nmode = \"encoder\"\npitch = 100.0\nlength = 50.0\nstart = 0.0\n";
+  const std::string tool = "[[tool]]\nname = \"t\"\ntype = \"height\"\nregion = { anchor = \"scan\", x = [0.0, 255.0] }\n";
+  write_text(dir / "a.toml", "[job]\nname = \"a\"\nunits = \"px\"\n" + part + tool);
+  const std::string tool2 = "[[tool]]\nname = \"t2\"\ntype = \"height\"\nregion = { anchor = \"scan\", x = [0.0, 255.0] }\n";
+  write_text(dir / "b.toml", "[job]\nname = \"b\"\nunits = \"px\"\n" + part + tool + tool2);
+  std::ostringstream s;
+  s << "[synthetic]\nwidth = 256\nframe_height = 32\nframes = 0\n[processing]\nbackend = \"cpu\"\nbatch_frames = 20\n"
+    << "[output]\ndir = \"" << (dir / "scans").string() << "\"\nply = \"\"\nheightmap = \"\"\npreview = \"\"\nsummary = \"\"\n"
+    << "[daemon]\nscan_rows = 1000000\nrate = 2000.0\n[http]\nenabled = false\n[modbus]\nenabled = true\nport = 0\n";
+  for (const char* name : {"a", "b"})
+    s << "[[head]]\nname = \"" << name << "\"\n[head.measure]\njob = \"" << (dir / (std::string(name) + ".toml")).string() << "\"\n";
+  write_text(dir / "d.toml", s.str());
+  Child d({test::binary_path(), "daemon", "--config", (dir / "d.toml").string()});
+  const auto port = d.wait_for(R"(modbus: listening on 127\.0\.0\.1:([0-9]+) \(unit 1\.\.2: the heads' jobs in \[\[head\]\] order\))", 30s);
+  ASSERT_TRUE(port) << d.output();
+  modbus_t* mb = modbus_new_tcp("127.0.0.1", std::stoi(*port));
+  ASSERT_NE(mb, nullptr);
+  ASSERT_EQ(modbus_connect(mb), 0) << modbus_strerror(errno);
+  std::uint16_t regs[12];
+  for (int unit : {1, 2}) {  // each head's parts come (a part every 100 rows at 2000 rows/s)
+    ASSERT_EQ(modbus_set_slave(mb, unit), 0);
+    bool seen = false;
+    for (const auto deadline = steady::now() + 20s; !seen && steady::now() < deadline;) {
+      ASSERT_EQ(modbus_read_registers(mb, 0, 12, regs), 12) << modbus_strerror(errno);
+      seen = measure::modbus_u32(regs, 0) > 0;
+      if (!seen) std::this_thread::sleep_for(20ms);  // polling, as a PLC does
+    }
+    ASSERT_TRUE(seen) << "unit " << unit << ": no part\n" << d.output();
+    EXPECT_EQ(regs[3], unit) << "unit " << unit << " holds head " << unit << "'s job (" << unit << " tools)";
+    EXPECT_EQ(regs[10], 2);  // px
+  }
+  ASSERT_EQ(modbus_set_slave(mb, 255), 0);
+  EXPECT_EQ(modbus_read_registers(mb, 0, 12, regs), -1);
+  EXPECT_EQ(errno, EMBXGTAR) << modbus_strerror(errno);
+  modbus_close(mb);
+  modbus_free(mb);
   d.signal(SIGTERM);
   const auto code = d.wait_exit(25s);
   ASSERT_TRUE(code) << d.output();
