@@ -74,6 +74,8 @@ void check_heads(const std::vector<HeadEntry>& heads, const DaemonMergeConfig& m
     if (merge.enabled && !c.publish) fail(key + ".publisher.enabled", "must be true with [merge] enabled (the merge subscribes to every head's stream)");
     if (merge.enabled && c.publisher.curve.enabled && merge.client_key.empty())
       fail(key + ".security.curve", "needs merge.client_key with [merge] enabled (the merge's secret key file, listed in the head's security.client_keys)");
+    if (merge.enabled && !merge.measure.job.empty() && heads[i].name == "merged")
+      fail(key + ".name", "'merged' labels the merged scan's job ([merge.measure]) in /metrics and records (expected another name)");
     if (merge.enabled && c.publisher.endpoint.find(":*") != std::string::npos)
       fail(key + ".publisher.endpoint", "'" + c.publisher.endpoint + "' is ephemeral; with [merge] enabled every head needs a fixed endpoint");
   }

@@ -17,10 +17,12 @@
 // series (docs/scale-out.md "Merging inside the daemon"), and writes each
 // merged series' range map and PLY. With CURVE: the heads -> merge hop with
 // merge.client_key, the merged stream with the top-level [security].
+// [merge.measure] (the keys of [measure]) applies a job to the merged rows.
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "app/service_config.h"
 #include "streaming/merge.h"
 
 namespace stripeline {
@@ -54,6 +56,8 @@ struct DaemonMergeConfig {
   // CURVE on the heads -> merge hop: this merge's secret key file, listed in every CURVE head's security.client_keys
   // (the heads' server public keys come from their own security.server_secret_key certificates). "" = no CURVE there.
   std::string client_key;
+  // [merge.measure]: a job on the merged scan, the schema of [measure] (docs/measure.md "Measuring the merged scan").
+  MeasureConfig measure;
 
   // Throws ConfigError naming the key (without "merge.").
   void validate() const;

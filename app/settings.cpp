@@ -632,10 +632,13 @@ const Setting kHttpSettings[] = {
     {"max_viewers", "", "1..1024", "Live viewers connected at once (beyond: 503)", kService, FIELD(c.http.max_viewers)},
 };
 
-const Setting kMeasureSettings[] = {
-    {"job", "", "a job file", "Apply this measurement job live (docs/measure.md); \"\" = no measuring", kService, FIELD(c.measure.job)},
-    {"queue_parts", "", "1..1024", "Parts waiting for the tools at most (beyond: dropped, counted)", kService, FIELD(c.measure.queue_parts)},
-};
+// [measure] and [merge.measure]: one schema, the MeasureConfig at `M`.
+#define MEASURE_SETTINGS(M)                                                                                                        \
+  {"job", "", "a job file", "Apply this measurement job live (docs/measure.md); \"\" = no measuring", kService, FIELD(M.job)}, \
+  {"queue_parts", "", "1..1024", "Parts waiting for the tools at most (beyond: dropped, counted)", kService, FIELD(M.queue_parts)}
+const Setting kMeasureSettings[] = {MEASURE_SETTINGS(c.measure)};
+const Setting kMergeMeasureSettings[] = {MEASURE_SETTINGS(c.merge.measure)};
+#undef MEASURE_SETTINGS
 
 const Setting kModbusSettings[] = {
     {"enabled", "", "", "Serve the latest part's results over Modbus TCP (docs/measure.md)", kService, FIELD(c.modbus.enabled)},
@@ -726,7 +729,12 @@ const SectionRule kSections[] = {
     {"http", kHttpSettings, "", no_step, [](Config& c) { c.http.validate(); }},
     {"measure", kMeasureSettings, "", no_step, [](Config& c) { c.measure.validate(); }},
     {"modbus", kModbusSettings, "", no_step, [](Config& c) { c.modbus.validate(); }},
-    {"merge", kMergeSettings, "", no_step, [](Config& c) { c.merge.validate(); }},
+    {"merge", kMergeSettings, "measure", no_step, [](Config& c) { c.merge.validate(); }},
+    {"merge.measure", kMergeMeasureSettings, "", no_step,
+     [](Config& c) {
+       c.merge.measure.validate();
+       if (!c.merge.measure.job.empty() && !c.merge.enabled) refuse("job", "needs merge.enabled = true (a job on the merged scan)");
+     }},
 };
 
 const toml::table* table_of(const toml::table& root, std::string_view name) {
@@ -875,7 +883,7 @@ const std::vector<SettingInfo>& settings() {
     std::vector<SettingInfo> out;
     const Config defaults = default_config();
     for (const char* order : {"source", "synthetic", "camera", "camera.gentl", "processing", "output", "calibration", "publisher", "security",
-                              "daemon", "http", "measure", "modbus", "merge"})
+                              "daemon", "http", "measure", "modbus", "merge", "merge.measure"})
       for (const SectionRule& rule : kSections) {
         if (std::string_view(rule.name) != order) continue;
         for (const Setting& s : rule.settings)

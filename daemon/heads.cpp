@@ -15,6 +15,7 @@
 
 #include <malloc.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -39,8 +40,10 @@
 #include "daemon/signals.h"
 #include "daemon/systemd_notify.h"
 #include "daemon/live_measure.h"
+#include "daemon/modbus_server.h"
 #include "daemon/viewer_status.h"
 #include "io/atomic_file.h"
+#include "measure/scan_files.h"
 #include "streaming/merge.h"
 #include "streaming/publisher.h"
 
@@ -50,6 +53,11 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+
+// [modbus] in a daemon of several heads: the merged scan's job on unit 255
+// (what a Modbus TCP client addresses by default, the spec's "the device
+// itself"); head i's job on unit 1 + i.
+constexpr int kMergedUnit = 255;
 
 // Names the head in what its scans record: series-start's and the scan
 // summary's "source" read "head <name>: <the source>".
@@ -106,6 +114,13 @@ class Head {
   Config config() const {
     std::lock_guard lock(mu_);
     return cfg_;
+  }
+
+  // [modbus]: the head's job's registers on unit `unit`. Before start().
+  void use_modbus(ModbusServer* modbus, int unit) {
+    std::lock_guard lock(mu_);
+    modbus_ = modbus;
+    unit_ = unit;
   }
 
   void start() { thread_ = std::thread([this] { loop(); }); }
@@ -219,7 +234,7 @@ class Head {
     if (!job) measure_.reset();
     else if (!measure_ || measure_->queue_parts() != cfg.measure.queue_parts) measure_ = std::make_unique<LiveMeasure>(registry_, cfg.measure, job, name_);
     else measure_->swap(job);
-    if (measure_) measure_->set_publisher(publisher);
+    if (measure_) measure_->set_publisher(publisher), measure_->set_modbus(modbus_, unit_);
     return measure_.get();
   }
 
@@ -245,6 +260,8 @@ class Head {
   InstrumentedSource* source_ = nullptr;
   ScanWriter* scans_ = nullptr;
   std::unique_ptr<LiveMeasure> measure_;  // outlives the pipelines; its counters go on
+  ModbusServer* modbus_ = nullptr;        // [modbus] (nullptr: none), the head's unit on it
+  int unit_ = 0;
   std::thread thread_;
 };
 
@@ -426,13 +443,32 @@ void Head::loop() {
 
 // The merge stage over the heads' streams: one MergeService per merged series
 // (a service ends when every head ended its series; the next one starts at
-// once for the heads' next scans). Counters per head, labelled.
+// once for the heads' next scans). Counters per head, labelled. With a job on
+// the merged scan ([merge.measure]), the merged rows go to its measurer on the
+// merge's thread as they go out (a series' open part ends with the series),
+// and each measured part goes out in the merged stream.
 class MergeRunner {
  public:
   // `output`: where each merged series' files go (the top-level [output] dir), named <run_stamp>-merge-<NNNNNN>-<name>.
-  MergeRunner(MergeServiceConfig cfg, Registry& r, OutputConfig output, std::string run_stamp, std::string range_map, std::string ply)
-      : cfg_(std::move(cfg)), output_(std::move(output)), run_stamp_(std::move(run_stamp)), range_map_(std::move(range_map)), ply_(std::move(ply)) {
+  // `measure`: the merged scan's job (nullptr: none), outliving the runner.
+  MergeRunner(MergeServiceConfig cfg, Registry& r, OutputConfig output, std::string run_stamp, std::string range_map, std::string ply,
+              LiveMeasure* measure = nullptr)
+      : cfg_(std::move(cfg)),
+        output_(std::move(output)),
+        run_stamp_(std::move(run_stamp)),
+        range_map_(std::move(range_map)),
+        ply_(std::move(ply)),
+        measure_(measure) {
     cfg_.ply_ascii = output_.ply_encoding == io::PlyEncoding::Ascii;
+    if (measure_) {
+      cfg_.on_rows = [this](const MergedBlock& b) { feed(b); };
+      cfg_.on_series_end = [this] { end_parts(); };
+      measure_->set_out([this](const nlohmann::json& record) {
+        std::lock_guard lock(out_mu_);
+        if (out_) out_->publish_measurement(record);
+        else if (held_.size() < 64) held_.push_back(record);  // for the next series (the service holds at most 64 too)
+      });
+    }
     rows_ = &r.counter("stripeline_merge_rows_total", "Merged rows published by the daemon's merge ([merge]).");
     series_ = &r.counter("stripeline_merge_series_total", "Merged series completed.");
     forced_ = &r.counter("stripeline_merge_rows_forced_total", "Merged rows sent early because merge max_pending_rows were waiting.");
@@ -447,7 +483,13 @@ class MergeRunner {
       head_rows_.push_back(c);
     }
   }
-  ~MergeRunner() { stop(); }
+  ~MergeRunner() {
+    stop();
+    if (measure_) {
+      measure_->set_out(nullptr);
+      measure_->measurer().abort();  // a series that failed left it open
+    }
+  }
 
   void start() { thread_ = std::thread([this] { loop(); }); }
 
@@ -511,6 +553,44 @@ class MergeRunner {
                  heads);
   }
 
+  // The merge's thread: the block's rows to the merged job, each row's filled
+  // cells its points (measure/scan_files.h grid_row, as a range map's row).
+  // A row no head has (Y unknown) is skipped. A failing tool ends the
+  // series' measuring (logged); the next series measures again.
+  void feed(const MergedBlock& b) {
+    measure::RowMeasurer& m = measure_->measurer();
+    const kernels::RectifyGrid& g = cfg_.merge.grid;
+    try {
+      if (!measuring_) m.begin("mm", cfg_.y_step_mm, nullptr);
+      measuring_ = true;
+      for (int r = 0; r < b.rows.rows; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (!std::isfinite(b.y_mm[i])) continue;
+        row_.frame = b.rows.frame_ids[i];
+        row_.y = b.y_mm[i];
+        row_.has_encoder = b.rows.encoder[i].has_value();
+        row_.encoder = b.rows.encoder[i].value_or(0);
+        row_.timestamp_ns = b.rows.timestamps_ns[i];
+        measure::grid_row(b.rows.z.data() + i * static_cast<std::size_t>(b.rows.width), b.rows.width, g.x_min, g.dx, row_);
+        m.push(row_);
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("merge: measuring the merged scan: {}; parts of this series are not measured further", e.what());
+      m.abort();
+      measuring_ = false;
+    }
+  }
+  // The merge's thread, before the series-end: the open part ends, the queued ones are measured.
+  void end_parts() {
+    if (!measuring_) return;
+    measuring_ = false;
+    try {
+      measure_->measurer().finish();
+    } catch (const std::exception& e) {
+      spdlog::error("merge: measuring the merged scan: {}", e.what());
+    }
+  }
+
   // The files of merged series number `n` (the service writes them, atomically, when the series ends).
   void name_files(std::uint64_t n) {
     const auto name = [&](const std::string& file) {
@@ -539,6 +619,8 @@ class MergeRunner {
   void loop() {
     while (true) {
       std::unique_ptr<MergeService> service;
+      if (measure_ && measuring_) measure_->measurer().abort();  // the previous series failed with a part open (its thread is joined)
+      measuring_ = false;
       try {
         name_files(next_series_);
         service = open();
@@ -549,6 +631,12 @@ class MergeRunner {
         error_ = e.what();
         if (cv_.wait_for(lock, 1s, [this] { return stop_ || draining_; })) break;
         continue;
+      }
+      if (measure_) {
+        std::lock_guard lock(out_mu_);
+        out_ = service.get();
+        for (const auto& record : held_) out_->publish_measurement(record);
+        held_.clear();
       }
       {
         std::unique_lock lock(mu_);
@@ -576,6 +664,10 @@ class MergeRunner {
       log(complete ? "complete" : "stopped", final_counters);
       for (const auto& f : service->files()) spdlog::info("merge: series {}: wrote {}", next_series_, f.string());
       if (final_counters.rows > 0) ++next_series_;
+      {
+        std::lock_guard lock(out_mu_);
+        out_ = nullptr;
+      }
       service.reset();
       std::lock_guard lock(mu_);
       if (stop_ || draining_) break;
@@ -597,10 +689,42 @@ class MergeRunner {
   MergeService* current_ = nullptr;
   MergeCounters last_;
   std::string error_, endpoint_;
+  LiveMeasure* const measure_;
+  bool measuring_ = false;  // the merge's threads (one at a time; the runner's between them): the measurer has begun the series
+  measure::MeasureRow row_;
+  std::mutex out_mu_;           // guards out_ and held_; never held with mu_
+  MergeService* out_ = nullptr;  // where measured parts go: the running service
+  std::vector<nlohmann::json> held_;  // measured while no service runs
   std::thread thread_;
 };
 
 // ---------------------------------------------------------------- the process
+
+// The motion between merged rows: the heads' calibrated motion step
+// ([calibration] y_step_mm, else the file's), which must agree. InputError
+// naming the head's key otherwise.
+double merged_row_pitch(const std::vector<Config>& cfgs) {
+  double pitch = 0;
+  for (std::size_t i = 0; i < cfgs.size(); ++i) {
+    const CalibrationFileSettings& c = cfgs[i].calibration;
+    if (c.file.empty())
+      throw InputError(fmt::format("head[{}].calibration.file: is empty, but the merged scan is in mm (expected a sheet-of-light calibration per head)", i));
+    const double step = c.y_step_mm > 0 ? c.y_step_mm : load_calibration(c.file).model.y_step;
+    if (i == 0) pitch = step;
+    else if (std::abs(step - pitch) > 1e-9 * std::abs(pitch))
+      throw InputError(fmt::format("head[{}].calibration: its motion step {} mm differs from head[0]'s {} mm (expected one step for the merged rows)", i,
+                                   step, pitch));
+  }
+  return std::abs(pitch);
+}
+
+// [merge.measure]'s job, loaded and checked: the merged scan is in mm.
+std::shared_ptr<const measure::Job> merged_job(const MeasureConfig& m) {
+  auto job = LiveMeasure::load(m);
+  if (job->units != "mm")
+    throw InputError(job->file + ": job.units = \"" + job->units + "\" but the merged scan is in mm (expected units = \"mm\" for merge.measure.job)");
+  return job;
+}
 
 class HeadsDaemon {
  public:
@@ -619,6 +743,7 @@ class HeadsDaemon {
     }
     return out;
   }
+  void start_measure(const std::vector<Config>& cfgs, MergeServiceConfig* merge);
   void on_signal(int sig);
   void reload();
   void housekeeping();
@@ -632,6 +757,8 @@ class HeadsDaemon {
   Registry registry_;
   ProcessMetrics process_;
   SystemdNotifier notifier_;
+  std::unique_ptr<ModbusServer> modbus_;          // [modbus]: unit 1 + i = head i's job, kMergedUnit = the merged scan's
+  std::unique_ptr<LiveMeasure> merged_measure_;  // [merge.measure]: outlives merge_
   std::vector<std::unique_ptr<Head>> heads_;  // fixed once run() started them
   std::unique_ptr<MergeRunner> merge_;
   std::unique_ptr<HeadsViewer> viewer_;  // [http] viewer: the live viewer of every head (daemon/heads_viewer.h)
@@ -652,6 +779,7 @@ void HeadsDaemon::collect() {
   }
   for (std::size_t i = 0; i < heads_.size(); ++i) heads_[i]->collect(i == 0 ? http : std::nullopt);  // the server's counters once
   if (merge_) merge_->collect();
+  if (merged_measure_) merged_measure_->collect();
   process_.update();
 }
 
@@ -712,7 +840,13 @@ void HeadsDaemon::reload() {
     for (const auto& h : c.heads) names += h.name + " ";
     for (const auto& h : heads_) running += h->name() + " ";
     if (names != running) throw ConfigError("the set of [[head]]s (" + names + ") differs from the running one (" + running + "): it changes at the next start");
-    if (!(c.merge == cfg_.merge)) throw ConfigError("[merge] changes take effect at the next start");
+    DaemonMergeConfig merge = c.merge;
+    merge.measure.job = cfg_.merge.measure.job;  // the merged job's file may change live; the rest of [merge] not
+    if (!(merge == cfg_.merge)) throw ConfigError("[merge] changes take effect at the next start");
+    std::shared_ptr<const measure::Job> merged;  // loaded now: a bad one is refused, the running one kept
+    if (merged_measure_ && !c.merge.measure.job.empty()) merged = merged_job(c.merge.measure);
+    else if (static_cast<bool>(merged_measure_) != !c.merge.measure.job.empty())
+      spdlog::warn("daemon: merge.measure.job: a job on the merged scan starts or stops at the next start");
     if (!(c.http == cfg_.http)) spdlog::warn("daemon: [http] changes take effect at the next start");
     const std::vector<Config> cfgs = head_configs(c);
     for (std::size_t i = 0; cfg_.merge.enabled && i < heads_.size(); ++i)  // the merge is subscribed to the endpoints it started with
@@ -733,6 +867,10 @@ void HeadsDaemon::reload() {
         heads_[i]->reload(cfgs[i]);
         ++restarted;
       }
+    if (merged) {
+      merged_measure_->swap(merged);
+      spdlog::info("merge: SIGHUP: job '{}' swapped in live on the merged scan", merged->name);
+    }
     spdlog::info("daemon: SIGHUP: {} of {} heads restart with their configuration; the others go on", restarted, heads_.size());
     counters.reload(true);
   } catch (const std::exception& e) {
@@ -787,18 +925,49 @@ void HeadsDaemon::housekeeping() {
   }
 }
 
+// [merge.measure] and [modbus] at start: the merged job (its rows' motion
+// step from the heads' calibrations) and the Modbus server, a unit per head
+// and kMergedUnit for the merged job. `merge`: [merge]'s (nullptr: none).
+// InputError: exit 2.
+void HeadsDaemon::start_measure(const std::vector<Config>& cfgs, MergeServiceConfig* merge) {
+  std::shared_ptr<const measure::Job> job;
+  if (merge && !cfg_.merge.measure.job.empty()) {
+    job = merged_job(cfg_.merge.measure);
+    merge->y_step_mm = merged_row_pitch(cfgs);
+  } else if (merge) {
+    try {  // without a job only the range map's description wants it
+      merge->y_step_mm = merged_row_pitch(cfgs);
+    } catch (const InputError&) {
+      merge->y_step_mm = 0;
+    }
+  }
+  if (cfg_.modbus.enabled) {
+    std::vector<int> units;
+    for (std::size_t i = 0; i < cfgs.size(); ++i) units.push_back(static_cast<int>(i) + 1);
+    if (job) units.push_back(kMergedUnit);
+    modbus_ = std::make_unique<ModbusServer>(cfg_.modbus.address, cfg_.modbus.port, units);
+    spdlog::info("modbus: listening on {}:{} (unit 1..{}: the heads' jobs in [[head]] order{})", cfg_.modbus.address, modbus_->port(), cfgs.size(),
+                 job ? fmt::format(", unit {}: the merged scan's", kMergedUnit) : std::string());
+  }
+  if (!job) return;
+  merged_measure_ = std::make_unique<LiveMeasure>(registry_, cfg_.merge.measure, job, "merged");
+  merged_measure_->set_modbus(modbus_.get(), kMergedUnit);
+  spdlog::info("merge: measure: job '{}' ({}, {} tool{}) on the merged scan", job->name, cfg_.merge.measure.job, job->tools.size(),
+               job->tools.size() == 1 ? "" : "s");
+}
+
 int HeadsDaemon::run() {
   block_daemon_signals();  // before any thread exists
   ::mallopt(M_MMAP_THRESHOLD, 1 << 20);  // as the single head's daemon (daemon.cpp): per-scan buffers in their own mappings
   if (spdlog::get_level() > spdlog::level::debug) spdlog::set_level(spdlog::level::from_str(cfg_.daemon.log_level));
   const std::vector<Config> cfgs = head_configs(cfg_);
-  if (cfg_.modbus.enabled) spdlog::warn("modbus: [modbus] is served by a daemon of one head only (docs/measure.md \"Live\"); not started");
   const std::string run_stamp = utc_stamp();
   std::optional<MergeServiceConfig> merge;
   if (cfg_.merge.enabled) {
     merge = merge_service_config(cfg_.merge, cfg_.heads);  // InputError (the transforms file): exit 2
     merge->curve = cfg_.publisher.curve;                    // the merged stream: the top-level [security], as the heads inherit it
   }
+  start_measure(cfgs, merge ? &*merge : nullptr);  // InputError (a bad merged job, a Modbus address in use): exit 2
   if (cfg_.http.enabled && cfg_.http.viewer) {
     std::vector<std::string> names;
     for (const HeadEntry& h : cfg_.heads) names.push_back(h.name);
@@ -807,7 +976,9 @@ int HeadsDaemon::run() {
   for (std::size_t i = 0; i < cfgs.size(); ++i)
     heads_.push_back(std::make_unique<Head>(cfg_.heads[i].name, cfgs[i], registry_, run_stamp, merge ? cfg_.merge.subscribe_timeout : 0.0,
                                             viewer_ ? &viewer_->feed(i) : nullptr));
-  if (merge) merge_ = std::make_unique<MergeRunner>(*merge, registry_, cfg_.output, run_stamp, cfg_.merge.range_map, cfg_.merge.ply);
+  for (std::size_t i = 0; modbus_ && i < heads_.size(); ++i) heads_[i]->use_modbus(modbus_.get(), static_cast<int>(i) + 1);
+  if (merge)
+    merge_ = std::make_unique<MergeRunner>(*merge, registry_, cfg_.output, run_stamp, cfg_.merge.range_map, cfg_.merge.ply, merged_measure_.get());
   registry_.set_collector([this] { collect(); });
   SignalThread signals([this](int sig) { on_signal(sig); });
   std::unique_ptr<HttpServer> http = start_http();

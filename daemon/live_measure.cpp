@@ -54,14 +54,19 @@ std::string LiveMeasure::labels(const std::string& more) const {
 
 void LiveMeasure::swap(std::shared_ptr<const measure::Job> job) { sink_.set_job(std::move(job)); }
 
-void LiveMeasure::set_publisher(Publisher* publisher) {
+void LiveMeasure::set_out(Out out) {
   std::lock_guard lock(mu_);
-  publisher_ = publisher;
+  out_ = std::move(out);
 }
 
-void LiveMeasure::set_modbus(ModbusServer* modbus) {
+void LiveMeasure::set_publisher(Publisher* publisher) {
+  set_out(publisher ? Out([publisher](const nlohmann::json& record) { publisher->publish_measurement(record); }) : Out());
+}
+
+void LiveMeasure::set_modbus(ModbusServer* modbus, int unit) {
   std::lock_guard lock(mu_);
   modbus_ = modbus;
+  unit_ = unit;
 }
 
 std::uint64_t LiveMeasure::parts() const {
@@ -97,10 +102,10 @@ void LiveMeasure::on_result(const measure::PartResult& r) {
   ++counters_.parts;
   if (r.decision == measure::Decision::Pass) ++counters_.passed;
   if (r.decision == measure::Decision::Fail) ++counters_.failed;
-  if (publisher_) publisher_->publish_measurement(record);
+  if (out_) out_(record);
   if (modbus_) {
     measure::modbus_registers(r, counters_, ++update_, registers_);
-    modbus_->publish(registers_);
+    modbus_->publish(registers_, unit_);
   }
 }
 

@@ -9,19 +9,27 @@
 //     stripeline_measure_tool_results_total{tool=...,result=pass|fail},
 //     stripeline_measure_parts_dropped_total (label head=... in a daemon of
 //     several heads);
-//   - to the publisher as a measurement message (docs/wire-format.md);
-//   - to the Modbus TCP server, when one is given (the latest part's registers);
+//   - to the publisher as a measurement message (docs/wire-format.md), or to
+//     whatever set_out() gives (the merged stream's, daemon/heads.cpp);
+//   - to the Modbus TCP server, when one is given (the latest part's
+//     registers, on the unit identifier given: daemon/modbus_server.h);
 //   - to the log (debug), its decision and values.
+// The merged scan's job (docs/measure.md "Measuring the merged scan") is one
+// of these too, labelled head="merged": the daemon pushes the merged rows
+// into measurer() itself.
 // The object outlives the pipelines (one per generation): a reload that
 // restarts the pipeline, or one that only swaps the job (swap()), keeps its
 // counters and its Modbus registers counting.
 // Thread-safety: sink() on the pipeline's sink thread; swap, set_publisher,
 // set_modbus from any thread.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "app/config.h"
 #include "daemon/metrics.h"
@@ -55,8 +63,12 @@ class LiveMeasure {
   std::shared_ptr<const measure::Job> job() const { return sink_.job(); }
 
   ProfileSink& sink() { return sink_; }
-  void set_publisher(Publisher* publisher);
-  void set_modbus(ModbusServer* modbus);
+  // Rows of a feed of its own (not a pipeline's profiles) go here.
+  measure::RowMeasurer& measurer() { return sink_.measurer(); }
+  using Out = std::function<void(const nlohmann::json& record)>;
+  void set_out(Out out);  // each part's record (nullptr: none)
+  void set_publisher(Publisher* publisher);  // set_out: its measurement messages
+  void set_modbus(ModbusServer* modbus, int unit = 0);
   std::uint64_t parts() const;
   int queue_parts() const { return queue_parts_; }
   // Brings the dropped-parts counter up to date (the daemon's collect()).
@@ -73,8 +85,9 @@ class LiveMeasure {
   std::mutex dropped_mu_;
   std::uint64_t dropped_seen_ = 0;  // under dropped_mu_
   mutable std::mutex mu_;           // guards the members below (held while a part goes out)
-  Publisher* publisher_ = nullptr;
+  Out out_;
   ModbusServer* modbus_ = nullptr;
+  int unit_ = 0;
   measure::PartCounters counters_;
   std::uint16_t update_ = 0;
   std::vector<std::uint16_t> registers_;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -29,20 +30,30 @@ modbus_mapping_t* as_map(void* p) { return static_cast<modbus_mapping_t*>(p); }
 
 }  // namespace
 
-ModbusServer::ModbusServer(const std::string& address, int port) {
+ModbusServer::ModbusServer(const std::string& address, int port, std::vector<int> units) {
   const std::string where = address + ":" + std::to_string(port);
   ctx_ = modbus_new_tcp(address.c_str(), port);
   if (!ctx_) throw InputError("modbus " + where + ": " + modbus_strerror(errno));
-  mapping_ = modbus_mapping_new(0, 0, measure::kModbusRegisters, measure::kModbusRegisters);
-  if (!mapping_) {
-    modbus_free(as_ctx(ctx_));
-    throw std::runtime_error("modbus: cannot allocate the register map");
-  }
+  const auto free_maps = [this] {
+    if (mapping_) modbus_mapping_free(as_map(mapping_));
+    for (auto& [unit, map] : units_) modbus_mapping_free(as_map(map));
+  };
+  const auto new_map = [&] {
+    void* m = modbus_mapping_new(0, 0, measure::kModbusRegisters, measure::kModbusRegisters);
+    if (!m) {
+      free_maps();
+      modbus_free(as_ctx(ctx_));
+      throw std::runtime_error("modbus: cannot allocate the register map");
+    }
+    return m;
+  };
+  if (units.empty()) mapping_ = new_map();
+  for (int u : units) units_.emplace_back(u, new_map());
   listen_fd_ = modbus_tcp_listen(as_ctx(ctx_), kMaxClients);
   if (listen_fd_ < 0 || ::pipe(wake_) != 0) {
     const std::string why = modbus_strerror(errno);
     if (listen_fd_ >= 0) ::close(listen_fd_);
-    modbus_mapping_free(as_map(mapping_));
+    free_maps();
     modbus_free(as_ctx(ctx_));
     throw InputError("modbus: cannot listen on " + where + ": " + why + " (expected a free port on a local address)");
   }
@@ -60,13 +71,22 @@ ModbusServer::~ModbusServer() {
   ::close(listen_fd_);
   ::close(wake_[0]);
   ::close(wake_[1]);
-  modbus_mapping_free(as_map(mapping_));
+  if (mapping_) modbus_mapping_free(as_map(mapping_));
+  for (auto& [unit, map] : units_) modbus_mapping_free(as_map(map));
   modbus_free(as_ctx(ctx_));
 }
 
-void ModbusServer::publish(const std::vector<std::uint16_t>& regs) {
+void* ModbusServer::map_of(int unit) const {
+  if (mapping_) return mapping_;
+  for (const auto& [u, map] : units_)
+    if (u == unit) return map;
+  return nullptr;
+}
+
+void ModbusServer::publish(const std::vector<std::uint16_t>& regs, int unit) {
   std::lock_guard<std::mutex> lock(mutex_);
-  modbus_mapping_t* m = as_map(mapping_);
+  modbus_mapping_t* m = as_map(map_of(unit));
+  if (!m) throw std::invalid_argument("modbus: unit " + std::to_string(unit) + " is not served");
   const std::size_t n = std::min<std::size_t>(regs.size(), measure::kModbusRegisters);
   std::copy(regs.begin(), regs.begin() + static_cast<long>(n), m->tab_registers);
   std::copy(regs.begin(), regs.begin() + static_cast<long>(n), m->tab_input_registers);
@@ -101,10 +121,14 @@ void ModbusServer::serve() {
       modbus_set_socket(as_ctx(ctx_), *it);
       const int rc = modbus_receive(as_ctx(ctx_), query.data());
       if (rc > 0) {
-        const int function = query[modbus_get_header_length(as_ctx(ctx_))];
+        const int header = modbus_get_header_length(as_ctx(ctx_));
+        const int function = query[header];
         std::lock_guard<std::mutex> lock(mutex_);
-        if (function == MODBUS_FC_READ_HOLDING_REGISTERS || function == MODBUS_FC_READ_INPUT_REGISTERS)
-          modbus_reply(as_ctx(ctx_), query.data(), rc, as_map(mapping_));
+        modbus_mapping_t* map = as_map(map_of(query[header - 1]));  // the unit identifier ends the MBAP header
+        if (!map)
+          modbus_reply_exception(as_ctx(ctx_), query.data(), MODBUS_EXCEPTION_GATEWAY_TARGET);
+        else if (function == MODBUS_FC_READ_HOLDING_REGISTERS || function == MODBUS_FC_READ_INPUT_REGISTERS)
+          modbus_reply(as_ctx(ctx_), query.data(), rc, map);
         else
           modbus_reply_exception(as_ctx(ctx_), query.data(), MODBUS_EXCEPTION_ILLEGAL_DATA_ADDRESS);
         ++requests_;

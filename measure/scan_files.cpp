@@ -10,9 +10,23 @@
 #include "io/float_tiff_reader.h"
 #include "io/metadata_reader.h"
 #include "io/ply_writer.h"
-#include "measure/part_detector.h"
+#include "measure/row_measurer.h"
 
 namespace stripeline::measure {
+
+void grid_row(const float* z, int cells, double x_min, double dx, MeasureRow& row) {
+  row.clear_points();
+  for (int i = 0; i < cells; ++i) {
+    if (!std::isfinite(z[i])) continue;
+    row.x.push_back(static_cast<float>(x_min + i * dx));
+    row.z.push_back(z[i]);
+  }
+}
+
+namespace {
+// The job, not owned (it outlives the measuring): every part measured on the reading thread.
+std::shared_ptr<const Job> borrowed(const Job& job) { return std::shared_ptr<const Job>(std::shared_ptr<const Job>(), &job); }
+}  // namespace
 
 std::uint64_t measure_range_map(const std::filesystem::path& file, const Job& job, const OnMeasured& on_result) {
   io::FloatPlanes map;
@@ -44,28 +58,17 @@ std::uint64_t measure_range_map(const std::filesystem::path& file, const Job& jo
     throw InputError(what + "its description lacks the grid or the motion step (" + e.what() + ")");
   }
   if (!(dx > 0) || !(y_step > 0) || !std::isfinite(x_min)) throw InputError(what + "its grid or motion step is not usable");
-  PartDetector* self = nullptr;
-  PartDetector detector(job.detection, y_step, "mm", [&](Part&& p) {
-    const PartResult r = measure_part(job, p);
-    if (on_result) on_result(r, p);
-    self->recycle(std::move(p));
-  });
-  self = &detector;
+  RowMeasurer measurer(borrowed(job), on_result, 0);
+  measurer.begin("mm", y_step, nullptr);
   MeasureRow row;
   const std::vector<float>& z = map.planes[0];
   for (std::int64_t r = 0; r < map.height; ++r) {
-    row.clear_points();
     row.frame = static_cast<std::uint64_t>(r);
     row.y = y_offset + static_cast<double>(r) * y_step;
-    for (int i = 0; i < map.width; ++i) {
-      const float v = z[static_cast<std::size_t>(r) * map.width + i];
-      if (!std::isfinite(v)) continue;
-      row.x.push_back(static_cast<float>(x_min + i * dx));
-      row.z.push_back(v);
-    }
-    detector.push(row);
+    grid_row(z.data() + static_cast<std::size_t>(r) * map.width, static_cast<int>(map.width), x_min, dx, row);
+    measurer.push(row);
   }
-  detector.finish();
+  measurer.finish();
   return static_cast<std::uint64_t>(map.height);
 }
 
@@ -80,13 +83,8 @@ std::uint64_t measure_ply(const std::filesystem::path& file, const Job& job, con
   if (!(y_step > 0)) throw InputError(what + "its y_step_mm is not usable (expected > 0)");
   if (job.units != "mm") throw InputError(job.file + ": job.units = \"" + job.units + "\" but a calibrated PLY is in mm (expected units = \"mm\")");
   const std::vector<io::PlyVertex> v = io::read_ply(file);
-  PartDetector* self = nullptr;
-  PartDetector detector(job.detection, y_step, "mm", [&](Part&& p) {
-    const PartResult r = measure_part(job, p);
-    if (on_result) on_result(r, p);
-    self->recycle(std::move(p));
-  });
-  self = &detector;
+  RowMeasurer measurer(borrowed(job), on_result, 0);
+  measurer.begin("mm", y_step, nullptr);
   MeasureRow row;
   std::uint64_t rows = 0;
   std::vector<std::size_t> order;
@@ -97,7 +95,7 @@ std::uint64_t measure_ply(const std::filesystem::path& file, const Job& job, con
     MeasureRow sorted;
     sorted.frame = row.frame, sorted.y = row.y;
     for (std::size_t i : order) sorted.x.push_back(row.x[i]), sorted.z.push_back(row.z[i]);
-    detector.push(sorted);
+    measurer.push(sorted);
     row.clear_points();
     ++rows;
   };
@@ -109,7 +107,7 @@ std::uint64_t measure_ply(const std::filesystem::path& file, const Job& job, con
     row.z.push_back(v[i].z);
   }
   if (!row.x.empty()) flush();
-  detector.finish();
+  measurer.finish();
   return rows;
 }
 

@@ -21,6 +21,13 @@ using OnMeasured = std::function<void(const PartResult&, const Part&)>;
 // row's first point form a row (at that first point's Y), sorted by X.
 std::uint64_t measure_ply(const std::filesystem::path& file, const Job& job, const OnMeasured& on_result);
 
+// One row of a range map on a uniform X grid (cell i at X = x_min + i dx,
+// Z = its value, NaN = no data) as a row's points: the filled cells, in X
+// order; the row's own fields (y, frame, ...) are the caller's. The one way
+// a grid row becomes a measured row: measure_range_map's and the daemon's
+// merged scan (docs/measure.md "Measuring the merged scan").
+void grid_row(const float* z, int cells, double x_min, double dx, MeasureRow& row);
+
 // Returns the rows read.
 std::uint64_t measure_range_map(const std::filesystem::path& file, const Job& job, const OnMeasured& on_result);
 

@@ -540,14 +540,36 @@ struct MergeService::Impl {
           return wire::encode_rows(wire::Topic::Heightmap, std::move(h), b.rows);
         },
         false, static_cast<std::uint64_t>(b.rows.rows));
+    if (cfg.on_rows) cfg.on_rows(b);
+    send_measurements();
     if (!cfg.range_map.empty() || !cfg.ply.empty()) {
       range_rows.insert(range_rows.end(), b.rows.z.begin(), b.rows.z.end());
       row_y.insert(row_y.end(), b.y_mm.begin(), b.y_mm.end());
     }
   }
 
+  // The measured parts held (publish_measurement), in the open series.
+  void send_measurements() {
+    std::vector<json> parts;
+    {
+      std::lock_guard lock(held_mu);
+      if (!started || held.empty()) return;
+      parts.swap(held);
+    }
+    for (auto& part : parts)
+      send(
+          wire::Topic::Measurement,
+          [&](json h) {
+            h["part"] = std::move(part);
+            return wire::encode_control(wire::Topic::Measurement, h);
+          },
+          false, 0);
+  }
+
   void end_series(const char* reason) {
     if (!started) start_series();
+    if (cfg.on_series_end) cfg.on_series_end();
+    send_measurements();
     const MergeCounters c = merger->counters();
     send(
         wire::Topic::SeriesEnd,
@@ -574,6 +596,12 @@ struct MergeService::Impl {
     metadata::Json d = metadata::document("range-map");
     d["values"] = "world Z mm, NaN = no data (stripeline merge)";
     d["grid"] = grid_json();
+    d["grid"]["x_min_mm"] = cfg.merge.grid.x_min;  // as a range map of `replay --range-map` names them
+    d["grid"]["dx_mm"] = cfg.merge.grid.dx;
+    const auto first = std::find_if(row_y.begin(), row_y.end(), [](double y) { return std::isfinite(y); });
+    if (cfg.y_step_mm > 0 && first != row_y.end())
+      d["calibration"] = {{"y_source", "frame"}, {"y_step_mm", cfg.y_step_mm},
+                          {"y_offset_mm", *first - cfg.y_step_mm * static_cast<double>(first - row_y.begin())}};
     if (!cfg.range_map.empty()) {
       io::write_float_tiff(cfg.range_map, range_rows.data(), bins, rows, metadata::text(d));
       written.push_back(cfg.range_map);
@@ -623,6 +651,7 @@ struct MergeService::Impl {
           }
         }
         merger->expire(Merger::Clock::now());
+        send_measurements();
         if (sender) {
           sender->drain_subscriptions();
           subscribers = sender->matching("heightmap");
@@ -663,6 +692,8 @@ struct MergeService::Impl {
   std::array<std::uint64_t, kDropReasons> rows_dropped{};
   std::vector<float> range_rows;
   std::vector<double> row_y;
+  std::mutex held_mu;  // guards held (never with mu: publish_measurement runs on a measuring thread)
+  std::vector<json> held;
   std::vector<std::filesystem::path> written;
   std::string error;
   mutable std::mutex mu;
@@ -696,6 +727,13 @@ bool MergeService::wait_done(std::chrono::milliseconds timeout) const {
 void MergeService::stop() {
   impl_->stop();
   if (!impl_->error.empty()) throw RuntimeFailure("merge: " + impl_->error);
+}
+
+void MergeService::publish_measurement(const nlohmann::json& part) {
+  std::lock_guard lock(impl_->held_mu);
+  auto& held = impl_->held;
+  if (held.size() >= 64) held.erase(held.begin());
+  held.push_back(part);
 }
 
 MergeCounters MergeService::counters() const {

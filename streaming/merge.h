@@ -154,6 +154,15 @@ struct MergeServiceConfig {
   std::filesystem::path range_map;       // float32 TIFF: world Z in mm per row and X cell, NaN = no data
   std::filesystem::path ply;             // one vertex per merged cell with data: x = cell centre, y = row's world Y, z
   bool ply_ascii = false;
+  // The motion between merged rows, mm (the heads' calibration y_step): > 0
+  // puts it in the range map's description, its row r at the first row's Y
+  // + r x y_step_mm, so that `stripeline measure` reads it (docs/measure.md).
+  double y_step_mm = 0.0;
+  // On the merge's thread: each block as it goes out, and the series' end
+  // before its series-end is sent (what it measures there goes out in the
+  // series: publish_measurement). Either may be empty.
+  std::function<void(const MergedBlock&)> on_rows;
+  std::function<void()> on_series_end;
 };
 
 // The heads subscribed, the Merger on its own thread, the merged series out.
@@ -178,6 +187,11 @@ class MergeService {
   void stop();
   MergeCounters counters() const;
   std::vector<std::filesystem::path> files() const;  // written so far
+  // A measured part's record, sent as a measurement message in the merged
+  // series (docs/wire-format.md) by the merge's thread; while no series is
+  // open it waits for the next series-start (at most 64; beyond, the oldest
+  // is dropped). Any thread; never takes the merge's own lock.
+  void publish_measurement(const nlohmann::json& part);
 
  private:
   struct Impl;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 
 #include "daemon/modbus_server.h"
 #include "measure/modbus_registers.h"
@@ -92,6 +93,43 @@ TEST(Modbus, AClientReadsEachPartsValuesAndDecisions) {
   std::uint16_t beyond[4];
   EXPECT_EQ(modbus_read_registers(client.ctx, measure::kModbusRegisters - 2, 4, beyond), -1);
   EXPECT_GE(server.requests(), 9u);
+}
+
+// A server of several units (a daemon of several heads): each unit its own
+// map, read with the client's unit identifier; a unit not served answers
+// exception 0x0B (gateway target), a server without units answers every unit.
+TEST(Modbus, EachUnitIdentifierHasItsOwnMapAndAnUnservedOneIsAGatewayException) {
+  ModbusServer server("127.0.0.1", 0, {1, 2, 255});
+  std::vector<std::uint16_t> regs;
+  measure::PartCounters counters;
+  for (int unit : {1, 2, 255}) {
+    measure::modbus_registers(part(static_cast<std::uint64_t>(unit) * 10, 1.0, 0.3, Decision::Pass, Decision::Pass), counters, 1, regs);
+    server.publish(regs, unit);
+  }
+  EXPECT_THROW(server.publish(regs, 3), std::invalid_argument);
+  Client client(server.port());
+  ASSERT_EQ(modbus_connect(client.ctx), 0) << modbus_strerror(errno);
+  std::uint16_t head[2];
+  for (int unit : {1, 2, 255}) {
+    ASSERT_EQ(modbus_set_slave(client.ctx, unit), 0);
+    ASSERT_EQ(modbus_read_registers(client.ctx, 0, 2, head), 2) << "unit " << unit << ": " << modbus_strerror(errno);
+    EXPECT_EQ(measure::modbus_u32(head, 0), static_cast<std::uint32_t>(unit) * 10) << "unit " << unit;
+  }
+  for (int unit : {3, 9, 247}) {  // libmodbus sets 0..247 and 255
+    ASSERT_EQ(modbus_set_slave(client.ctx, unit), 0);
+    EXPECT_EQ(modbus_read_registers(client.ctx, 0, 2, head), -1) << "unit " << unit;
+    EXPECT_EQ(errno, EMBXGTAR) << "unit " << unit << ": " << modbus_strerror(errno);
+  }
+
+  ModbusServer single("127.0.0.1", 0);
+  single.publish(regs);
+  Client any(single.port());
+  ASSERT_EQ(modbus_connect(any.ctx), 0) << modbus_strerror(errno);
+  for (int unit : {1, 7, 255}) {
+    ASSERT_EQ(modbus_set_slave(any.ctx, unit), 0);
+    ASSERT_EQ(modbus_read_registers(any.ctx, 0, 2, head), 2) << "unit " << unit << ": " << modbus_strerror(errno);
+    EXPECT_EQ(measure::modbus_u32(head, 0), 2550u);
+  }
 }
 
 TEST(Modbus, ABusyPortIsOneClearError) {
