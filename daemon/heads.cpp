@@ -709,13 +709,15 @@ double merged_row_pitch(const std::vector<Config>& cfgs) {
     const CalibrationFileSettings& c = cfgs[i].calibration;
     if (c.file.empty())
       throw InputError(fmt::format("head[{}].calibration.file: is empty, but the merged scan is in mm (expected a sheet-of-light calibration per head)", i));
-    const double step = c.y_step_mm > 0 ? c.y_step_mm : load_calibration(c.file).model.y_step;
+    // |step|: a head facing the other way (align --reversed) has a negative
+    // step in its own frame and the same pitch in the world's.
+    const double step = std::abs(c.y_step_mm > 0 ? c.y_step_mm : load_calibration(c.file).model.y_step);
     if (i == 0) pitch = step;
     else if (std::abs(step - pitch) > 1e-9 * std::abs(pitch))
-      throw InputError(fmt::format("head[{}].calibration: its motion step {} mm differs from head[0]'s {} mm (expected one step for the merged rows)", i,
+      throw InputError(fmt::format("head[{}].calibration: its motion step {} mm differs from head[0]'s {} mm in size (expected one step for the merged rows)", i,
                                    step, pitch));
   }
-  return std::abs(pitch);
+  return pitch;
 }
 
 // [merge.measure]'s job, loaded and checked: the merged scan is in mm.

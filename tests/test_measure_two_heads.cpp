@@ -30,6 +30,7 @@
 #include "io/image_writer.h"
 #include "measure/job.h"
 #include "measure/part_detector.h"
+#include "measure/scan_files.h"
 #include "measure/tools.h"
 #include "pipeline/pipeline.h"
 #include "streaming/merge.h"
@@ -167,18 +168,12 @@ class TwoHeads : public ::testing::Test {
     MeasureRow row;
     Merger merger(c, [&](const MergedBlock& b) {  // each merged row's filled cells are its points, at the cells' centres
       for (int r = 0; r < b.rows.rows; ++r) {
-        row.clear_points();
+        measure::grid_row(b.rows.z.data() + static_cast<std::size_t>(r) * b.rows.width, b.rows.width, c.grid.x_min, c.grid.dx, row);
         row.frame = b.rows.frame_ids[static_cast<std::size_t>(r)];
         row.y = b.y_mm[static_cast<std::size_t>(r)];
         row.encoder = b.rows.encoder[static_cast<std::size_t>(r)].value_or(0);
         row.has_encoder = b.rows.encoder[static_cast<std::size_t>(r)].has_value();
         if (masks) masks->push_back(b.heads[static_cast<std::size_t>(r)]);
-        for (int i = 0; i < b.rows.width; ++i) {
-          const float z = b.rows.z[static_cast<std::size_t>(r) * b.rows.width + i];
-          if (!std::isfinite(z)) continue;
-          row.x.push_back(static_cast<float>(c.grid.x_min + i * c.grid.dx));
-          row.z.push_back(z);
-        }
         detector.push(row);
       }
     });
