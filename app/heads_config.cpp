@@ -53,6 +53,7 @@ void DaemonMergeConfig::validate() const {
   }
   if (!(tolerance_us >= 0)) fail("tolerance_us", "must be >= 0 microseconds");
   if (window_ms < 1 || window_ms > 600000) fail("window_ms", "must be 1..600000 ms");
+  if (max_pending_rows < 1 || max_pending_rows > 1000000) fail("max_pending_rows", "must be 1..1000000 rows");
   if (publish.find("://") == std::string::npos) fail("publish", "'" + publish + "' is not a ZeroMQ endpoint (expected e.g. tcp://127.0.0.1:5570)");
   if (send_hwm < 1) fail("send_hwm", "must be >= 1");
   if (rows_per_message < 1 || rows_per_message > 65536) fail("rows_per_message", "must be 1..65536");
@@ -107,6 +108,7 @@ MergeServiceConfig merge_service_config(const DaemonMergeConfig& m, const std::v
   c.merge.overlap = parse_overlap_rule(m.overlap);
   c.merge.timestamp_tolerance_ns = static_cast<std::int64_t>(m.tolerance_us * 1000.0);
   c.merge.window = std::chrono::milliseconds(m.window_ms);
+  c.merge.max_pending_rows = m.max_pending_rows;
   c.merge.rows_per_block = m.rows_per_message;
   c.merge.grid = grid_of(m);
   c.merge.validate();

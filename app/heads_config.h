@@ -46,6 +46,7 @@ struct DaemonMergeConfig {
   double tolerance_us = 50.0;                  // align = "timestamp": rows this close are one row
   std::string overlap = "mean";                // mean or quality
   int window_ms = 200;                         // a row waits at most this long for an absent head
+  int max_pending_rows = 4096;                 // rows waiting at once; beyond, the oldest goes out early (set >= window x rows/s)
   std::string publish = "tcp://127.0.0.1:5570";  // the merged stream (bound)
   int send_hwm = 1000;                         // merged messages queued per subscriber
   int rows_per_message = 8;                    // merged rows per message at most

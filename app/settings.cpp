@@ -657,6 +657,10 @@ const Setting kMergeSettings[] = {
     {"tolerance_us", "", ">= 0", "align = \"timestamp\": rows this close are one row, microseconds", kHeads, FIELD(c.merge.tolerance_us)},
     {"overlap", "", "mean or quality", "Where heads overlap, per cell: the mean, or the head with the best contrast", kHeads, FIELD(c.merge.overlap)},
     {"window_ms", "", "1..600000", "A row waits at most this long for an absent head, ms", kHeads, FIELD(c.merge.window_ms)},
+    {"max_pending_rows", "", "1..1000000",
+     "Merged rows waiting at once; beyond, the oldest goes out without its absent heads (counted forced): at least window_ms x the heads' rows/s, "
+     "so heads drifting apart within the window still merge",
+     kHeads, FIELD(c.merge.max_pending_rows)},
     {"publish", "", "", "The merged stream's endpoint (bound)", kHeads, FIELD(c.merge.publish)},
     {"send_hwm", "", ">= 1", "Merged messages queued per subscriber before drops (counted)", kHeads, FIELD(c.merge.send_hwm)},
     {"rows_per_message", "", "1..65536", "Merged rows per message at most", kHeads, FIELD(c.merge.rows_per_message)},

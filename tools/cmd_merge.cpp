@@ -26,7 +26,7 @@ namespace {
 struct Flags {
   std::vector<std::string> heads, server_keys, allow;
   std::string transforms, align = "encoder", overlap = "mean", grid, rule = "mean", publish, ply, range_map, client_key, server_secret;
-  int fill = 0, window_ms = 200, send_hwm = 1000, rows_per_message = 8;
+  int fill = 0, window_ms = 200, max_pending_rows = 4096, send_hwm = 1000, rows_per_message = 8;
   double tolerance_us = 50.0, stats_interval = 0.0, duration = 0.0;
   bool curve = false, ascii = false, quiet = false;
 };
@@ -64,6 +64,7 @@ MergeServiceConfig service_config(const Flags& f) {
   c.merge.overlap = parse_overlap_rule(f.overlap);
   c.merge.timestamp_tolerance_ns = static_cast<std::int64_t>(f.tolerance_us * 1000.0);
   c.merge.window = std::chrono::milliseconds(f.window_ms);
+  c.merge.max_pending_rows = f.max_pending_rows;
   c.merge.rows_per_block = f.rows_per_message;
   PublisherConfig grid;  // the one parser of X_MIN:X_MAX:DX, rule and fill (the publisher's rectified rows)
   grid.rectified_grid = f.grid;
@@ -168,6 +169,9 @@ Subcommand add_merge(CLI::App& app) {
   sub->add_option("--rule", f->rule, "Within one head's cell: max, min, mean or nearest")->capture_default_str();
   sub->add_option("--fill", f->fill, "After the merge, fill gaps of up to N empty cells by linear interpolation")->capture_default_str();
   sub->add_option("--window-ms", f->window_ms, "The oldest waiting row waits at most this long for an absent head (and a head silent this long is not waited for); its rows that come later are counted late")->capture_default_str();
+  sub->add_option("--max-pending-rows", f->max_pending_rows,
+                  "Merged rows waiting at once; beyond, the oldest goes out without its absent heads (counted forced): at least --window-ms x the heads' rows/s")
+      ->capture_default_str();
   sub->add_option("--publish", f->publish, "Publish the merged rows here (bound; the wire format's rectified form)");
   sub->add_option("--send-hwm", f->send_hwm, "Merged messages queued per subscriber before drops (counted)")->capture_default_str();
   sub->add_option("--rows-per-message", f->rows_per_message, "Merged rows per message at most (sent as soon as ready)")->capture_default_str();

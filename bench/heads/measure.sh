@@ -30,8 +30,10 @@ WIDTH=${WIDTH:-256}; HEIGHT=${HEIGHT:-32}; CACHED=${CACHED:-0}; BACKEND=${BACKEN
   printf '[output]\ndir = "%s/scans"\nply = ""\nheightmap = ""\npreview = ""\nsummary = ""\n' "$DIR"
   printf '[publisher]\nenabled = true\nrows_per_message = 8\nstats_interval = 0\nsend_hwm = 100000\n'
   printf '[daemon]\nscan_rows = 10000000\nrate = %s\npause = 0.0\nidle_close = 0.0\n[http]\nport = %s\n' "$RATE" "$PORT"
-  printf '[merge]\nenabled = %s\ntransforms = "%s/transforms.toml"\ngrid = "-55:55:0.5"\nwindow_ms = %s\npublish = "ipc://%s/merged.sock"\n' \
-    "$([ "$MERGE" = 1 ] && echo true || echo false)" "$HERE" "$WINDOW" "$DIR"
+  # Rows waiting: the window's worth at the pace (at least the merge's default 4096).
+  PENDING=$(( RATE * WINDOW / 1000 > 4096 ? RATE * WINDOW / 1000 : 4096 ))
+  printf '[merge]\nenabled = %s\ntransforms = "%s/transforms.toml"\ngrid = "-55:55:0.5"\nwindow_ms = %s\nmax_pending_rows = %s\npublish = "ipc://%s/merged.sock"\n' \
+    "$([ "$MERGE" = 1 ] && echo true || echo false)" "$HERE" "$WINDOW" "$PENDING" "$DIR"
   for i in "${!NAMES[@]}"; do
     h=${NAMES[$i]}
     printf '[[head]]\nname = "%s"\n' "$h"
