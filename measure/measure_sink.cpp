@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "core/errors.h"
 #include "core/fixed_point.h"
@@ -66,15 +65,7 @@ void MeasureSink::consume(const ProfileSpan& p) {
         row_.z.push_back(static_cast<float>(Z));
       }
     }
-    if (!sorted) {  // a lens or a second peak can put a point out of X order: sort the pairs
-      std::vector<std::size_t> order(row_.x.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return row_.x[a] < row_.x[b]; });
-      std::vector<float> xs(order.size()), zs(order.size());
-      for (std::size_t i = 0; i < order.size(); ++i) xs[i] = row_.x[order[i]], zs[i] = row_.z[order[i]];
-      row_.x.swap(xs);
-      row_.z.swap(zs);
-    }
+    if (!sorted) row_.sort_by_x(sort_order_, sort_scratch_);
     ++rows_;
     rows_measurer_.push(row_);
   }

@@ -55,6 +55,8 @@ class MeasureSink final : public ProfileSink {
 
   ProfileMapping mapping_;
   MeasureRow row_;
+  std::vector<std::uint32_t> sort_order_;  // row_.sort_by_x's, kept from row to row
+  std::vector<float> sort_scratch_;
   std::uint64_t rows_ = 0;
 #if STRIPELINE_HAVE_CUDA
   std::unique_ptr<DeviceVolume> device_volume_;

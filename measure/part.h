@@ -6,8 +6,10 @@
 // sensor's columns and rows where the scan has no sheet-of-light
 // calibration: units "px"), in increasing X, NaN-free; its Y on the motion
 // axis (mm), frame index, encoder count and timestamp.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,20 @@ struct MeasureRow {
   void clear_points() {
     x.clear();
     z.clear();
+  }
+  // The points in X order, equal X in the order they came (a lens or a
+  // second peak can put a point out of order). `order` and `scratch` are
+  // the caller's, kept from row to row: nothing is allocated once they
+  // have grown (std::stable_sort would take a buffer each time).
+  void sort_by_x(std::vector<std::uint32_t>& order, std::vector<float>& scratch) {
+    order.resize(x.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return x[a] < x[b] || (x[a] == x[b] && a < b); });
+    for (std::vector<float>* v : {&x, &z}) {
+      scratch.resize(order.size());
+      for (std::size_t i = 0; i < order.size(); ++i) scratch[i] = (*v)[order[i]];
+      v->swap(scratch);
+    }
   }
 };
 

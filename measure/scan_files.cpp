@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include <nlohmann/json.hpp>
 
@@ -87,15 +86,11 @@ std::uint64_t measure_ply(const std::filesystem::path& file, const Job& job, con
   measurer.begin("mm", y_step, nullptr);
   MeasureRow row;
   std::uint64_t rows = 0;
-  std::vector<std::size_t> order;
+  std::vector<std::uint32_t> order;
+  std::vector<float> scratch;
   auto flush = [&] {
-    order.resize(row.x.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return row.x[a] < row.x[b]; });
-    MeasureRow sorted;
-    sorted.frame = row.frame, sorted.y = row.y;
-    for (std::size_t i : order) sorted.x.push_back(row.x[i]), sorted.z.push_back(row.z[i]);
-    measurer.push(sorted);
+    row.sort_by_x(order, scratch);
+    measurer.push(row);
     row.clear_points();
     ++rows;
   };
