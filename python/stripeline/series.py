@@ -57,8 +57,10 @@ class Series:
 
     @property
     def complete(self):
-        return (self.end is not None and not self.gaps and bool(self.received.all())
-                and self.rows == self.end.profile_rows)
+        # Without its series-start (joined after it went out) the series lacks its calibration
+        # and unit, so it is not complete even when every row arrived.
+        return (self.start is not None and self.end is not None and not self.gaps
+                and bool(self.received.all()) and self.rows == self.end.profile_rows)
 
     def _mask(self, calibration=None):
         """[rows, width, slots] bool: the entries that are points, in the PLY's order (row,

@@ -135,6 +135,20 @@ class DecodeTest(unittest.TestCase):
         self.assertTrue(np.isnan(s.z[0]).all())
         self.assertEqual(list(s.index[2:]), [12, 13])
 
+    def test_a_series_joined_after_its_start_is_not_complete(self):
+        # Every row and the end arrived, but the series-start (its unit, calibration) went out
+        # before the subscriber joined: the daemon test met this in CI.
+        asm = stripeline.SeriesAssembler()
+        asm.add(decode(profile_frames(seq=1, series_row=0)))
+        end = decode([b"series-end", json.dumps({"htype": "stripeline-series-end-1.0", "series": "s1", "seq": 2,
+                                                  "profile_rows": 2}).encode()])
+        self.assertTrue(asm.add(end))
+        s = asm.series()
+        self.assertTrue(s.received.all())
+        self.assertEqual(s.gaps, [])
+        self.assertIsNone(s.start)
+        self.assertFalse(s.complete)
+
     def test_calibrated_mapping(self):
         cal = stripeline.Calibration(enabled=True, unit="mm", x_scale=0.5, x_offset=1.0, y_scale=2.0, y_offset=-1.0,
                                      y_from_encoder=True)
