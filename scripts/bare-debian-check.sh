@@ -15,6 +15,11 @@
 # so they vanish with it even if this script is killed.
 #   scripts/bare-debian-check.sh            the check (CI: .ci/run; STRIPELINE_SKIP_BARE_CHECK=1 skips it there)
 #   STRIPELINE_BARE_KEEP=1 scripts/bare-debian-check.sh   keep the root afterwards (to look inside; remove it by hand)
+#   STRIPELINE_BARE_CUDA=/usr/local/cuda scripts/bare-debian-check.sh
+#       bind that CUDA toolkit (read-only) at /usr/local/cuda in the root, as
+#       on CI's machines, so the root's build is the CUDA build (.ci/run does
+#       this: the root's tests are then CI's only run of the suite); with
+#       STRIPELINE_CMAKE_ARGS passed in too (.ci/run: one architecture)
 set -euo pipefail
 # (The whole script is one { } block: bash reads it entirely before it runs,
 # so editing or checking out this file during a run cannot change the run.)
@@ -34,6 +39,9 @@ for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
 done
 [[ -n $sources ]] || sources="http://deb.debian.org/debian"
 
+if [[ -n ${STRIPELINE_BARE_CUDA:-} && ! -x ${STRIPELINE_BARE_CUDA}/bin/nvcc ]]; then
+  fail "STRIPELINE_BARE_CUDA=$STRIPELINE_BARE_CUDA has no bin/nvcc (expected a CUDA toolkit's directory)"
+fi
 commit=$(git -C "$src" rev-parse HEAD) || fail "$src is not a git checkout"
 if [[ -n $(git -C "$src" status --porcelain --untracked-files=no) ]]; then
   echo "bare-debian-check: note: uncommitted changes in $src are not part of the check (it clones $commit)"
@@ -119,9 +127,15 @@ run_in_root() {
     mount --rbind /dev "$r/dev"; mount --make-rslave "$r/dev"
     mount -t tmpfs -o mode=0755 tmpfs "$r/run"
     mkdir -p "$r/run/lock"
+    if [ -n "${STRIPELINE_BARE_CUDA:-}" ]; then
+      mkdir -p "$r/usr/local/cuda"
+      mount --bind "$(readlink -f "$STRIPELINE_BARE_CUDA")" "$r/usr/local/cuda"
+      mount -o remount,bind,ro "$r/usr/local/cuda"
+    fi
     exec chroot "$r" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM="${TERM:-dumb}" \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       ${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} \
+      ${STRIPELINE_CMAKE_ARGS:+STRIPELINE_CMAKE_ARGS="$STRIPELINE_CMAKE_ARGS"} \
       /bin/bash -c "cd /root/stripeline && $*"' bare "$root" "$name" \
     > >(tee -a "$log") 2>&1 || rc=$?
   eval "t_$2=$(($(secs) - t1))"
@@ -138,6 +152,7 @@ run_in_root scripts/test.sh test || status=1
 echo
 echo "================ bare Debian 12 check ($commit)"
 echo "root (mmdebstrap minbase + git, ca-certificates): ${t_root} s"
+echo "CUDA toolkit in the root: ${STRIPELINE_BARE_CUDA:-none (a CPU-only build)}${STRIPELINE_CMAKE_ARGS:+; cmake args: $STRIPELINE_CMAKE_ARGS}"
 echo "scripts/demo.sh: ${t_demo:-not run} s"
 echo "scripts/test.sh: ${t_test:-not run} s"
 # ctest's summary (pass count, the tests that failed) and the skip reasons
