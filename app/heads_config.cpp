@@ -6,6 +6,7 @@
 #include "app/config.h"
 #include "calibration/head_alignment.h"
 #include "core/errors.h"
+#include "core/thread_scheduling.h"
 #include "kernels/rectify.h"
 #include "streaming/curve.h"
 
@@ -30,6 +31,8 @@ kernels::RectifyGrid grid_of(const DaemonMergeConfig& m) {
   g.rectified_fill = m.fill;
   return g.rectify_grid();
 }
+
+ThreadScheduling scheduling_of(const DaemonMergeConfig& m) { return {m.realtime_priority, parse_cpu_list(m.cpus, "cpus")}; }
 }  // namespace
 
 void DaemonMergeConfig::validate() const {
@@ -62,6 +65,8 @@ void DaemonMergeConfig::validate() const {
   if (!range_map.empty() && ext(range_map) != ".tif" && ext(range_map) != ".tiff")
     fail("range_map", "'" + range_map + "': expected a .tif or .tiff name (a float32 TIFF)");
   if (!ply.empty() && ext(ply) != ".ply") fail("ply", "'" + ply + "': expected a .ply name");
+  if (realtime_priority < 0 || realtime_priority > 99) fail("realtime_priority", "must be 0 (off) or 1..99 (SCHED_FIFO)");
+  scheduling_of(*this).validate("cpus");
 }
 
 void check_heads(const std::vector<HeadEntry>& heads, const DaemonMergeConfig& merge) {
@@ -114,6 +119,8 @@ MergeServiceConfig merge_service_config(const DaemonMergeConfig& m, const std::v
   c.merge.validate();
   c.publish = m.publish;
   c.send_hwm = m.send_hwm;
+  c.scheduling = scheduling_of(m);
+  c.scheduling.check_permitted("merge.realtime_priority");  // at start, naming the key (the service checks again)
   return c;
 }
 

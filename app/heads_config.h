@@ -57,6 +57,8 @@ struct DaemonMergeConfig {
   // CURVE on the heads -> merge hop: this merge's secret key file, listed in every CURVE head's security.client_keys
   // (the heads' server public keys come from their own security.server_secret_key certificates). "" = no CURVE there.
   std::string client_key;
+  int realtime_priority = 0;                   // SCHED_FIFO priority of the merge's thread and its I/O threads (0 = the default scheduling)
+  std::string cpus;                            // the CPUs they may run on ("2-3"); "" = any
   // [merge.measure]: a job on the merged scan, the schema of [measure] (docs/measure.md "Measuring the merged scan").
   MeasureConfig measure;
 

@@ -670,6 +670,11 @@ const Setting kMergeSettings[] = {
     {"ply", "", ".ply; \"\" = none", "Each merged series' PLY (one vertex per cell with data), named like range_map", kHeads, FIELD(c.merge.ply)},
     {"client_key", "", "", "CURVE heads: the merge's secret key file, in every head's security.client_keys (docs/scale-out.md)", kHeads,
      FIELD(c.merge.client_key)},
+    {"realtime_priority", "", "0 = off, 1..99",
+     "SCHED_FIFO priority of the merge's thread and its sockets' I/O threads, so the heads' extraction does not delay it (needs CAP_SYS_NICE or "
+     "LimitRTPRIO=; docs/scale-out.md \"Latency under load\")",
+     kHeads, FIELD(c.merge.realtime_priority)},
+    {"cpus", "", "\"\" = any; e.g. \"1\" or \"2-3\"", "The CPUs the merge's thread and its I/O threads may run on", kHeads, FIELD(c.merge.cpus)},
 };
 
 // [[head]]: its own keys; its sub-tables are the sections above (kHeadSections).

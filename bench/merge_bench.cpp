@@ -14,7 +14,14 @@
 // subscriber: per merged row, its arrival through the proxy minus its arrival
 // straight from the merge is what the proxy adds.
 //
-//   merge_bench [WIDTH=256] [RATE=10000] [SECONDS=5] [HEADS=3] [DX=0.2] [PROXY=0]
+//   merge_bench [WIDTH=256] [RATE=10000] [SECONDS=5] [HEADS=3] [DX=0.2] [PROXY=0] [RT=0]
+//
+// RT > 0 runs the merge's and the proxy's threads (and their ZeroMQ I/O
+// threads) SCHED_FIFO at that priority ([merge] realtime_priority, `proxy
+// --realtime-priority`; docs/scale-out.md, "Latency under load"), and this
+// program's readers likewise (a consumer that needs the rows promptly), so
+// that both the direct and the merged path are read without a wait for a
+// core. The heads' publishing stays time-shared (the heads are the load).
 //
 // Each head sees 40 mm (local X -20..20) over WIDTH columns, the heads 35 mm
 // apart (5 mm overlaps); the merged grid spans them all in DX mm cells.
@@ -35,6 +42,7 @@
 #include "streaming/proxy.h"
 #include "streaming/publisher.h"
 #include "streaming/subscriber.h"
+#include "streaming/zmq_context.h"
 #include "../tests/synthetic_head_rows.h"
 
 using namespace stripeline;
@@ -107,6 +115,7 @@ int main(int argc, char** argv) {
   const int heads = argc > 4 ? std::atoi(argv[4]) : 3;
   const double dx = argc > 5 ? std::atof(argv[5]) : 0.2;
   const bool with_proxy = argc > 6 && std::atoi(argv[6]) != 0;
+  const ThreadScheduling scheduling{argc > 7 ? std::atoi(argv[7]) : 0, {}};
   constexpr int kRowsPerMessage = 8;
   const auto frames = static_cast<std::uint64_t>(rate * seconds) / kRowsPerMessage * kRowsPerMessage;
   {
@@ -139,8 +148,9 @@ int main(int argc, char** argv) {
   mc.merge.window = std::chrono::milliseconds(100);
   mc.publish = "ipc:///tmp/stripeline-merge-bench-" + tag + "-merged";
   mc.send_hwm = 100000;
+  mc.scheduling = scheduling;
   MergeService merge(mc);
-  zmq::context_t ctx(1);  // the bench's two sockets share one I/O thread
+  zmq::context_t ctx = make_zmq_context(scheduling, "merge_bench");  // the bench's sockets share one I/O thread
   Subscriber merged(SubscriberOptions{merge.publish_endpoint(), 100000, "", ""}, &ctx);
   Subscriber direct(SubscriberOptions{pubs[0]->endpoint(), 100000, "", ""}, &ctx);
   std::unique_ptr<StreamProxy> proxy;
@@ -150,6 +160,7 @@ int main(int argc, char** argv) {
     pc.frontend = merge.publish_endpoint();
     pc.backend = "ipc:///tmp/stripeline-merge-bench-" + tag + "-proxy";
     pc.hwm = 100000;
+    pc.scheduling = scheduling;
     proxy = std::make_unique<StreamProxy>(pc);
     proxied = std::make_unique<Subscriber>(SubscriberOptions{proxy->backend_endpoint(), 100000, "", ""}, &ctx);
     if (!merge.wait_for_subscribers(2, std::chrono::seconds(10))) return std::fprintf(stderr, "merge_bench: the proxy did not subscribe\n"), 1;
@@ -172,6 +183,7 @@ int main(int argc, char** argv) {
   // Each reader: the messages of `topic` until the series ends (or, once the
   // publishers are done, nothing more comes), with their arrival time.
   auto read_until_end = [&](Subscriber& from, wire::Topic topic, auto on_message) {
+    apply_to_current_thread(scheduling, "merge_bench reader");
     while (true) {
       auto d = from.receive(std::chrono::milliseconds(2000));
       if (!d) {
@@ -234,8 +246,8 @@ int main(int argc, char** argv) {
   const MergeCounters c = merge.counters();
   const Quantiles m = quantiles(merged_lat), d = quantiles(direct_lat);
   std::printf("merge_bench: %d heads x %llu rows of %d columns at %.0f rows/s per head (%.2f s, paced %.0f rows/s), 8 rows a message, ipc; "
-              "merged grid %d cells of %g mm\n", heads, static_cast<unsigned long long>(frames), width, rate, took, static_cast<double>(frames) / took,
-              mc.merge.grid.bins(), dx);
+              "merged grid %d cells of %g mm; merge and proxy scheduling: %s\n", heads, static_cast<unsigned long long>(frames), width, rate, took,
+              static_cast<double>(frames) / took, mc.merge.grid.bins(), dx, scheduling.describe().c_str());
   std::printf("  publish -> merged out: p50 %.0f us, p99 %.0f us, max %.0f us (%zu rows)\n", m.p50, m.p99, m.max, m.n);
   std::printf("  publish -> direct out (head 0, no merge): p50 %.0f us, p99 %.0f us, max %.0f us (%zu rows)\n", d.p50, d.p99, d.max, d.n);
   std::printf("  added by the merge: p50 %.0f us, p99 %.0f us; inside the merge (last head's row in -> merged row out): p50 %.0f us, p99 %.0f us, max %.1f us\n",

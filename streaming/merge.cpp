@@ -18,6 +18,7 @@
 #include "io/float_tiff_writer.h"
 #include "io/ply_writer.h"
 #include "streaming/sender.h"
+#include "streaming/zmq_context.h"
 #include "streaming/series.h"
 #include "streaming/subscriber.h"
 
@@ -468,7 +469,7 @@ struct MergeService::Impl {
     if (!cfg.publish.empty()) {
       if (cfg.publish.find("://") == std::string::npos)
         throw InputError("merge: publish endpoint '" + cfg.publish + "' is not a ZeroMQ endpoint (expected e.g. tcp://127.0.0.1:5570)");
-      sender = std::make_unique<Sender>(SenderOptions{cfg.publish, cfg.send_hwm, 1000, 1000, cfg.curve});
+      sender = std::make_unique<Sender>(SenderOptions{cfg.publish, cfg.send_hwm, 1000, 1000, cfg.curve, cfg.scheduling});
     }
     merger = std::make_unique<Merger>(cfg.merge, [this](const MergedBlock& b) { on_block(b); });
     thread = std::thread([this] { loop(); });
@@ -629,6 +630,11 @@ struct MergeService::Impl {
   }
 
   void loop() {
+    try {  // checked when the context was made: a refusal now is the kernel's change of mind
+      apply_to_current_thread(cfg.scheduling, "merge");
+    } catch (const std::exception& e) {
+      spdlog::error("{} (the merge runs with the default scheduling)", e.what());
+    }
     if (sender) {
       sender->drain_subscriptions();
       subscribers = sender->matching("heightmap");
@@ -682,7 +688,7 @@ struct MergeService::Impl {
   }
 
   MergeServiceConfig cfg;
-  zmq::context_t ctx{1};  // one I/O thread for every head's socket
+  zmq::context_t ctx{make_zmq_context(cfg.scheduling, "merge")};  // one I/O thread for every head's socket
   std::vector<std::unique_ptr<Subscriber>> subs;
   std::unique_ptr<Sender> sender;
   std::unique_ptr<Merger> merger;

@@ -44,6 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/head_alignment.h"
+#include "core/thread_scheduling.h"
 #include "kernels/rectify.h"
 #include "streaming/curve.h"
 #include "streaming/wire_format.h"
@@ -150,6 +151,8 @@ struct MergeServiceConfig {
   std::string publish;
   int send_hwm = 1000;
   CurveConfig curve;                     // downstream CURVE (server secret key, allowed clients)
+  // The merge's thread and its sockets' I/O threads (docs/scale-out.md, "Latency under load").
+  ThreadScheduling scheduling;
   // Files written when the merged series ends (or at stop()).
   std::filesystem::path range_map;       // float32 TIFF: world Z in mm per row and X cell, NaN = no data
   std::filesystem::path ply;             // one vertex per merged cell with data: x = cell centre, y = row's world Y, z

@@ -17,7 +17,7 @@ std::string control_endpoint(const void* self) {
 
 }  // namespace
 
-StreamProxy::StreamProxy(const ProxyConfig& c) {
+StreamProxy::StreamProxy(const ProxyConfig& c) : ctx_(make_zmq_context(c.scheduling, "proxy")) {
   if (c.frontend.empty()) throw InputError("proxy: no frontend endpoint (the publisher to connect to)");
   for (zmq::socket_t* s : {&frontend_, &backend_}) {
     s->set(zmq::sockopt::sndhwm, c.hwm);
@@ -44,14 +44,19 @@ StreamProxy::StreamProxy(const ProxyConfig& c) {
   steer_.bind(control);
   control_.connect(control);
   // The sockets move to the proxy's thread (starting it is the memory barrier ZeroMQ asks for).
-  thread_ = std::thread([this] {
+  thread_ = std::thread([this, scheduling = c.scheduling] {
+    try {  // checked when the context was made: a refusal now is the kernel's change of mind
+      apply_to_current_thread(scheduling, "proxy");
+    } catch (const std::exception& e) {
+      spdlog::error("{} (the proxy runs with the default scheduling)", e.what());
+    }
     try {
       zmq::proxy_steerable(frontend_, backend_, zmq::socket_ref(), steer_);
     } catch (const zmq::error_t& e) {
       if (e.num() != ETERM) spdlog::error("proxy: {}", e.what());
     }
   });
-  spdlog::info("proxy: {} -> {}", c.frontend, backend_endpoint_);
+  spdlog::info("proxy: {} -> {}{}", c.frontend, backend_endpoint_, c.scheduling.is_default() ? "" : " (scheduling: " + c.scheduling.describe() + ")");
 }
 
 StreamProxy::~StreamProxy() { stop(); }

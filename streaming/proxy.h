@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "streaming/curve.h"
+#include "streaming/zmq_context.h"
 
 namespace stripeline {
 
@@ -23,6 +24,7 @@ struct ProxyConfig {
   std::string server_key, client_key;            // upstream CURVE: the publisher's public key file, this proxy's secret key file
   CurveConfig backend_curve;                     // downstream CURVE (server secret key, allowed client keys)
   int hwm = 1000;                                // messages queued per peer on each side
+  ThreadScheduling scheduling;                   // the proxy's thread and its I/O thread (docs/scale-out.md)
 };
 
 // zmq_proxy_steerable's STATISTICS: messages and bytes per socket and direction.
@@ -46,7 +48,7 @@ class StreamProxy {
   void stop();                   // TERMINATE; idempotent
 
  private:
-  zmq::context_t ctx_{1};
+  zmq::context_t ctx_;  // made first (the sockets below are made from it)
   zmq::socket_t frontend_{ctx_, zmq::socket_type::xsub}, backend_{ctx_, zmq::socket_type::xpub};
   zmq::socket_t control_{ctx_, zmq::socket_type::pair}, steer_{ctx_, zmq::socket_type::pair};
   std::unique_ptr<ZapHandler> zap_;

@@ -73,7 +73,7 @@ class Publisher::Impl {
  public:
   explicit Impl(PublisherConfig c)
       : cfg((c.validate(), std::move(c))),
-        sender(SenderOptions{cfg.endpoint, cfg.send_hwm, cfg.linger_ms, cfg.control_timeout_ms, cfg.curve}) {
+        sender(SenderOptions{cfg.endpoint, cfg.send_hwm, cfg.linger_ms, cfg.control_timeout_ms, cfg.curve, {}}) {
     hm.keep_primary = !cfg.heightmap_filters.empty();  // only the heightmap block feeds the filters
     spdlog::info("publisher: bound {} (send_hwm {}, {} rows per message{})", sender.endpoint(), cfg.send_hwm, cfg.rows_per_message,
                  cfg.curve.enabled ? ", CURVE with client allowlist" : "");

@@ -14,6 +14,7 @@
 
 #include "streaming/curve.h"
 #include "streaming/wire_format.h"
+#include "streaming/zmq_context.h"
 
 namespace stripeline {
 
@@ -27,6 +28,7 @@ struct SenderOptions {
   int linger_ms = 1000;
   int control_timeout_ms = 1000;
   CurveConfig curve;
+  ThreadScheduling scheduling;  // the socket's I/O thread (the merge's output: docs/scale-out.md)
 };
 
 class Sender {
@@ -53,7 +55,7 @@ class Sender {
   void log_error(const std::string& what);
 
   SenderOptions options_;
-  zmq::context_t ctx_{1};
+  zmq::context_t ctx_{make_zmq_context(options_.scheduling, "publisher")};
   std::unique_ptr<ZapHandler> zap_;
   zmq::socket_t socket_{ctx_, zmq::socket_type::xpub};
   std::string endpoint_;

@@ -123,6 +123,9 @@ TEST(HeadsConfig, BadHeadKeysGiveOneLineNamingTheKey) {
       {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\nrange_map = \"m.png\"\n" + two, "h.toml: merge.range_map: 'm.png': expected a .tif"},
       {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\nply = \"m.txt\"\n" + two, "h.toml: merge.ply: 'm.txt': expected a .ply"},
       {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\nmax_pending_rows = 0\n" + two, "h.toml: merge.max_pending_rows: must be 1..1000000"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\nrealtime_priority = 100\n" + two, "h.toml: merge.realtime_priority: must be 0 (off) or 1..99"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\ncpus = \"1-x\"\n" + two, "h.toml: merge.cpus: '1-x' (expected CPU numbers"},
+      {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\ncpus = \"4096\"\n" + two, "h.toml: merge.cpus: '4096' (expected CPU numbers"},
       {"[merge]\nenabled = true\ntransforms = \"t.toml\"\ngrid = \"0:10:1\"\n[publisher]\nenabled = true\n[security]\ncurve = true\n"
        "server_secret_key = \"s.secret\"\nclient_keys = [\"c.pub\"]\n[[head]]\nname = \"a\"\n",
        "h.toml: head[0].security.curve: needs merge.client_key"},

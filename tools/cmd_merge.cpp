@@ -18,6 +18,7 @@
 #include "streaming/merge.h"
 #include "streaming/publisher.h"
 #include "tools/commands.h"
+#include "tools/scheduling_flags.h"
 
 namespace stripeline::tools {
 
@@ -29,6 +30,7 @@ struct Flags {
   int fill = 0, window_ms = 200, max_pending_rows = 4096, send_hwm = 1000, rows_per_message = 8;
   double tolerance_us = 50.0, stats_interval = 0.0, duration = 0.0;
   bool curve = false, ascii = false, quiet = false;
+  SchedulingFlags scheduling;
 };
 
 // "NAME=VALUE" -> {NAME, VALUE}; InputError naming the flag.
@@ -92,6 +94,7 @@ MergeServiceConfig service_config(const Flags& f) {
   c.range_map = f.range_map;
   c.ply = f.ply;
   c.ply_ascii = f.ascii;
+  c.scheduling = f.scheduling.scheduling();
   return c;
 }
 
@@ -177,6 +180,7 @@ Subcommand add_merge(CLI::App& app) {
   sub->add_option("--rows-per-message", f->rows_per_message, "Merged rows per message at most (sent as soon as ready)")->capture_default_str();
   sub->add_option("--ply", f->ply, "Write the merged rows as a PLY (x = cell centre, y = the row's world Y, z) when the series ends");
   sub->add_flag("--ascii", f->ascii, "ASCII PLY instead of binary little-endian");
+  f->scheduling.add(sub, "merge");
   sub->add_option("--range-map", f->range_map, "Write the merged range map (float32 TIFF, world Z mm, NaN = no data) when the series ends");
   sub->add_option("--server-key", f->server_keys, "CURVE upstream: NAME=FILE, the head's public key file (repeat per head)");
   sub->add_option("--client-key", f->client_key, "CURVE upstream: this merge's secret key file (mode 0600; its public key allowed by the heads)");

@@ -9,6 +9,7 @@
 
 #include "streaming/proxy.h"
 #include "tools/commands.h"
+#include "tools/scheduling_flags.h"
 
 namespace stripeline::tools {
 
@@ -16,6 +17,7 @@ namespace {
 
 struct Flags {
   ProxyConfig proxy;
+  SchedulingFlags scheduling;
   bool curve = false;
   double stats_interval = 10.0, duration = 0.0;
 };
@@ -73,8 +75,10 @@ Subcommand add_proxy(CLI::App& app) {
   sub->add_option("--allow", f->proxy.backend_curve.client_keys, "Downstream CURVE: an allowed consumer's public key file (repeat)");
   sub->add_option("--stats-interval", f->stats_interval, "Seconds between counter lines (0 = only at the end)")->capture_default_str();
   sub->add_option("--duration", f->duration, "Stop after this many seconds (0 = at SIGINT/SIGTERM)")->capture_default_str();
+  f->scheduling.add(sub, "proxy");
   return {sub, [f] {
             f->proxy.backend_curve.enabled = f->curve;
+            f->proxy.scheduling = f->scheduling.scheduling();
             return serve(*f);
           }};
 }

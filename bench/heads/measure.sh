@@ -14,7 +14,8 @@
 # CALIBRATION=FILE (a sheet-of-light calibration of WIDTH x HEIGHT frames; beside this
 # script: head-128x16.calibration.toml, the same -20..20 mm view over 128 x 16 frames),
 # CACHED=N ([synthetic] cached_frames: each head renders N frames once and repeats
-# them, so the host pays for the heads' processing, not for rendering; 0 = render all).
+# them, so the host pays for the heads' processing, not for rendering; 0 = render all),
+# RT=N ([merge] realtime_priority: the merge's threads SCHED_FIFO at N; needs the right to).
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: $0 BINARY RATE MERGE SECONDS [BATCH] [WINDOW_MS]" >&2; exit 2; }
 BIN=$(readlink -f "$1"); RATE=$2; MERGE=$3; SECS=$4; BATCH=${5:-16}; WINDOW=${6:-1000}
@@ -23,7 +24,7 @@ DIR=$(mktemp -d /tmp/stripeline-heads.XXXXXX)
 trap '[ -n "${KEEP_LOG:-}" ] && cp "$DIR/run.log" "$KEEP_LOG"; rm -rf "$DIR"' EXIT
 PORT=$((20000 + RANDOM % 20000))
 HEADS=${HEADS:-a b c}; read -r -a NAMES <<< "$HEADS"; read -r -a DEVS <<< "${DEVICES:-}"
-WIDTH=${WIDTH:-256}; HEIGHT=${HEIGHT:-32}; CACHED=${CACHED:-0}; BACKEND=${BACKEND:-cpu}; CALIBRATION=${CALIBRATION:-$HERE/head.calibration.toml}
+WIDTH=${WIDTH:-256}; HEIGHT=${HEIGHT:-32}; CACHED=${CACHED:-0}; RT=${RT:-0}; BACKEND=${BACKEND:-cpu}; CALIBRATION=${CALIBRATION:-$HERE/head.calibration.toml}
 {
   printf '[synthetic]\nwidth = %s\nframe_height = %s\nframes = 0\ncached_frames = %s\n[processing]\nbackend = "%s"\nbatch_frames = %s\n' "$WIDTH" "$HEIGHT" "$CACHED" "$BACKEND" "$BATCH"
   printf '[calibration]\nfile = "%s"\n' "$(readlink -f "$CALIBRATION")"
@@ -32,8 +33,8 @@ WIDTH=${WIDTH:-256}; HEIGHT=${HEIGHT:-32}; CACHED=${CACHED:-0}; BACKEND=${BACKEN
   printf '[daemon]\nscan_rows = 10000000\nrate = %s\npause = 0.0\nidle_close = 0.0\n[http]\nport = %s\n' "$RATE" "$PORT"
   # Rows waiting: the window's worth at the pace (at least the merge's default 4096).
   PENDING=$(( RATE * WINDOW / 1000 > 4096 ? RATE * WINDOW / 1000 : 4096 ))
-  printf '[merge]\nenabled = %s\ntransforms = "%s/transforms.toml"\ngrid = "-55:55:0.5"\nwindow_ms = %s\nmax_pending_rows = %s\npublish = "ipc://%s/merged.sock"\n' \
-    "$([ "$MERGE" = 1 ] && echo true || echo false)" "$HERE" "$WINDOW" "$PENDING" "$DIR"
+  printf '[merge]\nenabled = %s\ntransforms = "%s/transforms.toml"\ngrid = "-55:55:0.5"\nwindow_ms = %s\nmax_pending_rows = %s\npublish = "ipc://%s/merged.sock"\nrealtime_priority = %s\n' \
+    "$([ "$MERGE" = 1 ] && echo true || echo false)" "$HERE" "$WINDOW" "$PENDING" "$DIR" "$RT"
   for i in "${!NAMES[@]}"; do
     h=${NAMES[$i]}
     printf '[[head]]\nname = "%s"\n' "$h"
@@ -47,7 +48,7 @@ scrape() { curl -s "localhost:$PORT/metrics" | grep -E '^stripeline_(frames_acqu
 sleep 4
 scrape > "$DIR/m1"; T1=$(date +%s.%N); sleep "$SECS"; scrape > "$DIR/m2"; T2=$(date +%s.%N)
 kill -TERM "$PID"; wait "$PID" || true
-echo "${#NAMES[@]} heads (${HEADS}${DEVICES:+ on devices $DEVICES}), ${WIDTH}x${HEIGHT} Mono8, $BACKEND, rate $RATE/head, batch $BATCH, merge $MERGE (window $WINDOW ms); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "${#NAMES[@]} heads (${HEADS}${DEVICES:+ on devices $DEVICES}), ${WIDTH}x${HEIGHT} Mono8, $BACKEND, rate $RATE/head, batch $BATCH, merge $MERGE (window $WINDOW ms, realtime priority $RT); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$DIR/m1" "$DIR/m2" "$T1" "$T2" <<'PY'
 import sys
 rd = lambda f: {l.split()[0]: float(l.split()[1]) for l in open(f)}
