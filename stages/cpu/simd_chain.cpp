@@ -206,6 +206,145 @@ struct Lanes {
   HWY_ALIGN std::int32_t v[kMaxLanes];
 };
 
+struct Lanes64 {
+  HWY_ALIGN std::int64_t v[kMaxLanes];
+};
+
+// The centroid's sums of the lanes in `fast` over their rows lo..hi (each a
+// lane's own), walking rows y0..y1 = the lanes' lowest lo and highest hi:
+// sw = sum w^2 and the sum over those rows of the running sw, from which
+// swy = (y1 + 1 - lo) sw - that sum (per column, after); w = u(y) - level
+// where above 0, u from `u_at(y, yv)`. A lane whose w reaches 46341 (w^2
+// no longer fits 31 bits) is set in `bad`.
+template <class U>
+void centroid_sums(hn::Vec<DI> lo, hn::Vec<DI> hi, hn::Vec<DI> level, hn::Mask<DI> fast, int y0, int y1, const U& u_at, Lanes64& sw,
+                   Lanes64& running, hn::Mask<DI>& bad) {
+  const DI di;
+  const auto zero = hn::Zero(di), wmax = hn::Set(di, 46340);
+#if HWY_TARGET == HWY_SCALAR
+  const hn::Rebind<std::int64_t, DI> d64;
+  auto a = hn::Zero(d64), b = hn::Zero(d64);
+#else
+  const hn::Half<DI> dh;
+  const hn::Rebind<std::int64_t, decltype(dh)> d64;
+  auto a0 = hn::Zero(d64), a1 = hn::Zero(d64), b0 = hn::Zero(d64), b1 = hn::Zero(d64);
+#endif
+  for (int y = y0; y <= y1; ++y) {
+    const auto yv = hn::Set(di, y);
+    const auto in = hn::And(fast, hn::And(hn::Not(hn::Lt(yv, lo)), hn::Not(hn::Gt(yv, hi))));
+    const auto w = hn::Sub(u_at(y, yv), level);
+    const auto pos = hn::And(in, hn::Gt(w, zero));
+    bad = hn::Or(bad, hn::And(pos, hn::Gt(w, wmax)));
+    const auto w2 = hn::IfThenElseZero(pos, hn::Mul(w, w));
+#if HWY_TARGET == HWY_SCALAR
+    a = hn::Add(a, hn::PromoteTo(d64, w2));
+    b = hn::Add(b, a);
+#else
+    a0 = hn::Add(a0, hn::PromoteTo(d64, hn::LowerHalf(dh, w2)));
+    a1 = hn::Add(a1, hn::PromoteTo(d64, hn::UpperHalf(dh, w2)));
+    b0 = hn::Add(b0, a0);
+    b1 = hn::Add(b1, a1);
+#endif
+  }
+#if HWY_TARGET == HWY_SCALAR
+  hn::Store(a, d64, sw.v);
+  hn::Store(b, d64, running.v);
+#else
+  const std::size_t half = hn::Lanes(d64);
+  hn::Store(a0, d64, sw.v);
+  hn::Store(a1, d64, sw.v + half);
+  hn::Store(b0, d64, running.v);
+  hn::Store(b1, d64, running.v + half);
+#endif
+}
+
+// adaptive::centre of the valid stripes of columns [c, c + Lanes) into
+// out.centres (simd_chain.h, evaluate_brightest).
+template <class T>
+void centre_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t rs, int height, int c, const kernels::ColumnParams& p,
+                   const TileSummary& out) {
+  namespace ad = kernels::adaptive;
+  const DI di;
+  const hn::Rebind<T, DI> dt;
+  const int n = static_cast<int>(hn::Lanes(di));
+  Lanes l_fast, l_first, l_last, l_alo, l_ahi, l_bg, l_slope, l_level;
+  int y0 = height, y1 = -1;
+  for (int l = 0; l < n; ++l) {
+    l_fast.v[l] = l_first.v[l] = l_last.v[l] = l_alo.v[l] = l_ahi.v[l] = l_bg.v[l] = l_slope.v[l] = l_level.v[l] = 0;
+    const ad::Stripe& s = out.stripes[c + l];
+    if (!s.valid) continue;
+    auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
+    auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
+    int clip_a = -1, clip_b = -1, equal = 1;
+    bool fast = p.estimator == kernels::SubpixelEstimator::Centroid && !ad::flat_top(column, raw_column, height, s, p, clip_a, clip_b, equal);
+    if (fast) {
+      // The rows the centroid reads lie in [min(first, anchor_lo + 1),
+      // max(last, anchor_hi - 1)]: the background line's product there
+      // within 32 bits.
+      const std::int64_t below = s.anchor_lo - s.first, above = (s.last > s.anchor_hi ? s.last : s.anchor_hi) - s.anchor_lo;
+      const std::int64_t reach = below > above ? below : above;
+      const std::int64_t slope = s.slope_q12 < 0 ? -s.slope_q12 : s.slope_q12;
+      fast = slope < (std::int64_t{1} << 31) && slope * reach + 2048 < (std::int64_t{1} << 31);
+    }
+    if (!fast) {
+      out.centres[c + l] = ad::centre(column, raw_column, height, s, p);
+      continue;
+    }
+    l_fast.v[l] = -1;
+    l_first.v[l] = s.first;
+    l_last.v[l] = s.last;
+    l_alo.v[l] = s.anchor_lo;
+    l_ahi.v[l] = s.anchor_hi;
+    l_bg.v[l] = s.bg_lo;
+    l_slope.v[l] = static_cast<std::int32_t>(s.slope_q12);
+    l_level.v[l] = ad::centroid_level(s, p);
+  }
+  const auto zero = hn::Zero(di), one = hn::Set(di, 1);
+  const auto fast = hn::Ne(hn::Load(di, l_fast.v), zero);
+  if (hn::AllFalse(di, fast)) return;
+  const auto alo = hn::Load(di, l_alo.v), ahi = hn::Load(di, l_ahi.v), bg = hn::Load(di, l_bg.v), slope = hn::Load(di, l_slope.v);
+  const auto level = hn::Load(di, l_level.v), round = hn::Set(di, 2048);
+  // adaptive::u_at: (v << kQ) - background_at(y), exact in 32 bits for these lanes.
+  auto u_at = [&](int y, hn::Vec<DI> yv) {
+    const auto v = hn::PromoteTo(di, hn::LoadU(dt, pix + y * ps + c));
+    const auto background = hn::Add(bg, hn::ShiftRight<12>(hn::Add(hn::Mul(slope, hn::Sub(yv, alo)), round)));
+    return hn::Sub(hn::ShiftLeft<ad::kQ>(v), background);
+  };
+  // The weights' extent: from the run out while u > level, inside the anchors.
+  auto lo = hn::Load(di, l_first.v), hi = hn::Load(di, l_last.v);
+  auto extend = [&](auto& edge) {
+    return [&](int y, hn::Vec<DI> yv, hn::Mask<DI> in) {
+      const auto stop = hn::And(in, hn::Not(hn::Gt(u_at(y, yv), level)));
+      edge = hn::IfThenElse(hn::AndNot(stop, in), yv, edge);
+      return stop;
+    };
+  };
+  walk(-1, hn::Sub(lo, one), hn::Add(alo, one), fast, extend(lo));
+  walk(+1, hn::Add(hi, one), hn::Sub(ahi, one), fast, extend(hi));
+  Lanes l_lo, l_hi;
+  hn::Store(lo, di, l_lo.v);
+  hn::Store(hi, di, l_hi.v);
+  for (int l = 0; l < n; ++l)
+    if (l_fast.v[l]) y0 = l_lo.v[l] < y0 ? l_lo.v[l] : y0, y1 = l_hi.v[l] > y1 ? l_hi.v[l] : y1;
+  Lanes64 sw, running;
+  auto bad = hn::Lt(zero, zero);
+  centroid_sums(lo, hi, level, fast, y0, y1, u_at, sw, running, bad);
+  Lanes l_bad;
+  hn::Store(hn::VecFromMask(di, bad), di, l_bad.v);
+  for (int l = 0; l < n; ++l) {
+    if (!l_fast.v[l]) continue;
+    const ad::Stripe& s = out.stripes[c + l];
+    if (l_bad.v[l] || sw.v[l] <= 0) {  // w^2 beyond 31 bits; no weight (the run's maximum): the scalar code
+      auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
+      auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
+      out.centres[c + l] = ad::centre(column, raw_column, height, s, p);
+      continue;
+    }
+    const std::int64_t swy = (y1 + 1 - l_lo.v[l]) * sw.v[l] - running.v[l];
+    out.centres[c + l] = ad::centroid_position(l_lo.v[l], sw.v[l], swy);
+  }
+}
+
 // adaptive::evaluate of the brightest rows of columns [c, c + Lanes): the
 // walks (side minima, half-widths, anchors, the noise gate's sum) across
 // the columns; the rest per column, the scalar code's own pieces.
@@ -223,20 +362,26 @@ void evaluate_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff
   const auto asked = hn::Gt(hn::Sub(value, hn::BitCast(di, hn::LoadU(du, out.lowest + c))), hn::Set(di, candidate_floor(p)));
   const auto none = hn::Lt(zero, zero);
   Lanes l_ok, l_half, l_rise, l_a, l_b, l_c, l_d;
-  // Side minima (adaptive::side_minimum).
+  // Side minima (adaptive::side_minimum). The peak is its column's
+  // brightest pixel: no walk stops at higher ground, so each side's minimum
+  // is its window's (radius rows, inside the frame), and a side is walked
+  // when its window holds a row. Both windows in one pass down the rows.
   auto min_lo = value, min_hi = value;
-  auto any_lo = none, any_hi = none;
-  auto side = [&](auto& minimum, auto& any) {
-    return [&](int y, hn::Vec<DI>, hn::Mask<DI> in) {
+  const auto any_lo = p.stripe_max_width > 0 ? hn::And(asked, hn::Gt(peak, zero)) : none;
+  const auto any_hi = p.stripe_max_width > 0 ? hn::And(asked, hn::Lt(peak, last)) : none;
+  if (!hn::AllFalse(di, hn::Or(any_lo, any_hi))) {
+    const auto lo_from = hn::Max(hn::Sub(peak, radius), zero), hi_to = hn::Min(hn::Add(peak, radius), last);
+    const int y0 = hn::GetLane(hn::MinOfLanes(di, hn::IfThenElse(any_lo, lo_from, hn::IfThenElse(any_hi, hn::Add(peak, one), last))));
+    const int y1 = hn::GetLane(hn::MaxOfLanes(di, hn::IfThenElse(any_hi, hi_to, hn::IfThenElse(any_lo, hn::Sub(peak, one), zero))));
+    for (int y = y0; y <= y1; ++y) {
+      const auto yv = hn::Set(di, y);
       const auto v = row(y);
-      const auto stop = hn::And(in, hn::Gt(v, value)), go = hn::AndNot(stop, in);
-      any = hn::Or(any, go);
-      minimum = hn::IfThenElse(hn::And(go, hn::Lt(v, minimum)), v, minimum);
-      return stop;
-    };
-  };
-  walk(-1, hn::Sub(peak, one), hn::Max(hn::Sub(peak, radius), zero), asked, side(min_lo, any_lo));
-  walk(+1, hn::Add(peak, one), hn::Min(hn::Add(peak, radius), last), asked, side(min_hi, any_hi));
+      const auto in_lo = hn::And(any_lo, hn::And(hn::Not(hn::Lt(yv, lo_from)), hn::Lt(yv, peak)));
+      const auto in_hi = hn::And(any_hi, hn::And(hn::Gt(yv, peak), hn::Not(hn::Gt(yv, hi_to))));
+      min_lo = hn::IfThenElse(in_lo, hn::Min(min_lo, v), min_lo);
+      min_hi = hn::IfThenElse(in_hi, hn::Min(min_hi, v), min_hi);
+    }
+  }
   hn::Store(hn::VecFromMask(di, asked), di, l_ok.v);
   hn::Store(hn::VecFromMask(di, any_lo), di, l_a.v);
   hn::Store(hn::VecFromMask(di, any_hi), di, l_b.v);
@@ -332,6 +477,7 @@ void evaluate_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff
     auto inside = [&]() { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(l_inside.v[l])); };
     ad::line_and_gates(column, raw_column, height, out.stripes[c + l], l_valley_lo.v[l] != 0, l_valley_hi.v[l] != 0, p, out.tv[c + l], inside);
   }
+  if (out.centres) centre_vector(pix, ps, raw, rs, height, c, p, out);
 }
 
 template <class T>
@@ -344,6 +490,7 @@ void evaluate_brightest_t(const T* pix, std::ptrdiff_t ps, const T* raw, std::pt
     auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c]; };
     auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c]; };
     out.stripes[c] = kernels::adaptive::evaluate(column, raw_column, height, out.brightest[c], p, out.tv[c]);
+    if (out.centres && out.stripes[c].valid) out.centres[c] = kernels::adaptive::centre(column, raw_column, height, out.stripes[c], p);
   }
 }
 

@@ -45,6 +45,9 @@ struct TileSummary {
   // adaptive::evaluate of each column's brightest row (evaluate_brightest),
   // or null: the scan then evaluates it itself.
   kernels::adaptive::Stripe* stripes = nullptr;
+  // With stripes: adaptive::centre of each column's brightest-row stripe,
+  // where that is valid (evaluate_brightest), or null: the scan computes it.
+  std::int32_t* centres = nullptr;
 };
 inline constexpr int kMaxSummaryHeight = 32768;  // 16-bit lanes' total variation fits 31 bits
 void summarise_tile(const std::uint8_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p,
@@ -58,6 +61,12 @@ void summarise_tile(const std::uint16_t* pixels, std::ptrdiff_t stride, int tw, 
 // `raw_stride`) holds the columns' unblurred pixels. The walks out from the
 // peaks run across columns, a row at a time; the rest is the scalar code's
 // own pieces (adaptive::prominence_gate, anchor_end, line_and_gates) per column.
+// With out.centres, also the centres of the valid ones: with the centroid
+// estimator, the weights' extent and sums across columns (32-bit lanes where
+// a column's rows are exact in them: the background line's product and w^2
+// below 2^31, checked per column; 64-bit sums); the flat tops
+// (adaptive::flat_top), the other estimators and the columns outside those
+// bounds by adaptive::centre itself.
 void evaluate_brightest(const std::uint8_t* pixels, std::ptrdiff_t stride, const std::uint8_t* raw, std::ptrdiff_t raw_stride, int tw, int height,
                         const kernels::ColumnParams& p, const TileSummary& out);
 void evaluate_brightest(const std::uint16_t* pixels, std::ptrdiff_t stride, const std::uint16_t* raw, std::ptrdiff_t raw_stride, int tw,
