@@ -135,6 +135,7 @@ void extract_tile_adaptive(const Pixel& pixel, const Raw& raw, int height, int x
   constexpr int kMemo = kernels::kMaxAdaptivePeaks;
   ad::Stripe memo[kMemo];
   const int memo_size = p.selection == kernels::SpotSelection::All ? kMemo : 0;
+  const bool only_candidate_rows = p.selection == kernels::SpotSelection::All || p.selection == kernels::SpotSelection::Strongest;
   extract_columns(x0, x1, f, out, [&](int x, const auto& emit) {
     auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
     auto raw_column = [&raw, x](int y) -> std::uint32_t { return raw(x, y); };
@@ -146,6 +147,14 @@ void extract_tile_adaptive(const Pixel& pixel, const Raw& raw, int height, int x
     summary.top = s.top[c];
     const bool cached = s.stripes && simd::brightest_evaluated(summary, p);
     auto next = [&s, tw, c, height](int y) { return simd::next_candidate(s.candidates, tw, c, y, height); };
+    // The brightest row the column's only candidate (most columns): the
+    // scan (selection strongest or all) would evaluate that row alone and
+    // emit its stripe when valid, at its centre; read both.
+    if (cached && s.centres && only_candidate_rows && simd::only_candidate(s.candidates, tw, c, summary.brightest, height)) {
+      if (!s.stripes[c].valid) return 0;
+      ad::emit_stripe(s.stripes[c], s.centres[c], 0, emit);
+      return 1;
+    }
     int memos = 0;
     auto evaluate = [&](int y) {
       if (cached && y == summary.brightest) return s.stripes[c];

@@ -267,16 +267,18 @@ void centre_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t
   const DI di;
   const hn::Rebind<T, DI> dt;
   const int n = static_cast<int>(hn::Lanes(di));
-  Lanes l_fast, l_first, l_last, l_alo, l_ahi, l_bg, l_slope, l_level;
-  int y0 = height, y1 = -1;
-  for (int l = 0; l < n; ++l) {
-    l_fast.v[l] = l_first.v[l] = l_last.v[l] = l_alo.v[l] = l_ahi.v[l] = l_bg.v[l] = l_slope.v[l] = l_level.v[l] = 0;
-    const ad::Stripe& s = out.stripes[c + l];
-    if (!s.valid) continue;
+  Lanes l_fast, l_first, l_last, l_alo, l_ahi, l_bg, l_slope, l_level, l_peak, l_value;
+  auto scalar_centre = [&](int l) {
     auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
     auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
-    int clip_a = -1, clip_b = -1, equal = 1;
-    bool fast = p.estimator == kernels::SubpixelEstimator::Centroid && !ad::flat_top(column, raw_column, height, s, p, clip_a, clip_b, equal);
+    out.centres[c + l] = ad::centre(column, raw_column, height, out.stripes[c + l], p);
+  };
+  int y0 = height, y1 = -1;
+  for (int l = 0; l < n; ++l) {
+    l_fast.v[l] = l_first.v[l] = l_last.v[l] = l_alo.v[l] = l_ahi.v[l] = l_bg.v[l] = l_slope.v[l] = l_level.v[l] = l_peak.v[l] = l_value.v[l] = 0;
+    const ad::Stripe& s = out.stripes[c + l];
+    if (!s.valid) continue;
+    bool fast = p.estimator == kernels::SubpixelEstimator::Centroid && s.value < p.saturation;
     if (fast) {
       // The rows the centroid reads lie in [min(first, anchor_lo + 1),
       // max(last, anchor_hi - 1)]: the background line's product there
@@ -287,7 +289,7 @@ void centre_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t
       fast = slope < (std::int64_t{1} << 31) && slope * reach + 2048 < (std::int64_t{1} << 31);
     }
     if (!fast) {
-      out.centres[c + l] = ad::centre(column, raw_column, height, s, p);
+      scalar_centre(l);
       continue;
     }
     l_fast.v[l] = -1;
@@ -298,10 +300,44 @@ void centre_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t
     l_bg.v[l] = s.bg_lo;
     l_slope.v[l] = static_cast<std::int32_t>(s.slope_q12);
     l_level.v[l] = ad::centroid_level(s, p);
+    l_peak.v[l] = s.peak;
+    l_value.v[l] = static_cast<std::int32_t>(s.value);
+    y0 = s.first < y0 ? s.first : y0;
+    const int end = s.peak + 2 < height ? s.peak + 2 : height - 1;
+    y1 = s.last > y1 ? s.last : y1;
+    y1 = end > y1 ? end : y1;
   }
   const auto zero = hn::Zero(di), one = hn::Set(di, 1);
-  const auto fast = hn::Ne(hn::Load(di, l_fast.v), zero);
+  auto fast = hn::Ne(hn::Load(di, l_fast.v), zero);
   if (hn::AllFalse(di, fast)) return;
+  {
+    // adaptive::flat_top's cases across the columns: a raw pixel of the run
+    // at saturation (a clipped core may start there: those columns take the
+    // scalar code, which finds whether one does), or the two rows below the
+    // peak at its value (the saturated peak is excluded above).
+    const auto first = hn::Load(di, l_first.v), end = hn::Load(di, l_last.v), peak = hn::Load(di, l_peak.v), value = hn::Load(di, l_value.v);
+    const auto sat = hn::Set(di, static_cast<std::int32_t>(p.saturation > 0x7fffffffu ? 0x7fffffffu : p.saturation));
+    auto clipped = hn::Lt(zero, zero);
+    auto below1 = hn::Set(di, -1), below2 = below1;
+    const auto peak1 = hn::Add(peak, one), peak2 = hn::Add(peak1, one);
+    for (int y = y0; y <= y1; ++y) {
+      const auto yv = hn::Set(di, y);
+      const auto in_run = hn::And(fast, hn::And(hn::Not(hn::Lt(yv, first)), hn::Not(hn::Gt(yv, end))));
+      clipped = hn::Or(clipped, hn::And(in_run, hn::Not(hn::Lt(hn::PromoteTo(di, hn::LoadU(dt, raw + y * rs + c)), sat))));
+      const auto v = hn::PromoteTo(di, hn::LoadU(dt, pix + y * ps + c));
+      below1 = hn::IfThenElse(hn::Eq(yv, peak1), v, below1);
+      below2 = hn::IfThenElse(hn::Eq(yv, peak2), v, below2);
+    }
+    const auto flat = hn::Or(clipped, hn::And(hn::Eq(below1, value), hn::Eq(below2, value)));
+    if (!hn::AllFalse(di, hn::And(fast, flat))) {
+      Lanes l_flat;
+      hn::Store(hn::VecFromMask(di, hn::And(fast, flat)), di, l_flat.v);
+      for (int l = 0; l < n; ++l)
+        if (l_flat.v[l]) scalar_centre(l), l_fast.v[l] = 0;
+      fast = hn::Ne(hn::Load(di, l_fast.v), zero);
+      if (hn::AllFalse(di, fast)) return;
+    }
+  }
   const auto alo = hn::Load(di, l_alo.v), ahi = hn::Load(di, l_ahi.v), bg = hn::Load(di, l_bg.v), slope = hn::Load(di, l_slope.v);
   const auto level = hn::Load(di, l_level.v), round = hn::Set(di, 2048);
   // adaptive::u_at: (v << kQ) - background_at(y), exact in 32 bits for these lanes.
@@ -324,6 +360,7 @@ void centre_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t
   Lanes l_lo, l_hi;
   hn::Store(lo, di, l_lo.v);
   hn::Store(hi, di, l_hi.v);
+  y0 = height, y1 = -1;
   for (int l = 0; l < n; ++l)
     if (l_fast.v[l]) y0 = l_lo.v[l] < y0 ? l_lo.v[l] : y0, y1 = l_hi.v[l] > y1 ? l_hi.v[l] : y1;
   Lanes64 sw, running;
@@ -333,16 +370,119 @@ void centre_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t
   hn::Store(hn::VecFromMask(di, bad), di, l_bad.v);
   for (int l = 0; l < n; ++l) {
     if (!l_fast.v[l]) continue;
-    const ad::Stripe& s = out.stripes[c + l];
     if (l_bad.v[l] || sw.v[l] <= 0) {  // w^2 beyond 31 bits; no weight (the run's maximum): the scalar code
-      auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
-      auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
-      out.centres[c + l] = ad::centre(column, raw_column, height, s, p);
+      scalar_centre(l);
       continue;
     }
     const std::int64_t swy = (y1 + 1 - l_lo.v[l]) * sw.v[l] - running.v[l];
     out.centres[c + l] = ad::centroid_position(l_lo.v[l], sw.v[l], swy);
   }
+}
+
+// adaptive::line_and_gates of the stripes of columns [c, c + Lanes) whose
+// lane is in `ok` (their anchors set; `valley_*`, `inside` per lane): the
+// run's walks and the raw data's check across the columns, in 32-bit lanes
+// where a column's rows are exact in them (the background line's product,
+// checked per column); the rest per column. A column with a valley, or
+// beyond those bounds, runs adaptive::line_and_gates itself.
+template <class T>
+void line_and_gates_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t rs, int height, int c, const kernels::ColumnParams& p,
+                           const TileSummary& out, const Lanes& ok, const Lanes& valley_lo, const Lanes& valley_hi, const Lanes& inside) {
+  namespace ad = kernels::adaptive;
+  const DI di;
+  const hn::Rebind<T, DI> dt;
+  const int n = static_cast<int>(hn::Lanes(di));
+  const int radius = p.stripe_max_width;
+  Lanes l_vec, l_peak, l_alo, l_bg, l_slope, l_level;
+  bool any = false;
+  for (int l = 0; l < n; ++l) {
+    l_vec.v[l] = l_peak.v[l] = l_alo.v[l] = l_bg.v[l] = l_slope.v[l] = l_level.v[l] = 0;
+    if (!ok.v[l]) continue;
+    ad::Stripe& s = out.stripes[c + l];
+    auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
+    if (valley_lo.v[l] || valley_hi.v[l]) {
+      auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
+      auto in = [&]() { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(inside.v[l])); };
+      ad::line_and_gates(column, raw_column, height, s, valley_lo.v[l] != 0, valley_hi.v[l] != 0, p, out.tv[c + l], in);
+      continue;
+    }
+    // line_and_gates without a valley, to the run.
+    if (s.anchor_lo == s.peak || s.anchor_hi == s.peak) continue;
+    s.valley = false;
+    s.slope_q12 = kernels::round_div((static_cast<std::int64_t>(s.bg_hi) - s.bg_lo) * 4096, s.anchor_hi - s.anchor_lo);
+    s.contrast = ad::u_at(column, height, s, s.peak);
+    if (s.contrast <= 0 || s.contrast < static_cast<std::int32_t>(p.min_contrast << ad::kQ)) continue;
+    // The rows read: the run's, within radius of the peak.
+    const std::int64_t below = s.anchor_lo - (s.peak - radius), above = s.peak + radius - s.anchor_lo;
+    const std::int64_t reach = below > above ? below : above;
+    const std::int64_t slope = s.slope_q12 < 0 ? -s.slope_q12 : s.slope_q12;
+    if (!(slope < (std::int64_t{1} << 31) && slope * reach + 2048 < (std::int64_t{1} << 31))) {
+      auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
+      auto in = [&]() { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(inside.v[l])); };
+      ad::line_and_gates(column, raw_column, height, s, false, false, p, out.tv[c + l], in);
+      continue;
+    }
+    l_vec.v[l] = -1;
+    l_peak.v[l] = s.peak;
+    l_alo.v[l] = s.anchor_lo;
+    l_bg.v[l] = s.bg_lo;
+    l_slope.v[l] = static_cast<std::int32_t>(s.slope_q12);
+    l_level.v[l] = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
+    any = true;
+  }
+  if (!any) return;
+  const auto zero = hn::Zero(di), one = hn::Set(di, 1), last = hn::Set(di, height - 1), w = hn::Set(di, radius);
+  const auto vec = hn::Ne(hn::Load(di, l_vec.v), zero);
+  const auto peak = hn::Load(di, l_peak.v), alo = hn::Load(di, l_alo.v), bg = hn::Load(di, l_bg.v), slope = hn::Load(di, l_slope.v);
+  const auto level = hn::Load(di, l_level.v), round = hn::Set(di, 2048);
+  // (v << kQ) - adaptive::background_at(y) of the pixels at `at`.
+  auto u_of = [&](const T* at, std::ptrdiff_t stride, int y, hn::Vec<DI> yv) {
+    const auto v = hn::PromoteTo(di, hn::LoadU(dt, at + y * stride + c));
+    return hn::Sub(hn::ShiftLeft<ad::kQ>(v), hn::Add(bg, hn::ShiftRight<12>(hn::Add(hn::Mul(slope, hn::Sub(yv, alo)), round))));
+  };
+  // The run at level around the peak, at most radius rows each side.
+  auto first = peak, end = peak;
+  auto run = [&](auto& edge) {
+    return [&](int y, hn::Vec<DI> yv, hn::Mask<DI> in) {
+      const auto stop = hn::And(in, hn::Lt(u_of(pix, ps, y, yv), level));
+      edge = hn::IfThenElse(hn::AndNot(stop, in), yv, edge);
+      return stop;
+    };
+  };
+  walk(-1, hn::Sub(peak, one), hn::Max(hn::Sub(peak, w), zero), vec, run(first));
+  walk(+1, hn::Add(peak, one), hn::Min(hn::Add(peak, w), last), vec, run(end));
+  Lanes l_first, l_last;
+  hn::Store(first, di, l_first.v);
+  hn::Store(end, di, l_last.v);
+  for (int l = 0; l < n; ++l) {  // the width and noise gates
+    if (!l_vec.v[l]) continue;
+    ad::Stripe& s = out.stripes[c + l];
+    s.first = l_first.v[l];
+    s.last = l_last.v[l];
+    const std::int64_t width = s.last - s.first + 1;
+    bool pass = width <= radius;
+    if (pass && width > ad::kWideRun && static_cast<std::int64_t>(s.contrast) * ad::kWideRun < (static_cast<std::int64_t>(p.min_contrast) << ad::kQ) * width)
+      pass = false;
+    if (pass && p.noise_q4 > 0) {
+      const std::uint64_t outside_tv = out.tv[c + l] - static_cast<std::uint64_t>(static_cast<std::uint32_t>(inside.v[l]));
+      const std::int64_t outside_steps = static_cast<std::int64_t>(height - 1) - (s.anchor_hi - s.anchor_lo);
+      if (outside_steps >= 4 &&
+          static_cast<std::uint64_t>(s.contrast) * static_cast<std::uint64_t>(outside_steps) < static_cast<std::uint64_t>(p.noise_q4) * outside_tv)
+        pass = false;
+    }
+    l_vec.v[l] = pass ? -1 : 0;
+  }
+  // The column's own (unblurred) data: its brightest pixel of the run over the line.
+  const auto held = hn::Ne(hn::Load(di, l_vec.v), zero);
+  auto best = zero;
+  walk(+1, first, end, held, [&](int y, hn::Vec<DI> yv, hn::Mask<DI> in) {
+    best = hn::IfThenElse(in, hn::Max(best, u_of(raw, rs, y, yv)), best);
+    return hn::Lt(zero, zero);
+  });
+  Lanes l_best;
+  hn::Store(best, di, l_best.v);
+  for (int l = 0; l < n; ++l)
+    if (l_vec.v[l]) out.stripes[c + l].valid = !(2 * l_best.v[l] < out.stripes[c + l].contrast);
 }
 
 // adaptive::evaluate of the brightest rows of columns [c, c + Lanes): the
@@ -470,13 +610,7 @@ void evaluate_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff
     });
     hn::Store(inside, di, l_inside.v);
   }
-  for (int l = 0; l < n; ++l) {
-    if (!l_ok.v[l]) continue;
-    auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
-    auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
-    auto inside = [&]() { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(l_inside.v[l])); };
-    ad::line_and_gates(column, raw_column, height, out.stripes[c + l], l_valley_lo.v[l] != 0, l_valley_hi.v[l] != 0, p, out.tv[c + l], inside);
-  }
+  line_and_gates_vector(pix, ps, raw, rs, height, c, p, out, l_ok, l_valley_lo, l_valley_hi, l_inside);
   if (out.centres) centre_vector(pix, ps, raw, rs, height, c, p, out);
 }
 

@@ -93,6 +93,13 @@ inline int next_candidate(const std::uint32_t* candidates, int tw, int c, int y,
   return w * 32 + __builtin_ctz(bits);
 }
 
+// Whether row y is column c's only candidate.
+inline bool only_candidate(const std::uint32_t* candidates, int tw, int c, int y, int height) {
+  std::uint32_t others = 0;
+  for (int w = 0; w < candidate_words(height); ++w) others |= candidates[static_cast<std::ptrdiff_t>(w) * tw + c] ^ (w == y >> 5 ? 1u << (y & 31) : 0u);
+  return others == 0;
+}
+
 // The instruction set the functions above run now (e.g. "AVX3", "AVX2").
 std::string target_name();
 
