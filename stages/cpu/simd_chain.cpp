@@ -52,17 +52,21 @@ void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTa
   int x = in0;
   const auto half = hn::Set(du, 1u << (kernels::kBlurMidShift - 1));
   auto at = [&](int x) { return hn::PromoteTo(du, hn::LoadU(dt, row + x)); };
-  if (symmetric(taps)) {  // w[k] (p[x-r+k] + p[x+r-k]): fewer products, the same exact sum
-    for (; x + n <= in1; x += n) {
-      auto acc = hn::Add(half, hn::Mul(hn::Set(du, w[r]), at(x)));
-      for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(at(x + k - r), at(x + r - k))));
-      hn::StoreU(hn::ShiftRight<kernels::kBlurMidShift>(acc), du, m + x);
-    }
-  }
-  for (; x + n <= in1; x += n) {
+  const bool folded = symmetric(taps);
+  auto columns = [&](int x) {  // m[x, x + n)
     auto acc = half;
-    for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), at(x + k - r)));
+    if (folded) {  // w[k] (p[x-r+k] + p[x+r-k]): fewer products, the same exact sum
+      acc = hn::Add(acc, hn::Mul(hn::Set(du, w[r]), at(x)));
+      for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(at(x + k - r), at(x + r - k))));
+    } else {
+      for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), at(x + k - r)));
+    }
     hn::StoreU(hn::ShiftRight<kernels::kBlurMidShift>(acc), du, m + x);
+  };
+  for (; x + n <= in1; x += n) columns(x);
+  if (x < in1 && in1 - in0 >= n) {  // the last inside columns: a vector ending at in1 (the columns it repeats get the same values)
+    columns(in1 - n);
+    x = in1;
   }
   for (; x < x1; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
 }
@@ -267,7 +271,7 @@ void centre_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::ptrdiff_t
   const DI di;
   const hn::Rebind<T, DI> dt;
   const int n = static_cast<int>(hn::Lanes(di));
-  Lanes l_fast, l_first, l_last, l_alo, l_ahi, l_bg, l_slope, l_level, l_peak, l_value;
+  Lanes l_fast{}, l_first{}, l_last{}, l_alo{}, l_ahi{}, l_bg{}, l_slope{}, l_level{}, l_peak{}, l_value{};
   auto scalar_centre = [&](int l) {
     auto column = [&](int y) -> std::uint32_t { return pix[y * ps + c + l]; };
     auto raw_column = [&](int y) -> std::uint32_t { return raw[y * rs + c + l]; };
@@ -393,7 +397,7 @@ void line_and_gates_vector(const T* pix, std::ptrdiff_t ps, const T* raw, std::p
   const hn::Rebind<T, DI> dt;
   const int n = static_cast<int>(hn::Lanes(di));
   const int radius = p.stripe_max_width;
-  Lanes l_vec, l_peak, l_alo, l_bg, l_slope, l_level;
+  Lanes l_vec{}, l_peak{}, l_alo{}, l_bg{}, l_slope{}, l_level{};
   bool any = false;
   for (int l = 0; l < n; ++l) {
     l_vec.v[l] = l_peak.v[l] = l_alo.v[l] = l_bg.v[l] = l_slope.v[l] = l_level.v[l] = 0;
