@@ -7,6 +7,7 @@
 #include <hwy/highway.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "stages/cpu/simd_chain.h"
 
@@ -26,20 +27,43 @@ inline bool symmetric(const kernels::GaussianTaps& taps) {
   return true;
 }
 
+// The horizontal pass's values, kept for the vertical one: 8-bit pixels'
+// below 2^12 (16-bit words: half the scratch's bytes, the tile's fits the L1
+// cache), 16-bit pixels' below 2^20.
+template <class T>
+using Mid = std::conditional_t<sizeof(T) == 1, std::uint16_t, std::uint32_t>;
+template <class M>
+void store_mid(hn::Vec<DU> v, M* HWY_RESTRICT at) {
+  if constexpr (sizeof(M) == 4) {
+    hn::StoreU(v, DU(), at);
+  } else {
+    const hn::Rebind<M, DI> dm;
+    hn::StoreU(hn::DemoteTo(dm, hn::BitCast(DI(), v)), dm, at);  // < 2^12: no saturation
+  }
+}
+template <class M>
+hn::Vec<DU> load_mid(const M* at) {
+  if constexpr (sizeof(M) == 4) {
+    return hn::LoadU(DU(), at);
+  } else {
+    return hn::PromoteTo(DU(), hn::LoadU(hn::Rebind<M, DU>(), at));
+  }
+}
+
 // The horizontal pass of one frame row into mid (m[x] for x in [x0, x1)):
 // kernels::blur_h (blur_h_none along the columns only), vectors of
 // Lanes(DU) columns, the edges (a window past the row's ends) and the
 // columns left over scalar.
-template <class T>
-void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTaps& taps, std::uint32_t* HWY_RESTRICT m) {
+template <class T, class M>
+void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTaps& taps, M* HWY_RESTRICT m) {
   const DU du;
   const hn::Rebind<T, DU> dt;
   const int n = static_cast<int>(hn::Lanes(du));
   if (!taps.across) {
     int x = x0;
     for (; x + n <= x1; x += n)
-      hn::StoreU(hn::ShiftLeft<kernels::kBlurWeightBits - kernels::kBlurMidShift>(hn::PromoteTo(du, hn::LoadU(dt, row + x))), du, m + x);
-    for (; x < x1; ++x) m[x] = kernels::blur_h_none(row[x]);
+      store_mid(hn::ShiftLeft<kernels::kBlurWeightBits - kernels::kBlurMidShift>(hn::PromoteTo(du, hn::LoadU(dt, row + x))), m + x);
+    for (; x < x1; ++x) m[x] = static_cast<M>(kernels::blur_h_none(row[x]));
     return;
   }
   const int r = taps.radius();
@@ -48,7 +72,7 @@ void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTa
   // Columns whose whole window lies inside the row (as cpu::blur_tile).
   const int in0 = x0 > r ? x0 : (r < x1 ? r : x1);
   const int in1 = x1 < width - r ? x1 : (width - r > in0 ? width - r : in0);
-  for (int x = x0; x < in0; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
+  for (int x = x0; x < in0; ++x) m[x] = static_cast<M>(kernels::blur_h(pixel, x, width, w, taps.size));
   int x = in0;
   const auto half = hn::Set(du, 1u << (kernels::kBlurMidShift - 1));
   auto at = [&](int x) { return hn::PromoteTo(du, hn::LoadU(dt, row + x)); };
@@ -61,24 +85,26 @@ void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTa
     } else {
       for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), at(x + k - r)));
     }
-    hn::StoreU(hn::ShiftRight<kernels::kBlurMidShift>(acc), du, m + x);
+    store_mid(hn::ShiftRight<kernels::kBlurMidShift>(acc), m + x);
   };
   for (; x + n <= in1; x += n) columns(x);
   if (x < in1 && in1 - in0 >= n) {  // the last inside columns: a vector ending at in1 (the columns it repeats get the same values)
     columns(in1 - n);
     x = in1;
   }
-  for (; x < x1; ++x) m[x] = kernels::blur_h(pixel, x, width, w, taps.size);
+  for (; x < x1; ++x) m[x] = static_cast<M>(kernels::blur_h(pixel, x, width, w, taps.size));
 }
 
 template <class T>
 void blur_tile_t(const T* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
-                 std::uint32_t* mid, T* out) {
+                 std::uint32_t* mid32, T* out) {
   const int tw = x1 - x0;
   if (taps.size == 0) {
     for (int y = 0; y < height; ++y) std::memcpy(out + static_cast<std::ptrdiff_t>(y) * tw, frame + y * stride + x0, sizeof(T) * tw);
     return;
   }
+  using M = Mid<T>;
+  M* mid = reinterpret_cast<M*>(mid32);  // the scratch holds the values as M alone here
   for (int y = 0; y < height; ++y) blur_row(frame + y * stride, width, x0, x1, taps, mid + static_cast<std::ptrdiff_t>(y) * tw - x0);
   // The vertical pass: kernels::blur_v, a row of the tile at a time.
   const DU du;
@@ -87,7 +113,7 @@ void blur_tile_t(const T* frame, int width, int height, std::ptrdiff_t stride, i
   const int n = static_cast<int>(hn::Lanes(du)), r = taps.radius();
   const std::uint32_t* w = taps.w.data();
   const auto half = hn::Set(du, 1u << (kernels::kBlurFinalShift - 1));
-  const std::uint32_t* src[kernels::kMaxBlurSize];
+  const M* src[kernels::kMaxBlurSize];
   const bool folded = symmetric(taps);
   for (int y = 0; y < height; ++y) {
     for (int k = 0; k < taps.size; ++k) src[k] = mid + static_cast<std::ptrdiff_t>(kernels::clamp_index(y + k - r, height)) * tw;
@@ -96,16 +122,16 @@ void blur_tile_t(const T* frame, int width, int height, std::ptrdiff_t stride, i
     for (; c + n <= tw; c += n) {
       auto acc = half;
       if (folded) {
-        acc = hn::Add(acc, hn::Mul(hn::Set(du, w[r]), hn::LoadU(du, src[r] + c)));
-        for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(hn::LoadU(du, src[k] + c), hn::LoadU(du, src[taps.size - 1 - k] + c))));
+        acc = hn::Add(acc, hn::Mul(hn::Set(du, w[r]), load_mid(src[r] + c)));
+        for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(load_mid(src[k] + c), load_mid(src[taps.size - 1 - k] + c))));
       } else {
-        for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::LoadU(du, src[k] + c)));
+        for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), load_mid(src[k] + c)));
       }
       // < 2^16 after the shift: the signed demotion cannot saturate.
       hn::StoreU(hn::DemoteTo(dt, hn::BitCast(di, hn::ShiftRight<kernels::kBlurFinalShift>(acc))), dt, o + c);
     }
     for (; c < tw; ++c) {
-      auto column = [&](int yy) { return mid[static_cast<std::ptrdiff_t>(yy) * tw + c]; };
+      auto column = [&](int yy) -> std::uint32_t { return mid[static_cast<std::ptrdiff_t>(yy) * tw + c]; };
       o[c] = static_cast<T>(kernels::blur_v(column, y, height, w, taps.size));
     }
   }

@@ -22,7 +22,8 @@ namespace stripeline::cpu::simd {
 
 // cpu::blur_tile, SIMD: blur columns [x0, x1) of one frame (width x height,
 // row stride `stride` pixels) into `out` (height rows of x1-x0 pixels); `mid`
-// is scratch of height*(x1-x0) values. With taps.size == 0 it copies.
+// is scratch of height*(x1-x0) values (8-bit pixels use half its bytes). With
+// taps.size == 0 it copies.
 void blur_tile(const std::uint8_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
                std::uint32_t* mid, std::uint8_t* out);
 void blur_tile(const std::uint16_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
