@@ -89,7 +89,8 @@ void check_blur(int width, int height, int bits, const kernels::GaussianTaps& ta
 
 TEST(SimdChain, BlurIsTheScalarBlurBitForBit) {
   std::vector<kernels::GaussianTaps> all_taps = {kernels::make_gaussian_taps(0, 0), kernels::make_gaussian_taps(3, 0),
-                                                 kernels::make_gaussian_taps(5, 0), kernels::make_gaussian_taps(15, 4.0)};
+                                                 kernels::make_gaussian_taps(5, 0), kernels::make_gaussian_taps(7, 0),
+                                                 kernels::make_gaussian_taps(15, 4.0)};
   auto along = kernels::make_gaussian_taps(5, 0);
   along.across = false;
   all_taps.push_back(along);

@@ -54,8 +54,11 @@ hn::Vec<DU> load_mid(const M* at) {
 // kernels::blur_h (blur_h_none along the columns only), vectors of
 // Lanes(DU) columns, the edges (a window past the row's ends) and the
 // columns left over scalar.
-template <class T, class M>
+// S: taps.size when known at compile time (the loops over the taps
+// unrolled), 0 when not.
+template <int S, class T, class M>
 void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTaps& taps, M* HWY_RESTRICT m) {
+  const int size = S > 0 ? S : taps.size;
   const DU du;
   const hn::Rebind<T, DU> dt;
   const int n = static_cast<int>(hn::Lanes(du));
@@ -66,7 +69,7 @@ void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTa
     for (; x < x1; ++x) m[x] = static_cast<M>(kernels::blur_h_none(row[x]));
     return;
   }
-  const int r = taps.radius();
+  const int r = size / 2;
   const std::uint32_t* w = taps.w.data();
   auto pixel = [row](int x) { return row[x]; };
   // Columns whose whole window lies inside the row (as cpu::blur_tile).
@@ -83,7 +86,7 @@ void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTa
       acc = hn::Add(acc, hn::Mul(hn::Set(du, w[r]), at(x)));
       for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(at(x + k - r), at(x + r - k))));
     } else {
-      for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), at(x + k - r)));
+      for (int k = 0; k < size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), at(x + k - r)));
     }
     store_mid(hn::ShiftRight<kernels::kBlurMidShift>(acc), m + x);
   };
@@ -95,7 +98,7 @@ void blur_row(const T* row, int width, int x0, int x1, const kernels::GaussianTa
   for (; x < x1; ++x) m[x] = static_cast<M>(kernels::blur_h(pixel, x, width, w, taps.size));
 }
 
-template <class T>
+template <int S, class T>
 void blur_tile_t(const T* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
                  std::uint32_t* mid32, T* out) {
   const int tw = x1 - x0;
@@ -105,27 +108,28 @@ void blur_tile_t(const T* frame, int width, int height, std::ptrdiff_t stride, i
   }
   using M = Mid<T>;
   M* mid = reinterpret_cast<M*>(mid32);  // the scratch holds the values as M alone here
-  for (int y = 0; y < height; ++y) blur_row(frame + y * stride, width, x0, x1, taps, mid + static_cast<std::ptrdiff_t>(y) * tw - x0);
+  for (int y = 0; y < height; ++y) blur_row<S>(frame + y * stride, width, x0, x1, taps, mid + static_cast<std::ptrdiff_t>(y) * tw - x0);
   // The vertical pass: kernels::blur_v, a row of the tile at a time.
   const DU du;
   const DI di;
   const hn::Rebind<T, DI> dt;
-  const int n = static_cast<int>(hn::Lanes(du)), r = taps.radius();
+  const int size = S > 0 ? S : taps.size;
+  const int n = static_cast<int>(hn::Lanes(du)), r = size / 2;
   const std::uint32_t* w = taps.w.data();
   const auto half = hn::Set(du, 1u << (kernels::kBlurFinalShift - 1));
   const M* src[kernels::kMaxBlurSize];
   const bool folded = symmetric(taps);
   for (int y = 0; y < height; ++y) {
-    for (int k = 0; k < taps.size; ++k) src[k] = mid + static_cast<std::ptrdiff_t>(kernels::clamp_index(y + k - r, height)) * tw;
+    for (int k = 0; k < size; ++k) src[k] = mid + static_cast<std::ptrdiff_t>(kernels::clamp_index(y + k - r, height)) * tw;
     T* HWY_RESTRICT o = out + static_cast<std::ptrdiff_t>(y) * tw;
     int c = 0;
     for (; c + n <= tw; c += n) {
       auto acc = half;
       if (folded) {
         acc = hn::Add(acc, hn::Mul(hn::Set(du, w[r]), load_mid(src[r] + c)));
-        for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(load_mid(src[k] + c), load_mid(src[taps.size - 1 - k] + c))));
+        for (int k = 0; k < r; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), hn::Add(load_mid(src[k] + c), load_mid(src[size - 1 - k] + c))));
       } else {
-        for (int k = 0; k < taps.size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), load_mid(src[k] + c)));
+        for (int k = 0; k < size; ++k) acc = hn::Add(acc, hn::Mul(hn::Set(du, w[k]), load_mid(src[k] + c)));
       }
       // < 2^16 after the shift: the signed demotion cannot saturate.
       hn::StoreU(hn::DemoteTo(dt, hn::BitCast(di, hn::ShiftRight<kernels::kBlurFinalShift>(acc))), dt, o + c);
@@ -134,6 +138,18 @@ void blur_tile_t(const T* frame, int width, int height, std::ptrdiff_t stride, i
       auto column = [&](int yy) -> std::uint32_t { return mid[static_cast<std::ptrdiff_t>(yy) * tw + c]; };
       o[c] = static_cast<T>(kernels::blur_v(column, y, height, w, taps.size));
     }
+  }
+}
+
+// blur_tile_t with the common window sizes' loops unrolled.
+template <class T>
+void blur_tile_sized(const T* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
+                     std::uint32_t* mid, T* out) {
+  switch (taps.size) {
+    case 3: return blur_tile_t<3>(frame, width, height, stride, x0, x1, taps, mid, out);
+    case 5: return blur_tile_t<5>(frame, width, height, stride, x0, x1, taps, mid, out);
+    case 7: return blur_tile_t<7>(frame, width, height, stride, x0, x1, taps, mid, out);
+    default: return blur_tile_t<0>(frame, width, height, stride, x0, x1, taps, mid, out);
   }
 }
 
@@ -669,11 +685,11 @@ void EvaluateBrightest16(const std::uint16_t* pix, std::ptrdiff_t ps, const std:
 
 void BlurTile8(const std::uint8_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
                std::uint32_t* mid, std::uint8_t* out) {
-  blur_tile_t(frame, width, height, stride, x0, x1, taps, mid, out);
+  blur_tile_sized(frame, width, height, stride, x0, x1, taps, mid, out);
 }
 void BlurTile16(const std::uint16_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
                 std::uint32_t* mid, std::uint16_t* out) {
-  blur_tile_t(frame, width, height, stride, x0, x1, taps, mid, out);
+  blur_tile_sized(frame, width, height, stride, x0, x1, taps, mid, out);
 }
 void SummariseTile8(const std::uint8_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p, const TileSummary& out) {
   summarise_tile_t(pixels, stride, tw, height, p, out);
