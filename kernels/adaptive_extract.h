@@ -357,6 +357,35 @@ STRIPELINE_HD std::int32_t steger_derivative(const Column& col, int height, cons
   return static_cast<std::int32_t>(acc >> 12);
 }
 
+// Whether centre() takes its flat-top branch: a clipped core (clip_a >= 0,
+// rows clip_a..clip_b), a saturated peak, or `equal` >= 3 rows at the peak's
+// value from the peak down.
+template <class Column, class Raw>
+STRIPELINE_HD bool flat_top(const Column& col, const Raw& raw, int height, const Stripe& s, const ColumnParams& p, int& clip_a, int& clip_b,
+                            int& equal) {
+  clipped_plateau(raw, height, s.first, s.last, p.saturation, clip_a, clip_b);
+  equal = 1;
+  for (int y = s.peak + 1; y < height && col(y) == s.value; ++y) ++equal;
+  return clip_a >= 0 || s.value >= p.saturation || equal >= 3;
+}
+
+// The centroid's weights start above this level (Q4): centroid_level x
+// contrast, or level x contrast (the run's own edge) next to another stripe
+// (a valley) or on a step of the background.
+STRIPELINE_HD std::int32_t centroid_level(const Stripe& s, const ColumnParams& p) {
+  const std::int32_t step = s.bg_hi > s.bg_lo ? s.bg_hi - s.bg_lo : s.bg_lo - s.bg_hi;
+  const std::uint32_t q8 = s.valley || step * 8 > s.contrast ? p.level_q8 : p.centroid_level_q8;
+  return static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * q8) >> 8);
+}
+
+// The centroid from its sums over rows lo..: sw = sum w > 0, swy = sum w x
+// (y - lo); 1/256 px. swy < 2^61 (w^2 < 2^41, at most ~1300 rows): whole
+// rows first, then the remainder in 1/256, so nothing overflows.
+STRIPELINE_HD std::int32_t centroid_position(int lo, std::int64_t sw, std::int64_t swy) {
+  const std::int64_t rows = swy / sw;
+  return static_cast<std::int32_t>((lo + rows) * kPositionOne + round_div((swy - rows * sw) * kPositionOne, sw));
+}
+
 // The centre of an accepted stripe, 1/256 px.
 template <class Column, class Raw>
 STRIPELINE_HD std::int32_t centre(const Column& col, const Raw& raw, int height, const Stripe& s, const ColumnParams& p) {
@@ -364,11 +393,8 @@ STRIPELINE_HD std::int32_t centre(const Column& col, const Raw& raw, int height,
   // plateau off, so the blurred peak may no longer reach it), a saturated or
   // a flat top: the middle of its edges near the top, around the clipped
   // plateau's middle. Not the mass: a one-sided glow would pull it.
-  int clip_a = -1, clip_b = -1;
-  clipped_plateau(raw, height, s.first, s.last, p.saturation, clip_a, clip_b);
-  int equal = 1;
-  for (int y = s.peak + 1; y < height && col(y) == s.value; ++y) ++equal;
-  if (clip_a >= 0 || s.value >= p.saturation || equal >= 3) {
+  int clip_a = -1, clip_b = -1, equal = 1;
+  if (flat_top(col, raw, height, s, p, clip_a, clip_b, equal)) {
     const std::int32_t top = s.contrast - s.contrast / 8;
     const int mid = clip_a >= 0 ? (clip_a + clip_b) / 2 : s.peak + (equal - 1) / 2;
     std::int32_t level = top;
@@ -390,13 +416,7 @@ STRIPELINE_HD std::int32_t centre(const Column& col, const Raw& raw, int height,
     case SubpixelEstimator::Centroid: {
       // Background-subtracted centre of gravity of the contiguous pixels
       // above centroid_level x contrast around the run, inside the anchors.
-      std::int32_t level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.centroid_level_q8) >> 8);
-      {
-        // Next to another stripe or on a step of the background, the weights
-        // start at `level` (the run's own edge) instead.
-        const std::int32_t step = s.bg_hi > s.bg_lo ? s.bg_hi - s.bg_lo : s.bg_lo - s.bg_hi;
-        if (s.valley || step * 8 > s.contrast) level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
-      }
+      const std::int32_t level = centroid_level(s, p);
       int lo = s.first, hi = s.last;
       while (lo - 1 > s.anchor_lo && u_at(col, height, s, lo - 1) > level) --lo;
       while (hi + 1 < s.anchor_hi && u_at(col, height, s, hi + 1) > level) ++hi;
@@ -409,10 +429,7 @@ STRIPELINE_HD std::int32_t centre(const Column& col, const Raw& raw, int height,
         swy += w * (y - lo);
       }
       if (sw <= 0) return ym * kPositionOne;
-      // swy < 2^61 (w^2 < 2^41, at most ~1300 rows): whole rows first, then
-      // the remainder in 1/256, so nothing overflows.
-      const std::int64_t rows = swy / sw;
-      return static_cast<std::int32_t>((lo + rows) * kPositionOne + round_div((swy - rows * sw) * kPositionOne, sw));
+      return centroid_position(lo, sw, swy);
     }
     case SubpixelEstimator::Parabola:
     case SubpixelEstimator::Gauss: {
@@ -472,11 +489,11 @@ STRIPELINE_HD std::uint64_t score_bound(std::uint32_t v, std::uint32_t bound) {
   return 2 * static_cast<std::uint64_t>(v) + bound;
 }
 
-template <class Column, class Raw, class Emit>
-STRIPELINE_HD void emit_stripe(const Column& col, const Raw& raw, int height, const Stripe& s, const ColumnParams& p, int slot, const Emit& emit) {
+// The stripe's detection into `slot`, at `position` (its centre()).
+template <class Emit>
+STRIPELINE_HD void emit_stripe(const Stripe& s, std::int32_t position, int slot, const Emit& emit) {
   const std::int32_t q = (s.contrast + (1 << (kQ - 1))) >> kQ;
-  emit(slot, centre(col, raw, height, s, p), s.value, static_cast<std::uint32_t>(s.last - s.first + 1),
-       static_cast<std::uint32_t>(q > 65535 ? 65535 : q));
+  emit(slot, position, s.value, static_cast<std::uint32_t>(s.last - s.first + 1), static_cast<std::uint32_t>(q > 65535 ? 65535 : q));
 }
 
 // What the scan needs of the whole column, from one pass: its lowest pixel,
@@ -520,13 +537,14 @@ STRIPELINE_HD bool is_candidate(const Column& col, int height, int y, std::uint3
 
 // The scan of column_adaptive from the column's summary; `next(y)` returns
 // the first row >= y that passes adaptive::is_candidate, or `height` when
-// none does, and `evaluate(y)` adaptive::evaluate of candidate row y (a loop
-// and a call here; the CPU's SIMD path reads the candidates and the
-// brightest row's stripe from what it computed across columns,
-// stages/cpu/simd_chain.h).
-template <class Column, class Raw, class Emit, class Next, class Evaluate>
-STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int height, const ColumnParams& p, const Emit& emit,
-                                       const adaptive::ColumnSummary& summary, const Next& next, const Evaluate& evaluate) {
+// none does, `evaluate(y)` adaptive::evaluate of candidate row y and
+// `centre(s)` adaptive::centre of an emitted stripe (a loop and calls here;
+// the CPU's SIMD path reads the candidates, the brightest row's stripe and
+// its centre from what it computed across columns, stages/cpu/simd_chain.h).
+template <class Column, class Emit, class Next, class Evaluate, class Centre>
+STRIPELINE_HD int column_adaptive_scan(const Column& col, int height, const ColumnParams& p, const Emit& emit,
+                                       const adaptive::ColumnSummary& summary, const Next& next, const Evaluate& evaluate,
+                                       const Centre& centre) {
   using adaptive::Stripe;
   const std::uint32_t lowest = summary.lowest;
   int found = 0;
@@ -596,11 +614,14 @@ STRIPELINE_HD int column_adaptive_scan(const Column& col, const Raw& raw, int he
     }
   }
   if (p.selection == SpotSelection::All) {
-    for (int k = 0; k < kept; ++k) adaptive::emit_stripe(col, raw, height, evaluate(kept_row[k]), p, k, emit);
+    for (int k = 0; k < kept; ++k) {
+      const Stripe s = evaluate(kept_row[k]);
+      adaptive::emit_stripe(s, centre(s), k, emit);
+    }
     return found;
   }
   if (!chosen.valid) return 0;
-  adaptive::emit_stripe(col, raw, height, chosen, p, 0, emit);
+  adaptive::emit_stripe(chosen, centre(chosen), 0, emit);
   return 1;
 }
 
@@ -613,7 +634,8 @@ STRIPELINE_HD int column_adaptive(const Column& col, const Raw& raw, int height,
     return y;
   };
   auto evaluate = [&](int y) { return adaptive::evaluate(col, raw, height, y, p, summary.tv); };
-  return column_adaptive_scan(col, raw, height, p, emit, summary, next, evaluate);
+  auto centre = [&](const adaptive::Stripe& s) { return adaptive::centre(col, raw, height, s, p); };
+  return column_adaptive_scan(col, height, p, emit, summary, next, evaluate, centre);
 }
 
 }  // namespace stripeline::kernels

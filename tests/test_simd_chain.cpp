@@ -89,7 +89,8 @@ void check_blur(int width, int height, int bits, const kernels::GaussianTaps& ta
 
 TEST(SimdChain, BlurIsTheScalarBlurBitForBit) {
   std::vector<kernels::GaussianTaps> all_taps = {kernels::make_gaussian_taps(0, 0), kernels::make_gaussian_taps(3, 0),
-                                                 kernels::make_gaussian_taps(5, 0), kernels::make_gaussian_taps(15, 4.0)};
+                                                 kernels::make_gaussian_taps(5, 0), kernels::make_gaussian_taps(7, 0),
+                                                 kernels::make_gaussian_taps(15, 4.0)};
   auto along = kernels::make_gaussian_taps(5, 0);
   along.across = false;
   all_taps.push_back(along);
@@ -173,11 +174,13 @@ void check_brightest(int width, int height, int bits, const kernels::ColumnParam
   std::vector<std::uint32_t> lowest(width), tv(width), top(width), cand(static_cast<std::size_t>(words) * width);
   std::vector<std::int32_t> brightest(width);
   std::vector<kernels::adaptive::Stripe> stripes(width);
-  const cpu::simd::TileSummary s{lowest.data(), tv.data(), brightest.data(), top.data(), cand.data(), stripes.data()};
+  std::vector<std::int32_t> centres(width);
+  const cpu::simd::TileSummary s{lowest.data(), tv.data(), brightest.data(), top.data(), cand.data(), stripes.data(), centres.data()};
   for_each_target([&] {
     int asked = 0, valid = 0;
     cpu::simd::summarise_tile(frame.data(), width, width, height, p, s);
     for (auto& st : stripes) st.peak = -999, st.valid = true, st.first = -5;  // poison
+    std::fill(centres.begin(), centres.end(), kNoPeak + 17);
     cpu::simd::evaluate_brightest(frame.data(), width, raw.data(), width, width, height, p, s);
     for (int x = 0; x < width; ++x) {
       if (!(top[x] - lowest[x] >= p.min_contrast && top[x] > lowest[x])) continue;
@@ -201,12 +204,38 @@ void check_brightest(int width, int height, int bits, const kernels::ColumnParam
       ASSERT_EQ(want.valley, got.valley) << "column " << x;
       ASSERT_EQ(want.first, got.first) << "column " << x;
       ASSERT_EQ(want.last, got.last) << "column " << x;
+      ASSERT_EQ(kernels::adaptive::centre(column, raw_column, height, want, p), centres[x]) << "column " << x;
     }
     if (width >= 200 && height >= 17) {
       EXPECT_GT(asked, width / 2) << "most columns are asked";
       EXPECT_GT(valid, width / 8) << "and many hold a stripe: the comparison means something";
     }
   });
+}
+
+// The centres of the brightest rows' stripes (the centroid's sums across
+// columns; the other estimators and the flat tops per column), every
+// estimator, centroid levels, 8 to 16 bits (the 32-bit lanes' bounds: the
+// deep pixels' columns fall back to the scalar code).
+TEST(SimdChain, BrightestRowCentreIsTheScalarOneBitForBit) {
+  const BatchLayout l8{64, 52, 1, PixelFormat::Mono8}, l16{64, 52, 1, PixelFormat::Mono16};
+  for (const auto estimator : {SubpixelEstimator::Centroid, SubpixelEstimator::Gauss, SubpixelEstimator::Parabola, SubpixelEstimator::Steger})
+    for (const double centroid_level : {0.0, 0.3})
+      for (const int max_width : {16, 5}) {
+        ChainConfig c;
+        c.adaptive.estimator = estimator;
+        c.adaptive.centroid_level = centroid_level;
+        c.adaptive.max_width = max_width;
+        const kernels::ColumnParams p8 = validate_chain(c, l8);
+        for (const int width : {1, 15, 17, 33, 517})
+          for (const int height : {2, 3, 17, 52, 130}) check_brightest<std::uint8_t>(width, height, 8, p8, static_cast<unsigned>(width * 5 + height));
+        for (const int bits : {9, 11, 12, 14, 16}) {
+          c.adaptive.pixel_bits = bits;
+          const kernels::ColumnParams p16 = validate_chain(c, l16);
+          check_brightest<std::uint16_t>(517, 52, bits, p16, static_cast<unsigned>(bits * 3));
+          check_brightest<std::uint16_t>(33, 300, bits, p16, static_cast<unsigned>(bits + 7));
+        }
+      }
 }
 
 TEST(SimdChain, BrightestRowEvaluationIsTheScalarOneBitForBit) {
@@ -249,6 +278,7 @@ void check_extraction(int width, int height, int bits, const ChainConfig& cc, in
     std::vector<std::uint32_t> lowest(tile), tv(tile), top(tile), cand(static_cast<std::size_t>(words) * tile);
     std::vector<std::int32_t> brightest(tile);
     std::vector<kernels::adaptive::Stripe> stripes(tile);
+    std::vector<std::int32_t> centres(tile);
     const cpu::simd::TileSummary s{lowest.data(), tv.data(), brightest.data(), top.data(), cand.data()};
     for (int x0 = 0; x0 < width; x0 += tile) {
       const int x1 = x0 + tile < width ? x0 + tile : width, tw = x1 - x0;
@@ -264,6 +294,7 @@ void check_extraction(int width, int height, int bits, const ChainConfig& cc, in
       cpu::simd::summarise_tile(blurred.data(), tw, tw, height, p, sum);
       if (p.selection != SpotSelection::Top) {  // as the backend (strongest, all), and bottom: the brightest rows evaluated across columns
         sum.stripes = stripes.data();
+        if (p.selection != SpotSelection::Bottom) sum.centres = centres.data();  // bottom: the scan's own centre
         cpu::simd::evaluate_brightest(blurred.data(), tw, frame.data() + x0, width, tw, height, p, sum);
       }
       cpu::extract_tile_adaptive(pixel, raw, height, x0, x1, 0, p, sum, out);
@@ -372,6 +403,10 @@ TEST(SimdChain, CpuBackendIsTheScalarChainBitForBit) {
   check_backend<std::uint8_t>(2049, 52, 3, 8, c);
   check_backend<std::uint16_t>(1937, 52, 3, 12, c);
   check_backend<std::uint8_t>(33, 17, 4, 8, c);
+  // Frames enough for whole frames per task (the candidates in the thread's
+  // one-frame profiles) on a host of up to 32 threads.
+  check_backend<std::uint8_t>(517, 52, 65, 8, c);
+  check_backend<std::uint16_t>(300, 52, 65, 12, c);
   c.line_model.candidates = 3;
   check_backend<std::uint16_t>(517, 52, 2, 16, c);
   c.line_model.candidates = 8;

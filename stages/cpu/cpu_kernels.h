@@ -121,26 +121,53 @@ void extract_tile(const Pixel& pixel, const Raw& raw, int height, int x0, int x1
 // extract_tile for method adaptive (height >= 2), from the columns'
 // summaries `s` that simd::summarise_tile made of the same pixels (column
 // x0 + c in lane c): kernels::column_adaptive_scan, candidates read from the
-// bits. Same bits as extract_tile (`clear`: as extract_columns).
+// bits, the brightest row's stripe and centre from s.stripes and s.centres
+// where given. Same bits as extract_tile (`clear`: as extract_columns).
+// adaptive::evaluate is a function of the row alone, so a stripe the scan
+// evaluated is not evaluated again when it is emitted (selection `all`).
 template <class Pixel, class Raw>
 void extract_tile_adaptive(const Pixel& pixel, const Raw& raw, int height, int x0, int x1, int f, const kernels::ColumnParams& p,
                            const simd::TileSummary& s, ProfileBatch& out, bool clear = true) {
+  namespace ad = kernels::adaptive;
   const int tw = x1 - x0;
+  // The valid stripes of a column the scan evaluated (other than the
+  // brightest row's), for selection `all`'s emits.
+  constexpr int kMemo = kernels::kMaxAdaptivePeaks;
+  ad::Stripe memo[kMemo];
+  const int memo_size = p.selection == kernels::SpotSelection::All ? kMemo : 0;
+  const bool only_candidate_rows = p.selection == kernels::SpotSelection::All || p.selection == kernels::SpotSelection::Strongest;
   extract_columns(x0, x1, f, out, [&](int x, const auto& emit) {
     auto column = [&pixel, x](int y) -> std::uint32_t { return pixel(x, y); };
     auto raw_column = [&raw, x](int y) -> std::uint32_t { return raw(x, y); };
     const int c = x - x0;
-    kernels::adaptive::ColumnSummary summary;
+    ad::ColumnSummary summary;
     summary.lowest = s.lowest[c];
     summary.tv = s.tv[c];
     summary.brightest = s.brightest[c];
     summary.top = s.top[c];
+    const bool cached = s.stripes && simd::brightest_evaluated(summary, p);
     auto next = [&s, tw, c, height](int y) { return simd::next_candidate(s.candidates, tw, c, y, height); };
+    // The brightest row the column's only candidate (most columns): the
+    // scan (selection strongest or all) would evaluate that row alone and
+    // emit its stripe when valid, at its centre; read both.
+    if (cached && s.centres && only_candidate_rows && simd::only_candidate(s.candidates, tw, c, summary.brightest, height)) {
+      if (!s.stripes[c].valid) return 0;
+      ad::emit_stripe(s.stripes[c], s.centres[c], 0, emit);
+      return 1;
+    }
+    int memos = 0;
     auto evaluate = [&](int y) {
-      return s.stripes && y == summary.brightest && simd::brightest_evaluated(summary, p) ? s.stripes[c]
-                                                                                         : kernels::adaptive::evaluate(column, raw_column, height, y, p, summary.tv);
+      if (cached && y == summary.brightest) return s.stripes[c];
+      for (int k = memos - 1; k >= 0; --k)
+        if (memo[k].peak == y) return memo[k];
+      const ad::Stripe st = ad::evaluate(column, raw_column, height, y, p, summary.tv);
+      if (st.valid && memos < memo_size) memo[memos++] = st;
+      return st;
     };
-    return kernels::column_adaptive_scan(column, raw_column, height, p, emit, summary, next, evaluate);
+    auto centre = [&](const ad::Stripe& st) {
+      return s.centres && cached && st.peak == summary.brightest ? s.centres[c] : ad::centre(column, raw_column, height, st, p);
+    };
+    return kernels::column_adaptive_scan(column, height, p, emit, summary, next, evaluate, centre);
   }, clear);
 }
 

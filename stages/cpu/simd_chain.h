@@ -22,7 +22,8 @@ namespace stripeline::cpu::simd {
 
 // cpu::blur_tile, SIMD: blur columns [x0, x1) of one frame (width x height,
 // row stride `stride` pixels) into `out` (height rows of x1-x0 pixels); `mid`
-// is scratch of height*(x1-x0) values. With taps.size == 0 it copies.
+// is scratch of height*(x1-x0) values (8-bit pixels use half its bytes). With
+// taps.size == 0 it copies.
 void blur_tile(const std::uint8_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
                std::uint32_t* mid, std::uint8_t* out);
 void blur_tile(const std::uint16_t* frame, int width, int height, std::ptrdiff_t stride, int x0, int x1, const kernels::GaussianTaps& taps,
@@ -45,6 +46,9 @@ struct TileSummary {
   // adaptive::evaluate of each column's brightest row (evaluate_brightest),
   // or null: the scan then evaluates it itself.
   kernels::adaptive::Stripe* stripes = nullptr;
+  // With stripes: adaptive::centre of each column's brightest-row stripe,
+  // where that is valid (evaluate_brightest), or null: the scan computes it.
+  std::int32_t* centres = nullptr;
 };
 inline constexpr int kMaxSummaryHeight = 32768;  // 16-bit lanes' total variation fits 31 bits
 void summarise_tile(const std::uint8_t* pixels, std::ptrdiff_t stride, int tw, int height, const kernels::ColumnParams& p,
@@ -58,6 +62,12 @@ void summarise_tile(const std::uint16_t* pixels, std::ptrdiff_t stride, int tw, 
 // `raw_stride`) holds the columns' unblurred pixels. The walks out from the
 // peaks run across columns, a row at a time; the rest is the scalar code's
 // own pieces (adaptive::prominence_gate, anchor_end, line_and_gates) per column.
+// With out.centres, also the centres of the valid ones: with the centroid
+// estimator, the weights' extent and sums across columns (32-bit lanes where
+// a column's rows are exact in them: the background line's product and w^2
+// below 2^31, checked per column; 64-bit sums); the flat tops
+// (adaptive::flat_top), the other estimators and the columns outside those
+// bounds by adaptive::centre itself.
 void evaluate_brightest(const std::uint8_t* pixels, std::ptrdiff_t stride, const std::uint8_t* raw, std::ptrdiff_t raw_stride, int tw, int height,
                         const kernels::ColumnParams& p, const TileSummary& out);
 void evaluate_brightest(const std::uint16_t* pixels, std::ptrdiff_t stride, const std::uint16_t* raw, std::ptrdiff_t raw_stride, int tw,
@@ -82,6 +92,13 @@ inline int next_candidate(const std::uint32_t* candidates, int tw, int c, int y,
     bits = candidates[static_cast<std::ptrdiff_t>(w) * tw + c];
   }
   return w * 32 + __builtin_ctz(bits);
+}
+
+// Whether row y is column c's only candidate.
+inline bool only_candidate(const std::uint32_t* candidates, int tw, int c, int y, int height) {
+  std::uint32_t others = 0;
+  for (int w = 0; w < candidate_words(height); ++w) others |= candidates[static_cast<std::ptrdiff_t>(w) * tw + c] ^ (w == y >> 5 ? 1u << (y & 31) : 0u);
+  return others == 0;
 }
 
 // The instruction set the functions above run now (e.g. "AVX3", "AVX2").
