@@ -37,6 +37,7 @@
 
 #include <unistd.h>
 
+#include "core/errors.h"
 #include "core/profile_mapping.h"
 #include "streaming/merge.h"
 #include "streaming/proxy.h"
@@ -108,7 +109,7 @@ std::pair<double, double> merge_alone(int width, int heads, double dx, std::uint
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const int width = argc > 1 ? std::atoi(argv[1]) : 256;
   const double rate = argc > 2 ? std::atof(argv[2]) : 10000.0;
   const double seconds = argc > 3 ? std::atof(argv[3]) : 5.0;
@@ -284,4 +285,16 @@ int main(int argc, char** argv) {
   std::printf("  merged rows %llu of %llu frames; %s\n", static_cast<unsigned long long>(c.rows), static_cast<unsigned long long>(frames),
               accounted ? "all accounted" : "INCOMPLETE");
   return accounted ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const InputError& e) {  // a bad argument, or a scheduling this process has no right to: one line
+    std::fprintf(stderr, "merge_bench: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "merge_bench: %s\n", e.what());
+    return 1;
+  }
 }
