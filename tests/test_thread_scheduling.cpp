@@ -116,7 +116,8 @@ TEST(ThreadScheduling, WithoutTheRightFifoIsRefusedWithOneLine) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit failed, 11: dropping root failed, 12: no ConfigError or not the expected line";
+  if (WEXITSTATUS(status) == 11) GTEST_SKIP() << "the child could not give up root (setresuid to 65534 refused: a user namespace without that uid?)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit failed, 12: no ConfigError or not the expected line";
 }
 
 TEST(ThreadScheduling, AppliedToTheCallingThreadWhenPermitted) {
