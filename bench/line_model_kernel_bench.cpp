@@ -8,7 +8,7 @@
 // nothing but the bits is checked. Then profiles the block kernel's phases
 // (thread 0's clock64() at each boundary, summed over 50 launches).
 //
-//   line_model_kernel_bench [K=8] [REPS=200]
+//   line_model_kernel_bench [K=8] [REPS=200] [WARMUP=8]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -49,7 +49,7 @@ double median(std::vector<double> v) {
 // at the SM's clock.
 void print_phase_profile(const kernels::LineModelParams& line, const kernels::LineModelArrays& in, const kernels::LineModelArrays& out,
                          std::uint8_t* back, int width, int clock_khz, cudaStream_t stream) {
-  static const char* const kNames[kc::kLinePhaseCount] = {"transfer", "entering", "back-pointers", "first states",
+  static const char* const kNames[kc::kLinePhaseCount] = {"staging", "speculative", "rounds", "exact fallback", "first states",
                                                           "last states", "path", "runs", "drop short"};
   constexpr int kLaunches = 50;
   for (int frames : {1, 300}) {
@@ -62,8 +62,9 @@ void print_phase_profile(const kernels::LineModelParams& line, const kernels::Li
         for (int b = 0; b < kc::kLinePhaseCount; ++b) sum.cycles[a][b] += one.cycles[a][b];
     }
     const double per = 1.0 / (static_cast<double>(kLaunches) * frames), us = 1e3 / clock_khz;
-    std::printf("  block kernel phases, %d frame(s) per launch (cycles per frame; us at %.0f MHz); passes per frame %.2f\n", frames, clock_khz / 1e3,
-                static_cast<double>(sum.cycles[kernels::kLinePasses][1]) * per);
+    std::printf("  block kernel phases, %d frame(s) per launch (cycles per frame; us at %.0f MHz); per frame: passes %.2f, rounds %.3f, fallbacks %.3f\n",
+                frames, clock_khz / 1e3, static_cast<double>(sum.cycles[kernels::kLinePasses][1]) * per,
+                static_cast<double>(sum.cycles[kernels::kLinePasses][2]) * per, static_cast<double>(sum.cycles[kernels::kLinePasses][3]) * per);
     double total = 0;
     for (int b = 0; b < kc::kLinePhaseCount; ++b) {
       std::printf("    %-14s", kNames[b]);
@@ -85,6 +86,7 @@ void print_phase_profile(const kernels::LineModelParams& line, const kernels::Li
 int main(int argc, char** argv) {
   const int k = argc > 1 ? std::atoi(argv[1]) : 8;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 200;
+  const int warmup = argc > 3 ? std::atoi(argv[3]) : kernels::line_model::kLineWarmup;
   constexpr int kWidth = 2048, kHeight = 52, kFrames = 300;
   SyntheticConfig sc;
   sc.width = kWidth, sc.frame_height = kHeight, sc.frames = 0;
@@ -117,6 +119,7 @@ int main(int argc, char** argv) {
                      ocount = DeviceBuffer::allocate(n1, "out count");
   const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(k, kWidth, kFrames), "scratch");
   kc::configure_line_model(cuda::max_shared_bytes_per_block());
+  kc::set_line_model_warmup(warmup);
   const Stream stream = Stream::create();
   const Event start = Event::create_timing(), stop = Event::create_timing();
 
@@ -124,8 +127,8 @@ int main(int argc, char** argv) {
   STRIPELINE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   long candidates = 0;
   for (std::size_t i = 0; i < n1; ++i) candidates += std::min<int>(cand.count[i], k);
-  std::printf("%s, %d SMs; production shape %dx%d, K %d, %.2f candidates per column; auto kernel: %s\n", prop.name, prop.multiProcessorCount, kWidth,
-              kHeight, k, static_cast<double>(candidates) / static_cast<double>(n1),
+  std::printf("%s, %d SMs; production shape %dx%d, K %d, %.2f candidates per column; warm-up %d columns; auto kernel: %s\n", prop.name, prop.multiProcessorCount,
+              kWidth, kHeight, k, static_cast<double>(candidates) / static_cast<double>(n1), warmup,
               kc::line_kernel_for(line, kWidth) == kc::LineKernel::Block ? "block" : "warp");
   for (kc::LineKernel design : {kc::LineKernel::Warp, kc::LineKernel::Block}) {
     const char* name = design == kc::LineKernel::Warp ? "warp per frame " : "block per frame";

@@ -13,14 +13,19 @@
 // scan over the lanes, and each lane then walks its own chunk again from
 // its exact entering scores with the oracle's column function, so scores
 // and back-pointers are the oracle's bit for bit (integers: max and + are
-// exact in any order). The trace back and the minimum segment length are
-// split the same way: per chunk, then a scan over the lanes, then per chunk.
+// exact in any order). That exact forward pass (phases 1 to 3) is the warp
+// kernel's, and the block kernel's fallback: the block kernel first tries
+// the speculative one (phases S1 to S4 below), which walks each chunk about
+// once instead of once per state. The trace back and the minimum segment
+// length are split the same way: per chunk, then a scan over the lanes,
+// then per chunk.
 //
 // Each phase is a function of one lane; between phases every lane's writes
 // must be visible to the others (the kernel's __syncwarp). Phases marked
 // "one lane" run on lane 0 alone; "per state" ones on lanes 0..K.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/line_model.h"
 
@@ -44,8 +49,19 @@ struct LineModelLaneScratch {
   std::uint16_t* run_in = nullptr;    // [lane + 1]: segment columns up to the chunk's last column (run_in[l]: before chunk l)
   std::uint16_t* run_out = nullptr;   // [lane + 1]: segment columns from the chunk's first column on
   std::uint8_t* dropped = nullptr;    // [lane]: a segment was dropped in the chunk
+  // The speculative forward pass's (sharing the transfer matrices' bytes,
+  // which only its fallback uses):
+  std::int64_t* spec_start = nullptr;  // [lane][state]: the scores the lane's walk of its chunk started from
+  line_model::Candidate* staged = nullptr;         // [column][slot < staged_slots]: the first candidates of every column
+  std::uint8_t* staged_count = nullptr;  // [column]: candidates of the column (at most K)
+  int staged_slots = 0;                // 0: the walks read the candidates from the view
   int states = kLineStates;            // K + 1: the stride of a transfer matrix's rows
 };
+
+// Candidates of a column kept in the scratch (shared memory on the GPU) for
+// the speculative walks, which read most columns twice: at most two, as the
+// scratch allows (real frames have about one a column).
+inline constexpr int kLineStagedSlots = 2;
 
 // The scratch of one frame laid out in two regions: `fixed` (8-byte
 // aligned, line_lane_fixed_bytes) and `columns` (2-byte aligned,
@@ -66,7 +82,19 @@ STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lan
   LineModelLaneScratch& s = out.scratch;
   s.states = candidates + 1;
   const auto states = static_cast<std::size_t>(s.states);
-  s.transfer = reinterpret_cast<std::int64_t*>(take(fixed, 8 * l * states * states));
+  // The transfer matrices, or (the same bytes) the speculative pass's
+  // starting scores and staged candidates.
+  const std::size_t transfer_bytes = 8 * l * states * states, spec_bytes = 8 * l * kLineStates;
+  const std::size_t shared_bytes = transfer_bytes > spec_bytes ? transfer_bytes : spec_bytes;
+  unsigned char* region = take(fixed, shared_bytes);
+  s.transfer = reinterpret_cast<std::int64_t*>(region);
+  s.spec_start = reinterpret_cast<std::int64_t*>(region);
+  s.staged_slots = kLineStagedSlots < candidates ? kLineStagedSlots : candidates;
+  while (s.staged_slots > 0 && spec_bytes + w * (sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots) + 1) > shared_bytes) --s.staged_slots;
+  if (region != nullptr && s.staged_slots > 0) {
+    s.staged = reinterpret_cast<line_model::Candidate*>(region + spec_bytes);
+    s.staged_count = region + spec_bytes + w * sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots);
+  }
   s.entering = reinterpret_cast<std::int64_t*>(take(fixed, 8 * (l + 1) * kLineStates));
   s.tail = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
   s.head = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
@@ -203,6 +231,160 @@ STRIPELINE_HD void lane_back_pointers(const LineModelView& v, const LineModelPar
     copy_candidates(cur_c, cur_n, prev_c);
     prev_n = cur_n;
   }
+}
+
+// ---------------------------------------------------------------------------
+// The speculative forward pass (the block kernel's; phases 1 to 3 above are
+// its fallback). Why: phases 1 and 2 cost a frame ~77 of its ~105 us on an
+// H100, because a transfer matrix walks its chunk once per entering state.
+// But every choice of the walk (enter_none, enter_candidate, final_state)
+// compares scores of one column, so scores that differ by a constant give
+// the same back-pointers; and the model forgets: a column without
+// candidates, or a line much stronger than the rest, makes the scores from
+// any start differ by a constant after a few columns (the (max, +) product
+// converges to rank one). So each lane walks its chunk once, from "no line"
+// kLineWarmup columns before it (a guess at its entering scores), and then
+// checks the guess against the scores the previous lane ended with: where
+// they differ by a constant (nearly always) its back-pointers are the
+// oracle's; where not, it walks again from them, in rounds until every lane
+// agrees with the one before (by induction from lane 0, which starts from
+// the frame's start, each is then exact up to a constant). After
+// kLineSpecRounds rounds without that, the exact phases 1 to 3 run instead,
+// so a frame of long parallel lines costs what it did before.
+inline constexpr int kLineWarmup = 8;       // columns walked before the chunk, from "no line"
+inline constexpr int kLineSpecRounds = 8;   // rounds of walks again before the fallback
+
+// Column x's candidates: the staged ones from the scratch, the rest from the view.
+STRIPELINE_HD int load_staged(const LineModelView& v, const LineModelParams& p, int f, int x, const LineModelLaneScratch& s, Candidate* c) {
+  if (s.staged_slots == 0) return load_candidates(v, p, f, x, c);
+  const int n = s.staged_count[x];
+  const Candidate* staged = s.staged + static_cast<std::size_t>(x) * s.staged_slots;
+  STRIPELINE_UNROLL
+  for (int i = 0; i < kMaxLineCandidates; ++i) {
+    if (i >= n) break;
+    c[i] = i < s.staged_slots ? staged[i] : candidate(v, p, f, i, x);
+  }
+  return n;
+}
+
+// Phase S1 (per lane, columns lane, lane + lanes, ...: coalesced on the
+// GPU): the candidates staged; pass 0 clears the masks. Four columns' loads
+// are issued before any store (stores through the scratch's pointers could
+// alias the view's, so the GPU would otherwise wait for each load in turn).
+STRIPELINE_HD void lane_stage(const LineModelView& v, const LineModelParams& p, int f, int pass, int lanes, int lane, const LineModelLaneScratch& s) {
+  constexpr int kAtOnce = 4;
+  for (int x0 = lane; x0 < v.width; x0 += kAtOnce * lanes) {
+    int n[kAtOnce];
+    Candidate c[kAtOnce][kLineStagedSlots];
+    STRIPELINE_UNROLL
+    for (int k = 0; k < kAtOnce; ++k) {
+      const int x = x0 + k * lanes;
+      n[k] = x < v.width && s.staged_slots > 0 ? slots_filled(v, p, f, x) : 0;
+    }
+    STRIPELINE_UNROLL
+    for (int k = 0; k < kAtOnce; ++k)
+      STRIPELINE_UNROLL
+      for (int i = 0; i < kLineStagedSlots; ++i)
+        if (i < s.staged_slots && i < n[k]) c[k][i] = candidate(v, p, f, i, x0 + k * lanes);
+    STRIPELINE_UNROLL
+    for (int k = 0; k < kAtOnce; ++k) {
+      const int x = x0 + k * lanes;
+      if (x >= v.width) break;
+      if (pass == 0) s.mask[x] = 0;
+      if (s.staged_slots == 0) continue;
+      s.staged_count[x] = static_cast<std::uint8_t>(n[k]);
+      STRIPELINE_UNROLL
+      for (int i = 0; i < kLineStagedSlots; ++i)
+        if (i < s.staged_slots && i < n[k]) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = c[k][i];
+    }
+  }
+}
+
+// Columns [from, to) walked from `score` (the scores at column from - 1,
+// whose candidates are prev_c[0, prev_n)); back-pointers written from column
+// write_from on. Leaves column to - 1's scores in `score` and candidates in
+// prev_c, and returns their number.
+STRIPELINE_HD int walk_columns(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to, int write_from,
+                               Candidate* prev_c, int prev_n, std::int64_t* score) {
+  const int states = p.candidates + 1;
+  Candidate cur_c[kMaxLineCandidates];
+  std::int64_t cur_score[kLineStates];
+  for (int x = from; x < to; ++x) {
+    const int cur_n = load_staged(v, p, f, x, s, cur_c);
+    std::uint8_t* back = x >= write_from ? s.back + static_cast<std::size_t>(x) * states : nullptr;
+    advance_column(prev_c, prev_n, score, cur_c, cur_n, s.mask[x], p, cur_score, back, 1);
+    copy_scores(cur_score, cur_n, score);
+    copy_candidates(cur_c, cur_n, prev_c);
+    prev_n = cur_n;
+  }
+  return prev_n;
+}
+
+STRIPELINE_HD std::int64_t* lane_scores(std::int64_t* base, int lane) { return base + static_cast<std::size_t>(lane) * kLineStates; }
+
+// Phase S2 (per lane): the chunk walked from "no line" `warmup` columns
+// before it (lane 0 and lanes that reach column 0: exact): its back-pointers,
+// the scores it entered the chunk with (spec_start) and ended with
+// (entering[lane + 1]).
+STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s, int warmup) {
+  const Chunk c = chunk_of(v.width, lanes, lane);
+  if (c.empty()) return;
+  Candidate prev_c[kMaxLineCandidates];
+  std::int64_t score[kLineStates];
+  score[0] = 0;
+  const int start = c.begin > warmup ? c.begin - warmup : 0;
+  int n = 0;
+  if (start < c.begin) {
+    n = walk_columns(v, p, f, s, start, c.begin, v.width, prev_c, 0, score);
+  } else if (c.begin > 0) {  // no warm-up: "no line" alone before the chunk
+    n = load_staged(v, p, f, c.begin - 1, s, prev_c);
+    STRIPELINE_UNROLL
+    for (int i = 1; i < kLineStates; ++i) {
+      if (i > n) break;
+      score[i] = kNone;
+    }
+  }
+  copy_scores(score, n, lane_scores(s.spec_start, lane));
+  n = walk_columns(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score);
+  copy_scores(score, n, lane_scores(s.entering, lane + 1));
+  s.n_last[lane] = static_cast<std::uint8_t>(n);
+}
+
+// Whether scores of states 0..n differ by a constant (states no path
+// reaches, kNone, in the same places).
+STRIPELINE_HD bool parallel_scores(const std::int64_t* a, const std::int64_t* b, int n) {
+  const std::int64_t d = a[0] - b[0];
+  for (int i = 1; i <= n; ++i) {
+    const bool none_a = a[i] <= kNone, none_b = b[i] <= kNone;
+    if (none_a != none_b || (!none_a && a[i] - b[i] != d)) return false;
+  }
+  return true;
+}
+
+// Phase S3 (per lane, each round): whether the lane's walk started from
+// scores that are not the previous lane's last ones up to a constant; if
+// so, those become its start (spec_start: the lane's own), before any lane
+// walks again in the round.
+STRIPELINE_HD bool lane_needs_walk(const LineModelView& v, int lanes, int lane, const LineModelLaneScratch& s) {
+  if (lane == 0 || lane >= lanes_used(v.width, lanes)) return false;
+  const std::int64_t* before = lane_scores(s.entering, lane);
+  std::int64_t* start = lane_scores(s.spec_start, lane);
+  const int n = s.n_last[lane - 1];
+  if (parallel_scores(before, start, n)) return false;
+  for (int i = 0; i <= n; ++i) start[i] = before[i];
+  return true;
+}
+
+// Phase S4 (per lane that needs it, each round): the chunk walked again from
+// its new start.
+STRIPELINE_HD void lane_walk_again(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s) {
+  const Chunk c = chunk_of(v.width, lanes, lane);
+  Candidate prev_c[kMaxLineCandidates];
+  int n = load_staged(v, p, f, c.begin - 1, s, prev_c);
+  std::int64_t score[kLineStates];
+  copy_scores(lane_scores(s.spec_start, lane), n, score);
+  n = walk_columns(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score);
+  copy_scores(score, n, lane_scores(s.entering, lane + 1));
 }
 
 // Phase 4 (per lane): for each state of the chunk's last column, the state
@@ -342,18 +524,45 @@ STRIPELINE_HD void lane_write(const LineModelView& v, const LineModelParams& p, 
 
 }  // namespace line_model
 
-// The phases in order for one frame, lane after lane: what the kernel runs
-// with its lanes side by side (tests/test_line_model.cpp checks it against
-// line_model_frame()).
-inline void line_model_frame_lanes(const LineModelView& v, const LineModelParams& p, int f, int lanes, const LineModelLaneScratch& s) {
+// What a frame's forward passes took (the tests check each way is exercised).
+struct LineLaneStats {
+  int rounds = 0;     // rounds in which some lane walked again
+  int fallbacks = 0;  // passes solved by the exact phases 1 to 3
+};
+
+// The phases in order for one frame, lane after lane: what the block kernel
+// runs with its lanes side by side (tests/test_line_model.cpp checks it
+// against line_model_frame(), for any warm-up and number of rounds).
+inline LineLaneStats line_model_frame_lanes(const LineModelView& v, const LineModelParams& p, int f, int lanes, const LineModelLaneScratch& s,
+                                            int warmup = line_model::kLineWarmup, int rounds = line_model::kLineSpecRounds) {
   namespace lm = line_model;
-  if (v.width <= 0) return;
+  LineLaneStats stats;
+  if (v.width <= 0) return stats;
   const int used = lm::lanes_used(v.width, lanes);
   for (int pass = 0; pass < kLinePasses; ++pass) {
-    for (int lane = 0; lane < lanes; ++lane) lm::lane_transfer(v, p, f, pass, lanes, lane, s);
-    for (int l = 0; l < used; ++l)
-      for (int b = 0; b < kLineStates; ++b) lm::lanes_entering(b, l, s);
-    for (int lane = 0; lane < lanes; ++lane) lm::lane_back_pointers(v, p, f, lanes, lane, s);
+    for (int lane = 0; lane < lanes; ++lane) lm::lane_stage(v, p, f, pass, lanes, lane, s);
+    for (int lane = 0; lane < lanes; ++lane) lm::lane_speculate(v, p, f, lanes, lane, s, warmup);
+    bool exact = false;
+    for (int round = 0; round < rounds; ++round) {
+      // As the kernel: every lane takes its new start before any walks.
+      std::vector<char> need(static_cast<std::size_t>(lanes), 0);
+      bool any = false;
+      for (int lane = 0; lane < lanes; ++lane) any = (need[lane] = lm::lane_needs_walk(v, lanes, lane, s) ? 1 : 0) || any;
+      if (!any) {
+        exact = true;
+        break;
+      }
+      ++stats.rounds;
+      for (int lane = 0; lane < lanes; ++lane)
+        if (need[lane]) lm::lane_walk_again(v, p, f, lanes, lane, s);
+    }
+    if (!exact) {
+      ++stats.fallbacks;
+      for (int lane = 0; lane < lanes; ++lane) lm::lane_transfer(v, p, f, pass, lanes, lane, s);
+      for (int l = 0; l < used; ++l)
+        for (int b = 0; b < kLineStates; ++b) lm::lanes_entering(b, l, s);
+      for (int lane = 0; lane < lanes; ++lane) lm::lane_back_pointers(v, p, f, lanes, lane, s);
+    }
     for (int lane = 0; lane < lanes; ++lane) lm::lane_first_states(v, p, lanes, lane, s);
     lm::lanes_last_states(v, p, lanes, s);
     for (int lane = 0; lane < lanes; ++lane) lm::lane_path(v, p, lanes, lane, s);
@@ -366,6 +575,7 @@ inline void line_model_frame_lanes(const LineModelView& v, const LineModelParams
     if (!dropped) break;
   }
   for (int lane = 0; lane < lanes; ++lane) lm::lane_write(v, p, f, lanes, lane, s);
+  return stats;
 }
 
 }  // namespace stripeline::kernels

@@ -476,41 +476,93 @@ bool same_profiles(const ProfileBatch& a, const ProfileBatch& b, std::string& wh
   return true;
 }
 
+// One frame's lane decomposition, lane after lane, against the oracle's output.
+kernels::LineLaneStats lanes_against_oracle(Candidates& c, const kernels::LineModelParams& p, int lanes, int warmup, int rounds) {
+  const int frames = c.frames, width = c.width, k = c.k;
+  Output expected(frames, width);
+  choose(c, p, &expected);
+  const kernels::LineLaneLayout size = kernels::line_lane_layout(k, width, lanes, nullptr, nullptr);
+  std::vector<std::uint64_t> fixed(size.fixed_bytes / 8, 0xDEADBEEFDEADBEEFull), columns(size.column_bytes / 8, 0xDEADBEEFDEADBEEFull);
+  const kernels::LineModelLaneScratch s =
+      kernels::line_lane_layout(k, width, lanes, reinterpret_cast<unsigned char*>(fixed.data()), reinterpret_cast<unsigned char*>(columns.data())).scratch;
+  Output got(frames, width);
+  kernels::LineModelView v;
+  v.in = c.arrays(), v.out = got.arrays(), v.frames = frames, v.width = width;
+  kernels::LineLaneStats stats;
+  for (int f = 0; f < frames; ++f) {
+    const kernels::LineLaneStats one = kernels::line_model_frame_lanes(v, p, f, lanes, s, warmup, rounds);
+    stats.rounds += one.rounds, stats.fallbacks += one.fallbacks;
+  }
+  EXPECT_EQ(got.position, expected.position);
+  EXPECT_EQ(got.intensity, expected.intensity);
+  EXPECT_EQ(got.stripe_width, expected.stripe_width);
+  EXPECT_EQ(got.quality, expected.quality);
+  EXPECT_EQ(got.count, expected.count);
+  return stats;
+}
+
+// Two equally strong lines over the whole frame, the upper one starting at
+// column `late` (entered by a break off the lower one): their scores keep
+// that history, so walks started from a guess never agree with the exact
+// ones (the speculative pass's worst case).
+Candidates parallel_lines(int frames, int width, int k, int late) {
+  Candidates c(frames, width, k);
+  for (int f = 0; f < frames; ++f)
+    for (int x = 0; x < width; ++x) {
+      c.add(f, x, {30.0 + 0.1 * f, 100, 5, 200});
+      if (x >= late) c.add(f, x, {10.0, 100, 5, 200});
+    }
+  return c;
+}
+
 }  // namespace
 
-// The lane decomposition the CUDA kernel runs (kernels/line_model_lanes.h),
+// The lane decomposition the block kernel runs (kernels/line_model_lanes.h),
 // run lane after lane on the CPU: the oracle's bits for any number of lanes,
 // chunks of 1 column to whole frames, minimum lengths shorter and longer
 // than a chunk, segments crossing several chunks, candidates excluded over
-// several passes.
+// several passes; and each way of the forward pass: the speculative walks
+// as the kernel runs them, walks from "no line" right at the chunk (many
+// rounds), and the exact fallback alone (no rounds).
 TEST(LineModel, TheLaneDecompositionGivesTheOraclesBits) {
   std::uint64_t seed = 101;
+  kernels::LineLaneStats total[3];
+  const int ways[3][2] = {{kernels::line_model::kLineWarmup, kernels::line_model::kLineSpecRounds}, {0, 100000}, {0, 0}};
   for (int k : {1, 2, 8})
     for (auto [width, frames] : {std::array{1, 2}, std::array{13, 3}, std::array{33, 4}, std::array{64, 5}, std::array{65, 3}, std::array{1937, 4},
                                  std::array{2048, 4}})
       for (int lanes : {256, 32, 7, 1})
         for (int min_length : {1, 3 + static_cast<int>(seed % 7), 45, 400}) {
-          SCOPED_TRACE("K " + std::to_string(k) + " width " + std::to_string(width) + " lanes " + std::to_string(lanes) + " min_length " +
-                       std::to_string(min_length));
           Candidates c = random_candidates(frames, width, k, seed++);
           kernels::LineModelParams p = params(k, 20.0 + static_cast<double>(seed % 5) * 30.0, min_length, 1.5, 6.0, 1.0, 6);
           p.intensity_cost_q8 = static_cast<std::int32_t>(seed % 3) * 40;
-          Output expected(frames, width);
-          choose(c, p, &expected);
-          const kernels::LineLaneLayout size = kernels::line_lane_layout(k, width, lanes, nullptr, nullptr);
-          std::vector<std::uint64_t> fixed(size.fixed_bytes / 8, 0xDEADBEEFDEADBEEFull), columns(size.column_bytes / 8, 0xDEADBEEFDEADBEEFull);
-          const kernels::LineModelLaneScratch s = kernels::line_lane_layout(k, width, lanes, reinterpret_cast<unsigned char*>(fixed.data()),
-                                                                            reinterpret_cast<unsigned char*>(columns.data())).scratch;
-          Output got(frames, width);
-          kernels::LineModelView v;
-          v.in = c.arrays(), v.out = got.arrays(), v.frames = frames, v.width = width;
-          for (int f = 0; f < frames; ++f) kernels::line_model_frame_lanes(v, p, f, lanes, s);
-          ASSERT_EQ(got.position, expected.position);
-          ASSERT_EQ(got.intensity, expected.intensity);
-          ASSERT_EQ(got.stripe_width, expected.stripe_width);
-          ASSERT_EQ(got.quality, expected.quality);
-          ASSERT_EQ(got.count, expected.count);
+          for (int way = 0; way < 3; ++way) {
+            SCOPED_TRACE("K " + std::to_string(k) + " width " + std::to_string(width) + " lanes " + std::to_string(lanes) + " min_length " +
+                         std::to_string(min_length) + " warm-up " + std::to_string(ways[way][0]) + " rounds " + std::to_string(ways[way][1]));
+            const kernels::LineLaneStats st = lanes_against_oracle(c, p, lanes, ways[way][0], ways[way][1]);
+            if (HasFailure()) return;
+            total[way].rounds += st.rounds, total[way].fallbacks += st.fallbacks;
+          }
         }
+  EXPECT_GT(total[0].rounds, 0) << "some chunks' guesses were walked again";
+  EXPECT_GT(total[1].rounds, total[0].rounds) << "without a warm-up, more rounds";
+  EXPECT_EQ(total[1].fallbacks, 0);
+  EXPECT_GT(total[2].fallbacks, 0);
+  EXPECT_EQ(total[2].rounds, 0);
+}
+
+// The speculative pass's worst case, two lines whose scores never forget
+// which started first: the rounds run out and the exact phases give the
+// oracle's bits; given rounds enough, the rounds do.
+TEST(LineModel, ParallelLinesFallBackToTheExactPass) {
+  Candidates c = parallel_lines(3, 2048, 8, 100);
+  const kernels::LineModelParams p = params(8, 60.0, 8, 1.5, 6.0, 1.0, 6);
+  const kernels::LineLaneStats spec = lanes_against_oracle(c, p, kernels::kLineBlockLanes, kernels::line_model::kLineWarmup,
+                                                           kernels::line_model::kLineSpecRounds);
+  EXPECT_GE(spec.fallbacks, 3) << "every frame";
+  const kernels::LineLaneStats long_rounds = lanes_against_oracle(c, p, kernels::kLineBlockLanes, kernels::line_model::kLineWarmup, 1000);
+  EXPECT_EQ(long_rounds.fallbacks, 0);
+  EXPECT_GT(long_rounds.rounds, 3 * 100) << "about a round a chunk";
 }
 
 // The CPU backend's walk (stages/cpu/line_model_cpu.h: candidates loaded

@@ -187,6 +187,7 @@ struct BenchOptions {
   SettingFlags processing;              // --pixel-bits (not given: the synthetic frames' own depth)
   bool along_columns = false;          // the blur along the columns only instead of the default 2-D blur
   bool production_only = false;
+  std::uint64_t latency_frames = 0;    // --latency-frames: frames of each latency run (0: one second's)
   std::string backend = "auto";        // --backend: where the chain runs (cpu on a GPU host too)
   std::vector<int> devices;            // --devices: the multi-device run instead of the shapes (one engine per entry)
   ChainConfig chain() const {
@@ -465,6 +466,7 @@ Json bench_devices(const Shape& shape, const BenchOptions& o) {
 struct PacedRun {
   double p50 = 0, p99 = 0, max = 0;  // frame arrival -> profile, us, after the first tenth
   std::uint64_t frames = 0, dropped = 0, backlog = 0;  // frames timed; dropped by the bound; most frames seen waiting at a fill
+  double gpu_us = 0;  // the device's time per batch (the processor's events: upload to download), mean over the run
   LiveStats live;
 };
 PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, int k, int live_max,
@@ -494,6 +496,7 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   r.dropped = src.dropped();
   r.backlog = src.largest_backlog();
   r.live = stats.live;
+  if (stats.batches > 0) r.gpu_us = stats.compute_ms * 1e3 / static_cast<double>(stats.batches);
   return r;
 }
 
@@ -546,6 +549,46 @@ Json sustained_rate(const Shape& frame_shape, const BenchOptions& o, Backend bac
   return j;
 }
 
+// The floor of the per-frame path on this host, for comparison with the
+// pipeline's batch of 1: one thread and one CUDA processor, frames at
+// `rate`; spin to the frame's arrival, process it (upload, chain, download:
+// one graph replay, waited on by spinning), latency = done - arrival. No
+// pool, no pipeline stages, no sink.
+PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, double rate, std::uint64_t frames) {
+  PacedRun r;
+#if STRIPELINE_HAVE_CUDA
+  BatchLayout one = frame_shape.layout();
+  one.frames = 1;
+  const ChainConfig chain = o.chain();
+  Batch in(one, host_allocator_for(Backend::Cuda));
+  SyntheticScanner scanner(scanner_config(frame_shape));
+  scanner.fill(in);
+  in.frames = 1;
+  ProfileBatch out(one.width, 1, output_slots(chain, one.frame_height), host_allocator_for(Backend::Cuda));
+  auto processor = make_processor(Backend::Cuda, one, chain);
+  for (int i = 0; i < 50; ++i) processor->process(in, out);  // warm-up: the graph captured
+  std::vector<double> lat;
+  lat.reserve(frames);
+  const auto period = std::chrono::duration<double>(1.0 / rate);
+  const auto start = clock::now() + std::chrono::milliseconds(1);
+  for (std::uint64_t i = 0; i < frames; ++i) {
+    const auto due = start + std::chrono::duration_cast<clock::duration>(period * static_cast<double>(i));
+    while (clock::now() < due) {
+    }
+    processor->process(in, out);
+    lat.push_back(std::chrono::duration<double, std::micro>(clock::now() - due).count());
+  }
+  std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(frames / 10), lat.end());
+  std::sort(steady.begin(), steady.end());
+  if (!steady.empty()) r.p50 = percentile(steady, 0.50), r.p99 = percentile(steady, 0.99), r.max = steady.back();
+  r.frames = steady.size();
+  r.gpu_us = processor->last_compute_ms() * 1e3;
+#else
+  (void)frame_shape, (void)o, (void)rate, (void)frames;
+#endif
+  return r;
+}
+
 Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend backend) {
   Json all;
   // The CPU backend cannot keep up with a camera's 20 kHz on a few cores; it
@@ -554,18 +597,30 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
   all.field("rate_fps", rate);
   std::printf("\n== low-latency mode (%s backend): %dx%d frames at %.0f frames/s, frame arrival -> profile\n", to_string(backend),
               frame_shape.width, frame_shape.frame_height, rate);
-  const std::uint64_t frames = o.quick ? std::min<std::uint64_t>(2000, static_cast<std::uint64_t>(rate)) : static_cast<std::uint64_t>(rate);  // one second
+  const std::uint64_t one_second = o.quick ? std::min<std::uint64_t>(2000, static_cast<std::uint64_t>(rate)) : static_cast<std::uint64_t>(rate);
+  const std::uint64_t frames = o.latency_frames > 0 ? o.latency_frames : one_second;
   for (int k : {1, 4, 16}) {
     const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, k, 0);
-    std::printf("  batch of %2d frames: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting)\n", k, r.p50, r.p99, r.max,
-                static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
+    std::printf("  batch of %2d frames: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting; device %.1f us a batch)\n", k, r.p50,
+                r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog), r.gpu_us);
     Json j;
     j.field("p50_us", r.p50);
     j.field("p99_us", r.p99);
     j.field("max_us", r.max);
+    j.field("device_us_per_batch", r.gpu_us);
     j.field("frames", static_cast<double>(r.frames));
     j.field("largest_backlog", static_cast<double>(r.backlog));
     all.object("batch_" + std::to_string(k), j);
+  }
+  if (backend == Backend::Cuda) {  // the same frames without the pipeline: what the pipeline's stages cost
+    const PacedRun r = processor_alone(frame_shape, o, rate, frames);
+    std::printf("  batch of  1, processor alone (no pipeline): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; device %.1f us the last)\n", r.p50,
+                r.p99, r.max, static_cast<unsigned long long>(r.frames), r.gpu_us);
+    Json j;
+    j.field("p50_us", r.p50);
+    j.field("p99_us", r.p99);
+    j.field("max_us", r.max);
+    all.object("batch_1_processor_alone", j);
   }
   if (backend == Backend::Cuda && o.chain().cuda_graphs) {  // what the graphs save: the same run enqueued call by call
     const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, false);
@@ -622,6 +677,8 @@ Subcommand add_bench(CLI::App& app) {
   o->processing.add(sub, "processing", {"pixel_bits", "line_model", "line_candidates"});
   sub->add_flag("--blur-along-columns", o->along_columns, "Time the chain with the blur along the columns only (processing.blur_across = false)");
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
+  sub->add_option("--latency-frames", o->latency_frames, "Frames of each fixed-batch latency run (0: one second's at --rate)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--devices", o->devices,
                   "CUDA devices, comma-separated (e.g. 0,1; 0,0 = two engines on one GPU): only the several-engines run, one engine per entry "
                   "(pinned H2D alone and at once, streaming for the first 1..N entries)")

@@ -69,11 +69,13 @@ __global__ void line_model_kernel(LineModelView v, LineModelParams p, unsigned c
 
 // ---------------------------------------------------------------------------
 // One frame per block of kBlockLanes threads: chunks of width / 256 columns
-// (8 for 2,048), so the per-lane phases walk 8 columns instead of 64, and the
-// three scans over the lanes run in log depth instead of lane after lane:
-// the entering scores over the block's tree of lanes, the chosen states at
-// the chunks' ends and the segment lengths within each warp and over the 8
-// warps. Every scan is of exact
+// (8 for 2,048), so the per-lane phases walk 8 columns instead of 64. The
+// forward pass is the speculative one (line_model_frame_lanes(): each lane
+// walks its chunk from a guess, in rounds until every lane agrees with the
+// one before), and the three scans over the lanes run in log depth: the
+// entering scores (the fallback's) over the block's tree of lanes, the
+// chosen states at the chunks' ends and the segment lengths within each
+// warp and over the 8 warps. Every scan is of exact
 // integer functions (max-plus matrices, maps of states, saturated counts),
 // so any order of composition gives the sequential loops' values: the
 // CPU test of the phases (lane after lane) and the oracle stay the check.
@@ -280,6 +282,27 @@ __device__ void block_runs(const LineModelView& v, const LineModelLaneScratch& s
   if (l == used - 1) s.run_out[used] = 0;
 }
 
+// The forward pass's parts, each compiled on its own (not inlined): the
+// exact one's transfer matrices need every register and, inlined, made the
+// kernel spill the speculative walks' scores and candidates as well.
+__device__ int g_warmup = lm::kLineWarmup;  // columns; set_line_model_warmup (the bench) changes it
+__device__ __noinline__ void speculate(const LineModelView& v, const LineModelParams& p, int f, int lane, const LineModelLaneScratch& s) {
+  lm::lane_speculate(v, p, f, kBlockLanes, lane, s, g_warmup);
+}
+__device__ __noinline__ void walk_again(const LineModelView& v, const LineModelParams& p, int f, int lane, const LineModelLaneScratch& s) {
+  lm::lane_walk_again(v, p, f, kBlockLanes, lane, s);
+}
+// The exact forward pass (the fallback): transfer matrices, their scan, the back-pointers.
+__device__ __noinline__ void exact_forward_pass(const LineModelView& v, const LineModelParams& p, int f, int pass, int used, int lane,
+                                                const LineModelLaneScratch& s) {
+  lm::lane_transfer(v, p, f, pass, kBlockLanes, lane, s);
+  __syncthreads();
+  block_entering<kBlockLanes>(s, used, lane);
+  __syncthreads();
+  lm::lane_back_pointers(v, p, f, kBlockLanes, lane, s);
+  __syncthreads();
+}
+
 // Phase boundaries of the block kernel, for the bench's cycle profile
 // (line_model_block_phase_cycles): kTimed instantiations have thread 0 add
 // each phase's clock64() cycles to g_phase_cycles[pass][phase].
@@ -296,9 +319,17 @@ struct PhaseClock {
     if constexpr (kTimed) {
       if (threadIdx.x != 0) return;
       const long long now = clock64();
-      g_phase_cycles[pass][phase] += static_cast<unsigned long long>(now - at);
+      atomicAdd(&g_phase_cycles[pass][phase], static_cast<unsigned long long>(now - at));  // blocks run side by side
       at = now;
     }
+  }
+  __device__ void count_round() {
+    if constexpr (kTimed)
+      if (threadIdx.x == 0) atomicAdd(&g_phase_cycles[kLinePasses][2], 1ull);
+  }
+  __device__ void count_fallback() {
+    if constexpr (kTimed)
+      if (threadIdx.x == 0) atomicAdd(&g_phase_cycles[kLinePasses][3], 1ull);
   }
 };
 
@@ -314,36 +345,51 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   const int used = lm::lanes_used(v.width, kBlockLanes);
   int pass = 0;
   for (; pass < kLinePasses; ++pass) {
-    lm::lane_transfer(v, p, f, pass, kBlockLanes, lane_id, s);
+    // The speculative forward pass (kernels/line_model_lanes.h), in rounds.
+    lm::lane_stage(v, p, f, pass, kBlockLanes, lane_id, s);
     __syncthreads();
     clock.mark(pass, 0);
-    block_entering<kBlockLanes>(s, used, lane_id);
+    speculate(v, p, f, lane_id, s);
     __syncthreads();
     clock.mark(pass, 1);
-    lm::lane_back_pointers(v, p, f, kBlockLanes, lane_id, s);
-    __syncthreads();
+    bool exact = false;
+    for (int round = 0; round < lm::kLineSpecRounds; ++round) {
+      const bool need = lm::lane_needs_walk(v, kBlockLanes, lane_id, s);
+      if (!__syncthreads_or(need)) {
+        exact = true;
+        break;
+      }
+      clock.count_round();
+      if (need) walk_again(v, p, f, lane_id, s);
+      __syncthreads();
+    }
     clock.mark(pass, 2);
+    if (!exact) {
+      clock.count_fallback();
+      exact_forward_pass(v, p, f, pass, used, lane_id, s);
+    }
+    clock.mark(pass, 3);
     lm::lane_first_states(v, p, kBlockLanes, lane_id, s);
     __syncthreads();
-    clock.mark(pass, 3);
+    clock.mark(pass, 4);
     block_last_states(v, p, s, used, warp, lane, scan);
     __syncthreads();
-    clock.mark(pass, 4);
+    clock.mark(pass, 5);
     lm::lane_path(v, p, kBlockLanes, lane_id, s);
     __syncthreads();
-    clock.mark(pass, 5);
+    clock.mark(pass, 6);
     block_runs(v, s, used, warp, lane, scan);
     __syncthreads();
-    clock.mark(pass, 6);
+    clock.mark(pass, 7);
     lm::lane_drop_short(v, p, kBlockLanes, lane_id, s);
     const bool again = __syncthreads_or(s.dropped[lane_id] != 0);
-    clock.mark(pass, 7);
+    clock.mark(pass, 8);
     if (!again) break;
   }
   lm::lane_write(v, p, f, kBlockLanes, lane_id, s);
   clock.mark(kLinePasses, 0);
   if constexpr (kTimed)
-    if (threadIdx.x == 0) g_phase_cycles[kLinePasses][1] += static_cast<unsigned long long>(pass < kLinePasses ? pass + 1 : pass);
+    if (threadIdx.x == 0) atomicAdd(&g_phase_cycles[kLinePasses][1], static_cast<unsigned long long>(pass < kLinePasses ? pass + 1 : pass));
 }
 }  // namespace
 
@@ -392,6 +438,10 @@ void launch(const LineModelView& view, const LineModelParams& params, cudaStream
 
 void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel) {
   launch(view, params, stream, kernel, false);
+}
+
+void set_line_model_warmup(int columns) {
+  STRIPELINE_CUDA_CHECK(cudaMemcpyToSymbol(g_warmup, &columns, sizeof columns));
 }
 
 LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream) {

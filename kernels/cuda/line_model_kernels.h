@@ -1,9 +1,10 @@
 #pragma once
-// CUDA kernel of the line model (kernels/line_model.h): one warp per frame
-// runs the lane decomposition of kernels/line_model_lanes.h (each lane a
-// chunk of the frame's columns; (max, +) transfer matrices scanned over the
-// lanes), the same phases the CPU test runs lane after lane against the
-// oracle, so both give the same bits. Why: a frame's walk over its columns
+// CUDA kernels of the line model (kernels/line_model.h): a warp or a block
+// per frame runs the lane decomposition of kernels/line_model_lanes.h (each
+// lane a chunk of the frame's columns; the block kernel's forward pass
+// speculative, with (max, +) transfer matrices scanned over the lanes as its
+// fallback and the warp kernel's pass), the same phases the CPU test runs
+// lane after lane against the oracle, so both give the same bits. Why: a frame's walk over its columns
 // is sequential by nature; on one thread (the first design) or with the
 // warp's lanes over the states (the second) one frame took ~1.3 ms on an
 // H100, far beyond a live path's budget.
@@ -39,14 +40,21 @@ void launch_line_model(const LineModelView& view, const LineModelParams& params,
 // For the bench's profile of the block kernel (bench/line_model_kernel_bench):
 // one launch of a variant whose thread 0 reads clock64() at each phase
 // boundary; [pass][phase] = cycles summed over the view's frames (phases:
-// transfer, entering, back-pointers, first states, last states, path, runs,
-// drop short), [kLinePasses][0] = the output's write, [kLinePasses][1] = the
-// passes run. Synchronises the stream.
-inline constexpr int kLinePhaseCount = 8;
+// staging, speculative walk, rounds of walks again, the exact fallback,
+// first states, last states, path, runs, drop short), [kLinePasses][0] = the
+// output's write, [kLinePasses][1] = the passes run, [kLinePasses][2] = the
+// rounds in which a lane walked again, [kLinePasses][3] = the fallbacks.
+// Synchronises the stream.
+inline constexpr int kLinePhaseCount = 9;
 using LinePhaseCycles = unsigned long long[kLinePasses + 1][kLinePhaseCount];
 struct LinePhaseProfile {
   LinePhaseCycles cycles;
 };
 LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream);
+
+// For the bench: the columns each lane of the block kernel walks before its
+// chunk (kernels/line_model_lanes.h, kLineWarmup by default; any value gives
+// the same bits, only the rounds needed change). Device-wide, synchronous.
+void set_line_model_warmup(int columns);
 
 }  // namespace stripeline::kernels::cuda
