@@ -676,6 +676,61 @@ TEST_F(LineModelCuda, KernelMatchesCpuBitForBit) {
 #endif
 }
 
+#if STRIPELINE_HAVE_CUDA
+namespace {
+// Candidates through the block kernel with `warmup` columns of warm-up,
+// against the oracle; returns the kernel's counts per launch
+// ([kLinePasses][2] rounds, [3] fallbacks) from its timed variant, which
+// runs the same code.
+kernels::cuda::LinePhaseProfile block_kernel_against_oracle(Candidates& c, const kernels::LineModelParams& p, int warmup) {
+  const int frames = c.frames, width = c.width;
+  Output expected(frames, width);
+  choose(c, p, &expected);
+  const DeviceBuffer dpos = device_copy(c.position, "pos"), dint = device_copy(c.intensity, "int"), dwid = device_copy(c.stripe_width, "wid"),
+                     dq = device_copy(c.quality, "q"), dcount = device_copy(c.count, "count");
+  Output got(frames, width);
+  const DeviceBuffer opos = device_copy(got.position, "out pos"), oint = device_copy(got.intensity, "out int"),
+                     owid = device_copy(got.stripe_width, "out wid"), oq = device_copy(got.quality, "out q"), ocount = device_copy(got.count, "out count");
+  const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(c.k, width, frames), "scratch");
+  kernels::LineModelView v;
+  v.in = {dpos.as<std::int32_t>(), dint.as<std::uint16_t>(), dwid.as<std::uint16_t>(), dq.as<std::uint16_t>(), dcount.as<std::uint8_t>()};
+  v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
+  v.back = back.as<std::uint8_t>(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
+  kernels::cuda::set_line_model_warmup(warmup);
+  const kernels::cuda::LinePhaseProfile profile = kernels::cuda::line_model_block_phase_cycles(v, p, nullptr);
+  kernels::cuda::set_line_model_warmup(kernels::line_model::kLineWarmup);
+  to_host(got.position, opos), to_host(got.intensity, oint), to_host(got.stripe_width, owid), to_host(got.quality, oq), to_host(got.count, ocount);
+  EXPECT_EQ(got.position, expected.position);
+  EXPECT_EQ(got.intensity, expected.intensity);
+  EXPECT_EQ(got.stripe_width, expected.stripe_width);
+  EXPECT_EQ(got.quality, expected.quality);
+  EXPECT_EQ(got.count, expected.count);
+  return profile;
+}
+}  // namespace
+#endif
+
+// The block kernel's other ways on the GPU: lines that force the exact
+// fallback, and walks without warm-up that need rounds; the oracle's bits
+// each time, and each way seen taken.
+TEST_F(LineModelCuda, TheBlockKernelsRoundsAndFallback) {
+#if STRIPELINE_HAVE_CUDA
+  kernels::cuda::configure_line_model(cuda::max_shared_bytes_per_block());
+  Candidates lines = parallel_lines(3, 2048, 8, 100);
+  const kernels::LineModelParams p = params(8, 60.0, 8, 1.5, 6.0, 1.0, 6);
+  const auto fallback = block_kernel_against_oracle(lines, p, kernels::line_model::kLineWarmup);
+  EXPECT_GE(fallback.cycles[kernels::kLinePasses][3], 3u) << "every frame fell back to the exact pass";
+  std::uint64_t seed = 31;
+  for (int k : {2, 8}) {
+    Candidates c = random_candidates(5, 2048, k, seed++);
+    const auto rounds = block_kernel_against_oracle(c, params(k, 50.0, 8, 1.5, 6.0, 1.0, 6), 0);
+    EXPECT_GT(rounds.cycles[kernels::kLinePasses][2], 0u) << "K " << k << ": without a warm-up, lanes walked again";
+  }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
 // A few frames through both kernels (what compute-sanitizer's racecheck runs:
 // the test above takes it too long): every width class of the block kernel,
 // its columns in shared memory (2048) and in global memory (5000).
