@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -554,34 +555,93 @@ Json sustained_rate(const Shape& frame_shape, const BenchOptions& o, Backend bac
 // processed alone (upload, chain, download: one graph replay, waited on by
 // spinning); the time of each call. No pool, no pipeline stages, no sink,
 // no arrival schedule: what one frame costs the host and the device.
-PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::uint64_t frames) {
+// With `threads` > 1, as many threads and processors at once (each its own
+// stream): whether frames in flight overlap on the device (the pipeline's
+// lanes do the same); the figures are the first thread's.
+PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::uint64_t frames, int threads = 1) {
   PacedRun r;
 #if STRIPELINE_HAVE_CUDA
   BatchLayout one = frame_shape.layout();
   one.frames = 1;
   const ChainConfig chain = o.chain();
-  Batch in(one, host_allocator_for(Backend::Cuda));
-  SyntheticScanner scanner(scanner_config(frame_shape));
-  scanner.fill(in);
-  in.frames = 1;
-  ProfileBatch out(one.width, 1, output_slots(chain, one.frame_height), host_allocator_for(Backend::Cuda));
-  auto processor = make_processor(Backend::Cuda, one, chain);
-  for (int i = 0; i < 50; ++i) processor->process(in, out);  // warm-up: the graph captured
-  std::vector<double> us;
-  us.reserve(frames);
-  double device_us = 0;
-  for (std::uint64_t i = 0; i < frames; ++i) {
-    const auto t0 = clock::now();
-    processor->process(in, out);
-    us.push_back(std::chrono::duration<double, std::micro>(clock::now() - t0).count());
-    device_us += processor->last_compute_ms() * 1e3;
-  }
-  std::sort(us.begin(), us.end());
-  if (!us.empty()) r.p50 = percentile(us, 0.50), r.p99 = percentile(us, 0.99), r.max = us.back();
-  r.frames = us.size();
-  r.gpu_us = frames > 0 ? device_us / static_cast<double>(frames) : 0.0;
+  auto run = [&](PacedRun* into) {
+    Batch in(one, host_allocator_for(Backend::Cuda));
+    SyntheticScanner scanner(scanner_config(frame_shape));
+    scanner.fill(in);
+    in.frames = 1;
+    ProfileBatch out(one.width, 1, output_slots(chain, one.frame_height), host_allocator_for(Backend::Cuda));
+    auto processor = make_processor(Backend::Cuda, one, chain);
+    for (int i = 0; i < 50; ++i) processor->process(in, out);  // warm-up: the graph captured
+    std::vector<double> us;
+    us.reserve(frames);
+    double device_us = 0;
+    for (std::uint64_t i = 0; i < frames; ++i) {
+      const auto t0 = clock::now();
+      processor->process(in, out);
+      us.push_back(std::chrono::duration<double, std::micro>(clock::now() - t0).count());
+      device_us += processor->last_compute_ms() * 1e3;
+    }
+    if (into == nullptr) return;
+    std::sort(us.begin(), us.end());
+    if (!us.empty()) into->p50 = percentile(us, 0.50), into->p99 = percentile(us, 0.99), into->max = us.back();
+    into->frames = us.size();
+    into->gpu_us = frames > 0 ? device_us / static_cast<double>(frames) : 0.0;
+  };
+  std::vector<std::thread> others;
+  for (int t = 1; t < threads; ++t) others.emplace_back(run, nullptr);
+  run(&r);
+  for (std::thread& t : others) t.join();
 #else
-  (void)frame_shape, (void)o, (void)frames;
+  (void)frame_shape, (void)o, (void)frames, (void)threads;
+#endif
+  return r;
+}
+
+// The live path's floor with dedicated threads instead of the pipeline's
+// scheduling: `threads` processors, each on its own thread, take the frames
+// arriving at `rate` in turn (frame i to thread i mod threads), each thread
+// spinning until its next frame's arrival; latency = done - arrival. No
+// hand-over between threads, no pool, no sink: what a dedicated-thread live
+// path could reach on this host (issue 24).
+PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, double rate, std::uint64_t frames, int threads) {
+  PacedRun r;
+#if STRIPELINE_HAVE_CUDA
+  BatchLayout one = frame_shape.layout();
+  one.frames = 1;
+  const ChainConfig chain = o.chain();
+  std::vector<double> lat(frames, 0.0);
+  std::latch ready(threads);
+  std::atomic<std::int64_t> start_ns{0};
+  auto run = [&](int t) {
+    Batch in(one, host_allocator_for(Backend::Cuda));
+    SyntheticScanner scanner(scanner_config(frame_shape));
+    scanner.fill(in);
+    in.frames = 1;
+    ProfileBatch out(one.width, 1, output_slots(chain, one.frame_height), host_allocator_for(Backend::Cuda));
+    auto processor = make_processor(Backend::Cuda, one, chain);
+    for (int i = 0; i < 50; ++i) processor->process(in, out);  // warm-up: the graph captured
+    ready.arrive_and_wait();
+    if (t == 0) start_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>((clock::now() + std::chrono::milliseconds(2)).time_since_epoch()).count());
+    while (start_ns.load() == 0) {
+    }
+    const clock::time_point start{std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(start_ns.load()))};
+    for (std::uint64_t i = static_cast<std::uint64_t>(t); i < frames; i += static_cast<std::uint64_t>(threads)) {
+      const auto due = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(static_cast<double>(i) / rate));
+      while (clock::now() < due) {
+      }
+      processor->process(in, out);
+      lat[i] = std::chrono::duration<double, std::micro>(clock::now() - due).count();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(run, t);
+  for (std::thread& t : pool) t.join();
+  std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(frames / 10), lat.end());
+  std::sort(steady.begin(), steady.end());
+  if (!steady.empty()) r.p50 = percentile(steady, 0.50), r.p99 = percentile(steady, 0.99), r.max = steady.back();
+  r.frames = steady.size();
+#else
+  (void)frame_shape, (void)o, (void)rate, (void)frames, (void)threads;
 #endif
   return r;
 }
@@ -610,15 +670,29 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     all.object("batch_" + std::to_string(k), j);
   }
   if (backend == Backend::Cuda) {  // the same frames without the pipeline: what the pipeline's stages cost
-    const PacedRun r = processor_alone(frame_shape, o, frames);
-    std::printf("  batch of  1, processor alone, back to back (no pipeline): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; device %.1f us)\n",
-                r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), r.gpu_us);
-    Json j;
-    j.field("p50_us", r.p50);
-    j.field("p99_us", r.p99);
-    j.field("max_us", r.max);
-    j.field("device_us", r.gpu_us);
-    all.object("batch_1_processor_alone", j);
+    for (int threads : {1, 2, 4}) {
+      const PacedRun r = processor_alone(frame_shape, o, frames, threads);
+      std::printf("  batch of  1, %d processor(s) on %d thread(s), back to back (no pipeline): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; device %.1f us)\n",
+                  threads, threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), r.gpu_us);
+      Json j;
+      j.field("p50_us", r.p50);
+      j.field("p99_us", r.p99);
+      j.field("max_us", r.max);
+      j.field("device_us", r.gpu_us);
+      all.object("batch_1_processors_" + std::to_string(threads), j);
+    }
+  }
+  if (backend == Backend::Cuda) {  // the same frames on dedicated threads, no pipeline
+    for (int threads : {2, 3, 4}) {
+      const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads);
+      std::printf("  batch of  1, %d dedicated threads in turn (no pipeline): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames)\n", threads, r.p50,
+                  r.p99, r.max, static_cast<unsigned long long>(r.frames));
+      Json j;
+      j.field("p50_us", r.p50);
+      j.field("p99_us", r.p99);
+      j.field("max_us", r.max);
+      all.object("batch_1_dedicated_threads_" + std::to_string(threads), j);
+    }
   }
   if (backend == Backend::Cuda && o.chain().cuda_graphs) {  // what the graphs save: the same run enqueued call by call
     const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, false);
