@@ -476,6 +476,15 @@ bool same_profiles(const ProfileBatch& a, const ProfileBatch& b, std::string& wh
   return true;
 }
 
+// Every element of two single-slot outputs equal.
+void expect_same(const Output& got, const Output& expected) {
+  EXPECT_EQ(got.position, expected.position);
+  EXPECT_EQ(got.intensity, expected.intensity);
+  EXPECT_EQ(got.stripe_width, expected.stripe_width);
+  EXPECT_EQ(got.quality, expected.quality);
+  EXPECT_EQ(got.count, expected.count);
+}
+
 // One frame's lane decomposition, lane after lane, against the oracle's output.
 kernels::LineLaneStats lanes_against_oracle(Candidates& c, const kernels::LineModelParams& p, int lanes, int warmup, int rounds) {
   const int frames = c.frames, width = c.width, k = c.k;
@@ -493,11 +502,7 @@ kernels::LineLaneStats lanes_against_oracle(Candidates& c, const kernels::LineMo
     const kernels::LineLaneStats one = kernels::line_model_frame_lanes(v, p, f, lanes, s, warmup, rounds);
     stats.rounds += one.rounds, stats.fallbacks += one.fallbacks;
   }
-  EXPECT_EQ(got.position, expected.position);
-  EXPECT_EQ(got.intensity, expected.intensity);
-  EXPECT_EQ(got.stripe_width, expected.stripe_width);
-  EXPECT_EQ(got.quality, expected.quality);
-  EXPECT_EQ(got.count, expected.count);
+  expect_same(got, expected);
   return stats;
 }
 
@@ -615,6 +620,43 @@ class LineModelCuda : public test::CudaTest {};
 
 #if STRIPELINE_HAVE_CUDA
 namespace {
+// Candidates and a poisoned single-slot output on the device, and the
+// kernels' view of them.
+struct DeviceLineModel {
+  const int frames, width;
+  DeviceBuffer pos, inten, wid, q, count, opos, oint, owid, oq, ocount, back;
+  kernels::LineModelView view;
+  explicit DeviceLineModel(const Candidates& c)
+      : frames(c.frames),
+        width(c.width),
+        pos(device_copy(c.position, "pos")),
+        inten(device_copy(c.intensity, "int")),
+        wid(device_copy(c.stripe_width, "wid")),
+        q(device_copy(c.quality, "q")),
+        count(device_copy(c.count, "count")),
+        opos(DeviceBuffer::allocate(c.count.size() * 4, "out pos")),
+        oint(DeviceBuffer::allocate(c.count.size() * 2, "out int")),
+        owid(DeviceBuffer::allocate(c.count.size() * 2, "out wid")),
+        oq(DeviceBuffer::allocate(c.count.size() * 2, "out q")),
+        ocount(DeviceBuffer::allocate(c.count.size(), "out count")),
+        back(DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(c.k, c.width, c.frames), "scratch")) {
+    view.in = {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()};
+    view.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
+    view.back = back.as<std::uint8_t>(), view.back_stride = static_cast<std::size_t>(frames), view.frames = frames, view.width = width;
+    poison();
+  }
+  void poison() {
+    const Output fresh(frames, width);
+    to_device(opos, fresh.position), to_device(oint, fresh.intensity), to_device(owid, fresh.stripe_width), to_device(oq, fresh.quality),
+        to_device(ocount, fresh.count);
+  }
+  Output output() {
+    Output got(frames, width);
+    to_host(got.position, opos), to_host(got.intensity, oint), to_host(got.stripe_width, owid), to_host(got.quality, oq), to_host(got.count, ocount);
+    return got;
+  }
+};
+
 // Random candidates of `frames` frames through each design (the block one
 // only once configured: its shared memory needs the opt-in), outputs
 // poisoned on both sides, against the oracle; minimum lengths short, and
@@ -628,30 +670,15 @@ void check_kernels(int k, int width, int frames, bool configured, std::uint64_t&
     p.intensity_cost_q8 = static_cast<std::int32_t>(seed % 3) * 40;
     Output expected(frames, width);
     choose(c, p, &expected);
-    const DeviceBuffer dpos = device_copy(c.position, "pos"), dint = device_copy(c.intensity, "int"), dwid = device_copy(c.stripe_width, "wid"),
-                       dq = device_copy(c.quality, "q"), dcount = device_copy(c.count, "count");
-    Output got(frames, width);
-    const DeviceBuffer opos = device_copy(got.position, "out pos"), oint = device_copy(got.intensity, "out int"),
-                       owid = device_copy(got.stripe_width, "out wid"), oq = device_copy(got.quality, "out q"), ocount = device_copy(got.count, "out count");
-    const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(k, width, frames), "scratch");
-    kernels::LineModelView v;
-    v.in = {dpos.as<std::int32_t>(), dint.as<std::uint16_t>(), dwid.as<std::uint16_t>(), dq.as<std::uint16_t>(), dcount.as<std::uint8_t>()};
-    v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
-    v.back = back.as<std::uint8_t>(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
+    DeviceLineModel d(c);
     for (kernels::cuda::LineKernel design : {kernels::cuda::LineKernel::Warp, kernels::cuda::LineKernel::Block}) {
       if (design == kernels::cuda::LineKernel::Block && !configured) continue;
       SCOPED_TRACE(design == kernels::cuda::LineKernel::Block ? "block per frame" : "warp per frame");
-      got = Output(frames, width);  // poisoned again, on both sides
-      to_device(opos, got.position), to_device(oint, got.intensity), to_device(owid, got.stripe_width), to_device(oq, got.quality),
-          to_device(ocount, got.count);
-      kernels::cuda::launch_line_model(v, p, nullptr, design);
+      d.poison();
+      kernels::cuda::launch_line_model(d.view, p, nullptr, design);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      to_host(got.position, opos), to_host(got.intensity, oint), to_host(got.stripe_width, owid), to_host(got.quality, oq), to_host(got.count, ocount);
-      ASSERT_EQ(got.position, expected.position);
-      ASSERT_EQ(got.intensity, expected.intensity);
-      ASSERT_EQ(got.stripe_width, expected.stripe_width);
-      ASSERT_EQ(got.quality, expected.quality);
-      ASSERT_EQ(got.count, expected.count);
+      expect_same(d.output(), expected);
+      if (::testing::Test::HasFailure()) return;
     }
   }
 }
@@ -683,28 +710,13 @@ namespace {
 // ([kLinePasses][2] rounds, [3] fallbacks) from its timed variant, which
 // runs the same code.
 kernels::cuda::LinePhaseProfile block_kernel_against_oracle(Candidates& c, const kernels::LineModelParams& p, int warmup) {
-  const int frames = c.frames, width = c.width;
-  Output expected(frames, width);
+  Output expected(c.frames, c.width);
   choose(c, p, &expected);
-  const DeviceBuffer dpos = device_copy(c.position, "pos"), dint = device_copy(c.intensity, "int"), dwid = device_copy(c.stripe_width, "wid"),
-                     dq = device_copy(c.quality, "q"), dcount = device_copy(c.count, "count");
-  Output got(frames, width);
-  const DeviceBuffer opos = device_copy(got.position, "out pos"), oint = device_copy(got.intensity, "out int"),
-                     owid = device_copy(got.stripe_width, "out wid"), oq = device_copy(got.quality, "out q"), ocount = device_copy(got.count, "out count");
-  const DeviceBuffer back = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(c.k, width, frames), "scratch");
-  kernels::LineModelView v;
-  v.in = {dpos.as<std::int32_t>(), dint.as<std::uint16_t>(), dwid.as<std::uint16_t>(), dq.as<std::uint16_t>(), dcount.as<std::uint8_t>()};
-  v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
-  v.back = back.as<std::uint8_t>(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
+  DeviceLineModel d(c);
   kernels::cuda::set_line_model_warmup(warmup);
-  const kernels::cuda::LinePhaseProfile profile = kernels::cuda::line_model_block_phase_cycles(v, p, nullptr);
+  const kernels::cuda::LinePhaseProfile profile = kernels::cuda::line_model_block_phase_cycles(d.view, p, nullptr);
   kernels::cuda::set_line_model_warmup(kernels::line_model::kLineWarmup);
-  to_host(got.position, opos), to_host(got.intensity, oint), to_host(got.stripe_width, owid), to_host(got.quality, oq), to_host(got.count, ocount);
-  EXPECT_EQ(got.position, expected.position);
-  EXPECT_EQ(got.intensity, expected.intensity);
-  EXPECT_EQ(got.stripe_width, expected.stripe_width);
-  EXPECT_EQ(got.quality, expected.quality);
-  EXPECT_EQ(got.count, expected.count);
+  expect_same(d.output(), expected);
   return profile;
 }
 }  // namespace

@@ -550,6 +550,34 @@ Json sustained_rate(const Shape& frame_shape, const BenchOptions& o, Backend bac
   return j;
 }
 
+#if STRIPELINE_HAVE_CUDA
+// One frame of the bench's synthetic scanner in pinned memory, and a CUDA
+// processor for frames of 1 of the bench's chain, warmed up (its graph
+// captured).
+struct OneFrameProcessor {
+  BatchLayout one;
+  Batch in;
+  ProfileBatch out;
+  std::unique_ptr<BatchProcessor> processor;
+  OneFrameProcessor(const Shape& frame_shape, const BenchOptions& o)
+      : one(one_frame(frame_shape)),
+        in(one, host_allocator_for(Backend::Cuda)),
+        out(one.width, 1, output_slots(o.chain(), one.frame_height), host_allocator_for(Backend::Cuda)),
+        processor(make_processor(Backend::Cuda, one, o.chain())) {
+    SyntheticScanner scanner(scanner_config(frame_shape));
+    scanner.fill(in);
+    in.frames = 1;
+    for (int i = 0; i < 50; ++i) process();
+  }
+  void process() { processor->process(in, out); }
+  static BatchLayout one_frame(const Shape& s) {
+    BatchLayout l = s.layout();
+    l.frames = 1;
+    return l;
+  }
+};
+#endif
+
 // The floor of the per-frame path on this host, beside the pipeline's
 // batch of 1: one thread and one CUDA processor, frames back to back, each
 // processed alone (upload, chain, download: one graph replay, waited on by
@@ -561,25 +589,16 @@ Json sustained_rate(const Shape& frame_shape, const BenchOptions& o, Backend bac
 PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::uint64_t frames, int threads = 1) {
   PacedRun r;
 #if STRIPELINE_HAVE_CUDA
-  BatchLayout one = frame_shape.layout();
-  one.frames = 1;
-  const ChainConfig chain = o.chain();
   auto run = [&](PacedRun* into) {
-    Batch in(one, host_allocator_for(Backend::Cuda));
-    SyntheticScanner scanner(scanner_config(frame_shape));
-    scanner.fill(in);
-    in.frames = 1;
-    ProfileBatch out(one.width, 1, output_slots(chain, one.frame_height), host_allocator_for(Backend::Cuda));
-    auto processor = make_processor(Backend::Cuda, one, chain);
-    for (int i = 0; i < 50; ++i) processor->process(in, out);  // warm-up: the graph captured
+    OneFrameProcessor p(frame_shape, o);
     std::vector<double> us;
     us.reserve(frames);
     double device_us = 0;
     for (std::uint64_t i = 0; i < frames; ++i) {
       const auto t0 = clock::now();
-      processor->process(in, out);
+      p.process();
       us.push_back(std::chrono::duration<double, std::micro>(clock::now() - t0).count());
-      device_us += processor->last_compute_ms() * 1e3;
+      device_us += p.processor->last_compute_ms() * 1e3;
     }
     if (into == nullptr) return;
     std::sort(us.begin(), us.end());
@@ -606,20 +625,11 @@ PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::u
 PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, double rate, std::uint64_t frames, int threads) {
   PacedRun r;
 #if STRIPELINE_HAVE_CUDA
-  BatchLayout one = frame_shape.layout();
-  one.frames = 1;
-  const ChainConfig chain = o.chain();
   std::vector<double> lat(frames, 0.0);
   std::latch ready(threads);
   std::atomic<std::int64_t> start_ns{0};
   auto run = [&](int t) {
-    Batch in(one, host_allocator_for(Backend::Cuda));
-    SyntheticScanner scanner(scanner_config(frame_shape));
-    scanner.fill(in);
-    in.frames = 1;
-    ProfileBatch out(one.width, 1, output_slots(chain, one.frame_height), host_allocator_for(Backend::Cuda));
-    auto processor = make_processor(Backend::Cuda, one, chain);
-    for (int i = 0; i < 50; ++i) processor->process(in, out);  // warm-up: the graph captured
+    OneFrameProcessor p(frame_shape, o);
     ready.arrive_and_wait();
     if (t == 0) start_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>((clock::now() + std::chrono::milliseconds(2)).time_since_epoch()).count());
     while (start_ns.load() == 0) {
@@ -629,7 +639,7 @@ PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, doub
       const auto due = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(static_cast<double>(i) / rate));
       while (clock::now() < due) {
       }
-      processor->process(in, out);
+      p.process();
       lat[i] = std::chrono::duration<double, std::micro>(clock::now() - due).count();
     }
   };
