@@ -211,26 +211,54 @@ STRIPELINE_HD void lanes_entering(int b, int l, const LineModelLaneScratch& s) {
   lanes_entering(b, l, s, s.entering + static_cast<std::size_t>(l) * kLineStates);
 }
 
+// Column x's candidates: the staged ones from the scratch, the rest from the view.
+STRIPELINE_HD int load_staged(const LineModelView& v, const LineModelParams& p, int f, int x, const LineModelLaneScratch& s, Candidate* c) {
+  if (s.staged_slots == 0) return load_candidates(v, p, f, x, c);
+  const int n = s.staged_count[x];
+  const Candidate* staged = s.staged + static_cast<std::size_t>(x) * s.staged_slots;
+  STRIPELINE_UNROLL
+  for (int i = 0; i < kMaxLineCandidates; ++i) {
+    if (i >= n) break;
+    c[i] = i < s.staged_slots ? staged[i] : candidate(v, p, f, i, x);
+  }
+  return n;
+}
+
+// Columns [from, to) walked from `score` (the scores at column from - 1,
+// whose candidates are prev_c[0, prev_n)); back-pointers written from column
+// write_from on. Leaves column to - 1's scores in `score` and candidates in
+// prev_c, and returns their number.
+STRIPELINE_HD int walk_columns(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to, int write_from,
+                               Candidate* prev_c, int prev_n, std::int64_t* score) {
+  const int states = p.candidates + 1;
+  Candidate cur_c[kMaxLineCandidates];
+  std::int64_t cur_score[kLineStates];
+  for (int x = from; x < to; ++x) {
+    const int cur_n = load_staged(v, p, f, x, s, cur_c);
+    std::uint8_t* back = x >= write_from ? s.back + static_cast<std::size_t>(x) * states : nullptr;
+    advance_column(prev_c, prev_n, score, cur_c, cur_n, s.mask[x], p, cur_score, back, 1);
+    copy_scores(cur_score, cur_n, score);
+    copy_candidates(cur_c, cur_n, prev_c);
+    prev_n = cur_n;
+  }
+  return prev_n;
+}
+
 // Phase 3 (per lane): the chunk walked again from its exact entering scores
 // with the oracle's column function: the back-pointers.
 STRIPELINE_HD void lane_back_pointers(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s) {
   const Chunk c = chunk_of(v.width, lanes, lane);
   if (c.empty()) return;
-  Candidate prev_c[kMaxLineCandidates], cur_c[kMaxLineCandidates];
-  int prev_n = c.begin == 0 ? 0 : load_candidates(v, p, f, c.begin - 1, prev_c);
-  std::int64_t prev_score[kLineStates], cur_score[kLineStates];
+  LineModelLaneScratch unstaged = s;  // the transfer matrices took the staged candidates' bytes: read the view
+  unstaged.staged_slots = 0;
+  Candidate prev_c[kMaxLineCandidates];
+  const int prev_n = c.begin == 0 ? 0 : load_candidates(v, p, f, c.begin - 1, prev_c);
+  std::int64_t score[kLineStates];
   if (lane == 0)
-    prev_score[0] = 0;
+    score[0] = 0;
   else
-    copy_scores(s.entering + static_cast<std::size_t>(lane) * kLineStates, prev_n, prev_score);
-  const int states = p.candidates + 1;
-  for (int x = c.begin; x < c.end; ++x) {
-    const int cur_n = load_candidates(v, p, f, x, cur_c);
-    advance_column(prev_c, prev_n, prev_score, cur_c, cur_n, s.mask[x], p, cur_score, s.back + static_cast<std::size_t>(x) * states, 1);
-    copy_scores(cur_score, cur_n, prev_score);
-    copy_candidates(cur_c, cur_n, prev_c);
-    prev_n = cur_n;
-  }
+    copy_scores(s.entering + static_cast<std::size_t>(lane) * kLineStates, prev_n, score);
+  walk_columns(v, p, f, unstaged, c.begin, c.end, c.begin, prev_c, prev_n, score);
 }
 
 // ---------------------------------------------------------------------------
@@ -253,19 +281,6 @@ STRIPELINE_HD void lane_back_pointers(const LineModelView& v, const LineModelPar
 // so a frame of long parallel lines costs what it did before.
 inline constexpr int kLineWarmup = 8;       // columns walked before the chunk, from "no line"
 inline constexpr int kLineSpecRounds = 8;   // rounds of walks again before the fallback
-
-// Column x's candidates: the staged ones from the scratch, the rest from the view.
-STRIPELINE_HD int load_staged(const LineModelView& v, const LineModelParams& p, int f, int x, const LineModelLaneScratch& s, Candidate* c) {
-  if (s.staged_slots == 0) return load_candidates(v, p, f, x, c);
-  const int n = s.staged_count[x];
-  const Candidate* staged = s.staged + static_cast<std::size_t>(x) * s.staged_slots;
-  STRIPELINE_UNROLL
-  for (int i = 0; i < kMaxLineCandidates; ++i) {
-    if (i >= n) break;
-    c[i] = i < s.staged_slots ? staged[i] : candidate(v, p, f, i, x);
-  }
-  return n;
-}
 
 // Phase S1 (per lane, columns lane, lane + lanes, ...: coalesced on the
 // GPU): the candidates staged; pass 0 clears the masks. Four columns' loads
@@ -298,26 +313,6 @@ STRIPELINE_HD void lane_stage(const LineModelView& v, const LineModelParams& p, 
         if (i < s.staged_slots && i < n[k]) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = c[k][i];
     }
   }
-}
-
-// Columns [from, to) walked from `score` (the scores at column from - 1,
-// whose candidates are prev_c[0, prev_n)); back-pointers written from column
-// write_from on. Leaves column to - 1's scores in `score` and candidates in
-// prev_c, and returns their number.
-STRIPELINE_HD int walk_columns(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to, int write_from,
-                               Candidate* prev_c, int prev_n, std::int64_t* score) {
-  const int states = p.candidates + 1;
-  Candidate cur_c[kMaxLineCandidates];
-  std::int64_t cur_score[kLineStates];
-  for (int x = from; x < to; ++x) {
-    const int cur_n = load_staged(v, p, f, x, s, cur_c);
-    std::uint8_t* back = x >= write_from ? s.back + static_cast<std::size_t>(x) * states : nullptr;
-    advance_column(prev_c, prev_n, score, cur_c, cur_n, s.mask[x], p, cur_score, back, 1);
-    copy_scores(cur_score, cur_n, score);
-    copy_candidates(cur_c, cur_n, prev_c);
-    prev_n = cur_n;
-  }
-  return prev_n;
 }
 
 STRIPELINE_HD std::int64_t* lane_scores(std::int64_t* base, int lane) { return base + static_cast<std::size_t>(lane) * kLineStates; }
