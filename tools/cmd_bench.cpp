@@ -467,8 +467,21 @@ Json bench_devices(const Shape& shape, const BenchOptions& o) {
 struct PacedRun {
   double p50 = 0, p99 = 0, max = 0;  // frame arrival -> profile, us, after the first tenth
   std::uint64_t frames = 0, dropped = 0, backlog = 0;  // frames timed; dropped by the bound; most frames seen waiting at a fill
-  double gpu_us = 0;  // the device's time per batch (the processor's events: upload to download), mean over the run
+  double gpu_us = 0;  // the device's time per batch (the processor's events around the kernels), mean over the run
   LiveStats live;
+  // p50, p99, max and frames of these latencies (us).
+  void take(std::vector<double> us) {
+    std::sort(us.begin(), us.end());
+    if (!us.empty()) p50 = percentile(us, 0.50), p99 = percentile(us, 0.99), max = us.back();
+    frames = us.size();
+  }
+  Json latency_json() const {
+    Json j;
+    j.field("p50_us", p50);
+    j.field("p99_us", p99);
+    j.field("max_us", max);
+    return j;
+  }
 };
 PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, int k, int live_max,
                    bool graphs = true) {
@@ -486,14 +499,8 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   std::vector<double> steady;
   for (std::size_t i = frames / 10; i < lat.size(); ++i)  // skip the warm-up tenth
     if (!std::isnan(lat[i])) steady.push_back(lat[i]);
-  std::sort(steady.begin(), steady.end());
   PacedRun r;
-  if (!steady.empty()) {
-    r.p50 = percentile(steady, 0.50);
-    r.p99 = percentile(steady, 0.99);
-    r.max = steady.back();
-  }
-  r.frames = steady.size();
+  r.take(std::move(steady));
   r.dropped = src.dropped();
   r.backlog = src.largest_backlog();
   r.live = stats.live;
@@ -601,9 +608,7 @@ PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::u
       device_us += p.processor->last_compute_ms() * 1e3;
     }
     if (into == nullptr) return;
-    std::sort(us.begin(), us.end());
-    if (!us.empty()) into->p50 = percentile(us, 0.50), into->p99 = percentile(us, 0.99), into->max = us.back();
-    into->frames = us.size();
+    into->take(std::move(us));
     into->gpu_us = frames > 0 ? device_us / static_cast<double>(frames) : 0.0;
   };
   std::vector<std::thread> others;
@@ -646,10 +651,7 @@ PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, doub
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(run, t);
   for (std::thread& t : pool) t.join();
-  std::vector<double> steady(lat.begin() + static_cast<std::ptrdiff_t>(frames / 10), lat.end());
-  std::sort(steady.begin(), steady.end());
-  if (!steady.empty()) r.p50 = percentile(steady, 0.50), r.p99 = percentile(steady, 0.99), r.max = steady.back();
-  r.frames = steady.size();
+  r.take(std::vector<double>(lat.begin() + static_cast<std::ptrdiff_t>(frames / 10), lat.end()));  // the warm-up tenth skipped
 #else
   (void)frame_shape, (void)o, (void)rate, (void)frames, (void)threads;
 #endif
@@ -670,10 +672,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, k, 0);
     std::printf("  batch of %2d frames: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting; device %.1f us a batch)\n", k, r.p50,
                 r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog), r.gpu_us);
-    Json j;
-    j.field("p50_us", r.p50);
-    j.field("p99_us", r.p99);
-    j.field("max_us", r.max);
+    Json j = r.latency_json();
     j.field("device_us_per_batch", r.gpu_us);
     j.field("frames", static_cast<double>(r.frames));
     j.field("largest_backlog", static_cast<double>(r.backlog));
@@ -684,10 +683,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       const PacedRun r = processor_alone(frame_shape, o, frames, threads);
       std::printf("  batch of  1, %d processor(s) on %d thread(s), back to back (no pipeline): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; device %.1f us)\n",
                   threads, threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), r.gpu_us);
-      Json j;
-      j.field("p50_us", r.p50);
-      j.field("p99_us", r.p99);
-      j.field("max_us", r.max);
+      Json j = r.latency_json();
       j.field("device_us", r.gpu_us);
       all.object("batch_1_processors_" + std::to_string(threads), j);
     }
@@ -697,22 +693,14 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads);
       std::printf("  batch of  1, %d dedicated threads in turn (no pipeline): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames)\n", threads, r.p50,
                   r.p99, r.max, static_cast<unsigned long long>(r.frames));
-      Json j;
-      j.field("p50_us", r.p50);
-      j.field("p99_us", r.p99);
-      j.field("max_us", r.max);
-      all.object("batch_1_dedicated_threads_" + std::to_string(threads), j);
+      all.object("batch_1_dedicated_threads_" + std::to_string(threads), r.latency_json());
     }
   }
   if (backend == Backend::Cuda && o.chain().cuda_graphs) {  // what the graphs save: the same run enqueued call by call
     const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, false);
     std::printf("  batch of  1, no CUDA graph: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting; cuda_graphs = false)\n",
                 r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
-    Json j;
-    j.field("p50_us", r.p50);
-    j.field("p99_us", r.p99);
-    j.field("max_us", r.max);
-    all.object("batch_1_without_graphs", j);
+    all.object("batch_1_without_graphs", r.latency_json());
   }
   {  // the live path at the camera's rate (o.rate, not clamped): batch of 1 growing while frames wait
     const double live_rate = o.rate;
@@ -724,11 +712,8 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
                 live_rate, defaults.live_max_batch, r.p50, r.p99, r.max, r.live.largest_batch, static_cast<unsigned long long>(r.live.to_batching),
                 static_cast<unsigned long long>(r.live.caught_up), static_cast<unsigned long long>(r.dropped), static_cast<unsigned long long>(n),
                 static_cast<unsigned long long>(r.backlog));
-    Json j;
+    Json j = r.latency_json();
     j.field("rate_fps", live_rate);
-    j.field("p50_us", r.p50);
-    j.field("p99_us", r.p99);
-    j.field("max_us", r.max);
     j.field("largest_batch", r.live.largest_batch);
     j.field("to_batching", static_cast<double>(r.live.to_batching));
     j.field("caught_up", static_cast<double>(r.live.caught_up));
