@@ -1,6 +1,8 @@
-// The flow, as three named filters of a oneTBB parallel_pipeline whose tokens
-// are the pool's slots: AcquireFilter (serial, in order) -> ProcessFilter
-// (parallel, one processor lane per batch) -> SinkFilter (serial, in order).
+// The flow, as three named steps: AcquireFilter (serial, in order) ->
+// ProcessFilter (parallel, one processor lane per batch) -> SinkFilter
+// (serial, in order), run either as a oneTBB parallel_pipeline whose tokens
+// are the pool's slots or, for the per-frame path, by dedicated lane threads
+// taking the batches in turn (pipeline/lane_threads.h).
 #include "pipeline/pipeline.h"
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include "core/errors.h"
 #include "io/image_reader.h"
 #include "pipeline/buffer_pool.h"
+#include "pipeline/lane_threads.h"
 
 namespace stripeline {
 
@@ -90,17 +93,23 @@ class AcquireFilter {
                 Slot* first, std::uint64_t first_index, LiveBatcher* live)
       : source_(source), pool_(pool), stop_(stop), ambient_(ambient), consumed_(consumed), live_(live), next_index_(first_index), first_(first) {}
   Slot* operator()(tbb::flow_control& fc) const {
+    Slot* slot = next();
+    if (slot == nullptr) fc.stop();
+    return slot;
+  }
+  // The next numbered batch; null once the source has ended or stop was asked.
+  Slot* next() const {
     Slot* slot = first_;
     first_ = nullptr;
     if (slot == nullptr) {
-      if (stop_.load()) return end(fc);
+      if (stop_.load()) return nullptr;
       slot = pool_.acquire();
       if (live_ != nullptr) size_live_batch(slot);
       const bool filled = fill_slot(source_, slot, ambient_, consumed_);
       if (live_ != nullptr) slot->batch.layout.frames = live_->stats().max_batch;  // the slot's capacity again: what the processors were set up for
       if (!filled) {
         pool_.release(slot);
-        return end(fc);
+        return nullptr;
       }
     }
     slot->batch.sequence = next_sequence_++;
@@ -110,10 +119,6 @@ class AcquireFilter {
   }
 
  private:
-  static Slot* end(tbb::flow_control& fc) {
-    fc.stop();
-    return nullptr;
-  }
   // The live path: what waits decides how many frames this fill takes (the
   // slot holds live_max_batch); beyond the bound the oldest are dropped.
   void size_live_batch(Slot* slot) const {
@@ -140,21 +145,28 @@ class ProcessFilter {
   Slot* operator()(Slot* slot) const {
     BatchProcessor* lane = nullptr;
     lanes_.pop(lane);  // lanes <= tokens: waits only briefly
+    struct GiveBack {
+      tbb::concurrent_bounded_queue<BatchProcessor*>& lanes;
+      BatchProcessor* lane;
+      ~GiveBack() { lanes.push(lane); }
+    } give_back{lanes_, lane};
+    process_on(*lane, slot, pool_);
+    return slot;
+  }
+  // The batch's profiles from `lane` (the slot goes back to the pool if it throws).
+  static void process_on(BatchProcessor& lane, Slot* slot, BufferPool& pool) {
     try {
-      lane->process(slot->batch, slot->profiles);
+      lane.process(slot->batch, slot->profiles);
     } catch (...) {
-      lanes_.push(lane);
-      pool_.release(slot);
+      pool.release(slot);
       throw;
     }
-    slot->compute_ms = lane->last_compute_ms();
-    lanes_.push(lane);
+    slot->compute_ms = lane.last_compute_ms();
     // Counted here, in parallel, not in the serial sink stage: a 300x2048
     // batch has 614,400 columns to look at.
     const ProfileBatch::PointCounts counts = slot->profiles.count_points();
     slot->points = counts.points;
     slot->overflow = counts.overflow;
-    return slot;
   }
 
  private:
@@ -352,13 +364,17 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   chain.adaptive.pixel_bits = stats.pixel_bits.bits;
   params = validate_chain(chain, layout);
   const int lanes = geometry.lanes;
+  stats.lane_threads = options_.scheduling == LaneScheduling::Threads ||
+                       (options_.scheduling == LaneScheduling::Auto && stats.backend == Backend::Cuda && options_.batch_frames >= 1 &&
+                        options_.batch_frames <= kLaneThreadsMaxBatch);
   std::vector<std::unique_ptr<BatchProcessor>> processors;
   tbb::concurrent_bounded_queue<BatchProcessor*> free_lanes;
   for (int i = 0; i < lanes; ++i) {
     processors.push_back(make_processor(stats.backend, layout, chain));
     free_lanes.push(processors.back().get());
   }
-  spdlog::info("pipeline: {} backend, {} ({})", to_string(stats.backend), geometry.describe(), stats.pinned ? "pinned" : "pageable");
+  spdlog::info("pipeline: {} backend, {} ({}{})", to_string(stats.backend), geometry.describe(), stats.pinned ? "pinned" : "pageable",
+               stats.lane_threads ? ", dedicated lane threads" : "");
   spdlog::debug("pipeline: memory plan: frames per batch {} ({}), slots {} of {} asked, host {} of {} bytes, device {} of {} bytes", geometry.frames,
                 geometry.frames_from_budget ? "cut by the budget" : "the target", geometry.slots, geometry.requested_slots, geometry.host_bytes,
                 geometry.host_budget, geometry.device_bytes, geometry.device_budget);
@@ -372,11 +388,21 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   try {
     for (; begun < sinks.size(); ++begun) sinks[begun]->begin(info);
     const auto start = first_fill.value_or(clock::now());
-    tbb::parallel_pipeline(static_cast<std::size_t>(pool.size()),
-                           tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, AcquireFilter(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames, first, first_index, live_batcher ? &*live_batcher : nullptr)) &
-                               tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, ProcessFilter(free_lanes, pool)) &
-                               tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order,
-                                                             SinkFilter(sinks, pool, stats, start, progress)));
+    const AcquireFilter acquire(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames, first, first_index,
+                                live_batcher ? &*live_batcher : nullptr);
+    const SinkFilter sink(sinks, pool, stats, start, progress);
+    if (stats.lane_threads) {
+      TurnSteps steps;
+      steps.acquire = [&] { return acquire.next(); };
+      steps.process = [&](Slot* slot, int lane) { ProcessFilter::process_on(*processors[static_cast<std::size_t>(lane)], slot, pool); };
+      steps.sink = [&](Slot* slot) { sink(slot); };
+      steps.abandon = [&](Slot* slot) { pool.release(slot); };
+      run_in_turns(lanes, steps, options_.lane_thread_scheduling);
+    } else {
+      tbb::parallel_pipeline(static_cast<std::size_t>(pool.size()), tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, acquire) &
+                                                                        tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, ProcessFilter(free_lanes, pool)) &
+                                                                        tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, sink));
+    }
     pool.wait_all_returned();
     stats.ambient_frames = ambient_frames;
     if (live_batcher) {  // the last acquisition's counters (a drop or a switch after the last batch's)

@@ -9,7 +9,10 @@
 //   3. sink (serial, in order): every sink consumes the profiles in
 //      acquisition order, and the slot goes back to the pool.
 // The number of tokens equals the number of slots, so frames in flight are
-// bounded by the pool by construction.
+// bounded by the pool by construction. The per-frame path (small batches on
+// the CUDA backend) runs the same three steps on dedicated lane threads
+// taking the batches in turn instead (pipeline/lane_threads.h): oneTBB's
+// hand-overs cost it tens of microseconds a frame.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -19,6 +22,7 @@
 
 #include "acquisition/source.h"
 #include "core/calibration.h"
+#include "core/thread_scheduling.h"
 #include "pipeline/live_batching.h"
 #include "pipeline/memory_budget.h"
 #include "pipeline/sink.h"
@@ -26,6 +30,14 @@
 #include "stages/chain.h"
 
 namespace stripeline {
+
+// Who runs the steps: oneTBB's parallel_pipeline, or dedicated lane threads
+// taking the batches in turn (pipeline/lane_threads.h). Auto: the threads for
+// batches of at most kLaneThreadsMaxBatch frames on the CUDA backend (the
+// per-frame path, whose latency the hand-overs would dominate), oneTBB
+// otherwise (the CPU backend's own work runs on oneTBB's workers).
+enum class LaneScheduling { Auto, Pipeline, Threads };
+inline constexpr int kLaneThreadsMaxBatch = 16;
 
 // [processing] (and [calibration]) of a configuration.
 struct PipelineOptions {
@@ -44,6 +56,8 @@ struct PipelineOptions {
   // live_max_waiting waiting frames the oldest are dropped.
   int live_max_batch = 64;          // 0 = off: the batch never grows
   int live_max_waiting = 0;         // 0 = buffers x live_max_batch; -1 = never drop
+  LaneScheduling scheduling = LaneScheduling::Auto;
+  ThreadScheduling lane_thread_scheduling;  // the lane threads' CPUs and priority (validated by the caller); default: untouched
   ChainConfig chain;
   AmbientConfig ambient;            // laser-off frames: none, a dark frame, or alternate frames (stages/ambient.h)
   LinearCalibration calibration;
@@ -69,6 +83,7 @@ struct PipelineStats {
   double compute_ms = 0.0;       // processor time summed over batches
   double cuda_startup_ms = 0.0;
   bool pinned = false;
+  bool lane_threads = false;       // the steps ran on dedicated lane threads (PipelineOptions::scheduling), not oneTBB's pipeline
   SignificantBits pixel_bits{};    // the significant bits extracted with, and where they came from (acquisition/pixel_bits.h)
   LiveStats live;                  // the live path's backlog, batch sizes and latency (pipeline/live_batching.h)
   BatchGeometry geometry;          // frames per batch, buffers, lanes, slots and the memory they take (pipeline/memory_budget.h)

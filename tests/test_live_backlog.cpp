@@ -74,15 +74,24 @@ class LogCapture {
   std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
 };
 
-PipelineOptions live_options(int max_batch, int max_waiting) {
+PipelineOptions live_options(int max_batch, int max_waiting, LaneScheduling scheduling = LaneScheduling::Auto) {
   PipelineOptions o;
   o.backend = Backend::Cpu;
+  o.scheduling = scheduling;
   o.batch_frames = 1;
   o.buffers = 2;
   o.lanes = 1;
+  if (scheduling == LaneScheduling::Threads) o.buffers = 3, o.lanes = 2;  // two lanes taking turns
   o.live_max_batch = max_batch;
   o.live_max_waiting = max_waiting;
   return o;
+}
+
+// The backlog tests run the steps both ways: oneTBB's pipeline and the
+// dedicated lane threads (the CUDA per-frame path's, pipeline/lane_threads.h).
+class LiveBacklogOn : public ::testing::TestWithParam<LaneScheduling> {};
+std::string scheduling_name(const ::testing::TestParamInfo<LaneScheduling>& info) {
+  return info.param == LaneScheduling::Threads ? "LaneThreads" : "TbbPipeline";
 }
 
 }  // namespace
@@ -138,12 +147,13 @@ TEST(LiveBatcher, LatencyHistogramBuckets) {
 // The source outruns the path (3000 frames/s against a path of at most 500
 // batches/s), then slows to 100 frames/s: the batch grows to catch up, nothing
 // is dropped (live_max_waiting -1), and it comes back to 1.
-TEST(LiveBacklog, FasterSourceSwitchesToBatchingAndBack) {
+TEST_P(LiveBacklogOn, FasterSourceSwitchesToBatchingAndBack) {
   PacedSource src(small_frames(), {{1500, 3000.0}, {60, 100.0}});
   SlowSink sink(std::chrono::microseconds(2000));
   LogCapture log;
-  Pipeline p(live_options(16, -1));
+  Pipeline p(live_options(16, -1, GetParam()));
   const PipelineStats s = p.run(src, {&sink});
+  EXPECT_EQ(s.lane_threads, GetParam() == LaneScheduling::Threads);
   const LiveStats& l = s.live;
   ASSERT_TRUE(l.active);
   EXPECT_EQ(l.configured_batch, 1);
@@ -167,12 +177,12 @@ TEST(LiveBacklog, FasterSourceSwitchesToBatchingAndBack) {
 // The source outruns even the largest batch (5000 frames/s against at most
 // 8 frames per 5 ms): the oldest beyond 32 waiting frames are dropped, so the
 // backlog stays bounded, and processed + dropped = sent.
-TEST(LiveBacklog, BacklogBeyondTheBoundDropsTheOldest) {
+TEST_P(LiveBacklogOn, BacklogBeyondTheBoundDropsTheOldest) {
   const std::uint64_t sent = 3000;
   PacedSource src(small_frames(), {{sent, 5000.0}});
   SlowSink sink(std::chrono::microseconds(5000));
   LogCapture log;
-  Pipeline p(live_options(8, 32));
+  Pipeline p(live_options(8, 32, GetParam()));
   const PipelineStats s = p.run(src, {&sink});
   const LiveStats& l = s.live;
   ASSERT_TRUE(l.active);
@@ -192,10 +202,10 @@ TEST(LiveBacklog, BacklogBeyondTheBoundDropsTheOldest) {
 }
 
 // A source slower than the path: no switch, batches of 1 throughout.
-TEST(LiveBacklog, SlowerSourceNeverSwitches) {
+TEST_P(LiveBacklogOn, SlowerSourceNeverSwitches) {
   PacedSource src(small_frames(), {{30, 30.0}});
   SlowSink sink(std::chrono::microseconds(0));
-  Pipeline p(live_options(16, 0));
+  Pipeline p(live_options(16, 0, GetParam()));
   const PipelineStats s = p.run(src, {&sink});
   ASSERT_TRUE(s.live.active);
   EXPECT_EQ(s.frames, 30u);
@@ -204,6 +214,8 @@ TEST(LiveBacklog, SlowerSourceNeverSwitches) {
   EXPECT_EQ(s.live.largest_batch, 1);
   EXPECT_EQ(s.live.dropped, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(LiveBacklog, LiveBacklogOn, ::testing::Values(LaneScheduling::Pipeline, LaneScheduling::Threads), scheduling_name);
 
 // Sources that do not report a backlog (files, an unpaced synthetic scan),
 // a configured batch at or above the bound, or live_max_batch 0: the plain path.

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <climits>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
@@ -15,6 +17,7 @@
 #include "pipeline/background_sink.h"
 #include "pipeline/buffer_pool.h"
 #include "pipeline/file_sinks.h"
+#include "pipeline/lane_threads.h"
 #include "pipeline/pipeline.h"
 #include "stages/heightmap_filters.h"
 #include "test_helpers.h"
@@ -239,6 +242,96 @@ TEST(Pipeline, SourceFailureAbortsSinksAndLeavesNoFile) {
   EXPECT_TRUE(rec.aborted);
   EXPECT_FALSE(rec.finished);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "something was left in " << dir.path();
+}
+
+// Dedicated lane threads (pipeline/lane_threads.h): batches processed on
+// lane k mod lanes, in parallel, reach the sink in acquisition order
+// whatever each one's processing time; the source's end ends every lane.
+TEST(LaneThreads, EveryBatchOnItsLaneAndSunkInOrder) {
+  const int batches = 300;
+  for (int lanes : {1, 2, 4}) {
+    std::vector<Slot> slots(static_cast<std::size_t>(batches));
+    int acquired = 0;
+    std::mutex m;
+    std::vector<int> lane_of(batches, -1), sunk;
+    std::atomic<int> processing{0}, most_at_once{0};
+    TurnSteps steps;
+    steps.acquire = [&]() -> Slot* { return acquired < batches ? &slots[static_cast<std::size_t>(acquired++)] : nullptr; };
+    steps.process = [&](Slot* s, int lane) {
+      const int k = static_cast<int>(s - slots.data());
+      const int now = ++processing;
+      for (int seen = most_at_once.load(); now > seen && !most_at_once.compare_exchange_weak(seen, now);) {
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds((k * 37) % 5 * 100));  // later batches often finish first
+      --processing;
+      std::lock_guard lock(m);
+      lane_of[static_cast<std::size_t>(k)] = lane;
+    };
+    steps.sink = [&](Slot* s) { sunk.push_back(static_cast<int>(s - slots.data())); };
+    steps.abandon = [&](Slot*) { ADD_FAILURE() << "nothing failed, nothing is abandoned"; };
+    run_in_turns(lanes, steps);
+    ASSERT_EQ(acquired, batches);
+    ASSERT_EQ(sunk.size(), static_cast<std::size_t>(batches));
+    for (int k = 0; k < batches; ++k) {
+      EXPECT_EQ(sunk[static_cast<std::size_t>(k)], k) << lanes << " lanes";
+      EXPECT_EQ(lane_of[static_cast<std::size_t>(k)], k % lanes) << "batch " << k;
+    }
+    EXPECT_LE(most_at_once.load(), lanes);
+    if (lanes > 1) EXPECT_GT(most_at_once.load(), 1) << "the lanes never processed at once";
+  }
+}
+
+// The first failure (here a processing error on batch 37) stops every lane
+// and is rethrown once all have ended; no batch after it reaches the sink,
+// and every acquired slot is accounted for: sunk, given back by the failing
+// step, or abandoned.
+TEST(LaneThreads, AFailureStopsEveryLaneAndIsRethrown) {
+  for (int lanes : {1, 3}) {
+    std::vector<Slot> slots(1000);
+    std::atomic<int> acquired{0}, abandoned{0};
+    std::vector<int> sunk;
+    TurnSteps steps;
+    steps.acquire = [&]() -> Slot* { return &slots[static_cast<std::size_t>(acquired++)]; };  // an endless source
+    steps.process = [&](Slot* s, int) {
+      if (s - slots.data() == 37) throw InputError("frame 37: corrupt");
+    };
+    steps.sink = [&](Slot* s) { sunk.push_back(static_cast<int>(s - slots.data())); };
+    steps.abandon = [&](Slot*) { ++abandoned; };
+    EXPECT_THROW(run_in_turns(lanes, steps), InputError);
+    ASSERT_LE(sunk.size(), 37u);
+    for (std::size_t k = 0; k < sunk.size(); ++k) EXPECT_EQ(sunk[k], static_cast<int>(k));
+    EXPECT_EQ(static_cast<int>(sunk.size()) + 1 + abandoned.load(), acquired.load()) << lanes << " lanes";
+    EXPECT_LT(acquired.load(), 37 + 2 * lanes + 1) << "lanes went on acquiring after the failure";
+  }
+}
+
+// The pipeline on lane threads gives the oneTBB pipeline's rows, in order,
+// for batches of 1 and 7 and a sink failure surfaces the same way.
+TEST(LaneThreads, ThePipelineOnLaneThreadsGivesTheSameRows) {
+  for (int batch_frames : {1, 7}) {
+    std::vector<std::vector<std::int32_t>> rows[2];
+    for (int threads : {0, 1}) {
+      SyntheticScanner scan(small_scan(53));
+      PipelineOptions o = cpu_options(batch_frames);
+      o.scheduling = threads ? LaneScheduling::Threads : LaneScheduling::Pipeline;
+      o.buffers = 4;
+      o.lanes = 3;
+      RecordingSink sink;
+      const auto stats = Pipeline(o).run(scan, {&sink});
+      EXPECT_EQ(stats.lane_threads, threads == 1);
+      EXPECT_TRUE(sink.finished);
+      EXPECT_EQ(stats.frames, 53u);
+      rows[threads] = sink.rows;
+    }
+    EXPECT_EQ(rows[0], rows[1]) << "batch " << batch_frames;
+  }
+  SyntheticScanner scan(small_scan(100));
+  FailingSource src(scan, 3);
+  PipelineOptions o = cpu_options(10);
+  o.scheduling = LaneScheduling::Threads;
+  RecordingSink rec;
+  EXPECT_THROW(Pipeline(o).run(src, {&rec}), InputError);
+  EXPECT_TRUE(rec.aborted);
 }
 
 // The PLY carries each point's quality (the extraction's contrast) beside

@@ -484,7 +484,7 @@ struct PacedRun {
   }
 };
 PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, int k, int live_max,
-                   bool graphs = true) {
+                   bool graphs = true, LaneScheduling scheduling = LaneScheduling::Auto) {
   std::vector<double> lat(frames, std::nan(""));
   PacedSource src(scanner_config(frame_shape), {{frames, rate}});
   LatencySink sink(src, lat);
@@ -493,6 +493,7 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   po.batch_frames = k;
   po.buffers = 8;
   po.live_max_batch = live_max;
+  po.scheduling = scheduling;
   po.chain = o.chain();
   po.chain.cuda_graphs = po.chain.cuda_graphs && graphs;
   const PipelineStats stats = run_engine(po, src, {&sink});
@@ -695,6 +696,12 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
                   r.p99, r.max, static_cast<unsigned long long>(r.frames));
       all.object("batch_1_dedicated_threads_" + std::to_string(threads), r.latency_json());
     }
+  }
+  if (backend == Backend::Cuda) {  // what the lane threads save: the same run on oneTBB's pipeline
+    const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Pipeline);
+    std::printf("  batch of  1, oneTBB's pipeline (scheduling = pipeline): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting)\n",
+                r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
+    all.object("batch_1_tbb_pipeline", r.latency_json());
   }
   if (backend == Backend::Cuda && o.chain().cuda_graphs) {  // what the graphs save: the same run enqueued call by call
     const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, false);
