@@ -228,8 +228,13 @@ STRIPELINE_HD int load_staged(const LineModelView& v, const LineModelParams& p, 
 // whose candidates are prev_c[0, prev_n)); back-pointers written from column
 // write_from on. Leaves column to - 1's scores in `score` and candidates in
 // prev_c, and returns their number.
-STRIPELINE_HD int walk_columns(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to, int write_from,
-                               Candidate* prev_c, int prev_n, std::int64_t* score) {
+STRIPELINE_HD int walk_columns(const LineModelView& v, const LineModelParams& params, int f, const LineModelLaneScratch& scratch, int from, int to,
+                               int write_from, Candidate* prev_c, int prev_n, std::int64_t* score) {
+  // Copies the loop reads from registers: through the references, each
+  // back-pointer store (a byte, which may alias anything) made every cost
+  // and pointer load again, on the GPU from the kernel's stack.
+  const LineModelParams p = params;
+  const LineModelLaneScratch s = scratch;
   const int states = p.candidates + 1;
   Candidate cur_c[kMaxLineCandidates];
   std::int64_t cur_score[kLineStates];

@@ -510,6 +510,43 @@ TEST_F(CudaFused, MatchesCpuOnEveryGeometry) {
       }
 }
 
+// The warp-per-column kernel (kernels/cuda/warp_chain.cu), forced on every
+// batch size, against the CPU: every geometry it supports (up to 128 rows),
+// each adaptive selection and estimator, blur sizes 0..15 (2-D and along the
+// columns), both formats, with and without stripes. The processor picks it
+// by itself for batches of at most kWarpChainMaxFrames frames.
+TEST_F(CudaFused, TheWarpChainMatchesCpuOnEveryGeometry) {
+#if STRIPELINE_HAVE_CUDA
+  int i = 0;
+  int adaptive[kMethodCount], n = 0;
+  for (int m = 0; m < kMethodCount; ++m)
+    if (kMethods[m].method == ColumnMethod::Adaptive) adaptive[n++] = m;
+  ASSERT_GE(n, 4);
+  for (PixelFormat format : kFormats)
+    for (int width : kWidths)
+      for (int height : {1, 2, 3, 7, 31, 33, 52, 64, 100, 128}) {
+        const MethodCase& m = kMethods[adaptive[i % n]];
+        const int blur = i % 7 == 0 ? 15 : kBlurSizes[(i / 3) % 4];
+        const ChainConfig config = make_config(m, blur, i % 5 != 0, format, height, i % 4);
+        const int frames = 1 + i % 3;
+        Batch in = make_batch(width, height, frames, 4, format);
+        cuda::CudaProcessorOptions forced;
+        forced.warp_chain_max_frames = 1000;
+        auto warp = cuda::make_cuda_processor_ex(in.layout, config, forced);
+        auto cpu = make_processor(Backend::Cpu, in.layout, config);
+        const int slots = output_slots(config, height);
+        for (bool stripes : {true, false}) {
+          fill(in, stripes, static_cast<std::uint64_t>(7000 + 2 * i + stripes));
+          ProfileBatch expected = make_profiles(in, slots), got = make_profiles(in, slots);
+          cpu->process(in, expected);
+          warp->process(in, got);
+          ASSERT_TRUE(same_profiles(expected, got)) << "warp chain, " << describe(in, m, config, stripes);
+        }
+        ++i;
+      }
+#endif
+}
+
 TEST_P(CudaFusedMethod, MatchesCpuForEveryBlurSizeAndThresholdSetting) {
   const int m = GetParam();
   std::uint64_t seed = 5000 + 1000 * static_cast<std::uint64_t>(m);

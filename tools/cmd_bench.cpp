@@ -281,6 +281,34 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
     c.field("fraction_of_h2d", m / h2d_ms);
     j.object("cuda_compute", c);
   }
+  if (chain.column.method == ColumnMethod::Adaptive) {  // small batches: the fused kernel against the warp per column (stripe_kernels.h)
+    Json small;
+    std::printf("  the kernels for a few frames (compute only, median of %d; the line model included when on):\n", o.quick ? 20 : 200);
+    for (int n : {1, 2, 4, 8, 16}) {
+      BatchLayout few = layout;
+      few.frames = n;
+      Batch pinned(few, host_allocator_for(Backend::Cuda));
+      std::memcpy(pinned.pixels.data(), batch.pixels.data(), few.bytes());
+      pinned.frames = n;
+      ProfileBatch out(few.width, n, 1, host_allocator_for(Backend::Cuda));
+      double us[2];
+      for (int warp : {0, 1}) {
+        cuda::CudaProcessorOptions options;
+        options.warp_chain_max_frames = warp ? n : 0;
+        auto proc = cuda::make_cuda_processor_ex(few, chain, options);
+        proc->process(pinned, out);
+        std::vector<double> ms;
+        for (int i = 0; i < (o.quick ? 20 : 200); ++i) ms.push_back(proc->compute_only(n));
+        us[warp] = median(ms) * 1e3;
+      }
+      std::printf("    %2d frame(s): fused kernel %7.1f us, warp per column %7.1f us\n", n, us[0], us[1]);
+      Json k;
+      k.field("fused_us", us[0]);
+      k.field("warp_chain_us", us[1]);
+      small.object("frames_" + std::to_string(n), k);
+    }
+    j.object("small_batch_kernels", small);
+  }
   {  // end to end, streaming, overlapped
     PrefilledSource src(shape, o.batches + static_cast<std::uint64_t>(o.buffers));
     TimingSink sink(static_cast<std::uint64_t>(o.buffers));
@@ -484,7 +512,7 @@ struct PacedRun {
   }
 };
 PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, int k, int live_max,
-                   bool graphs = true, LaneScheduling scheduling = LaneScheduling::Auto) {
+                   bool graphs = true, LaneScheduling scheduling = LaneScheduling::Auto, int lanes = 0) {
   std::vector<double> lat(frames, std::nan(""));
   PacedSource src(scanner_config(frame_shape), {{frames, rate}});
   LatencySink sink(src, lat);
@@ -494,6 +522,7 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   po.buffers = 8;
   po.live_max_batch = live_max;
   po.scheduling = scheduling;
+  po.lanes = lanes;
   po.chain = o.chain();
   po.chain.cuda_graphs = po.chain.cuda_graphs && graphs;
   const PipelineStats stats = run_engine(po, src, {&sink});
@@ -695,6 +724,14 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       std::printf("  batch of  1, %d dedicated threads in turn (no pipeline): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames)\n", threads, r.p50,
                   r.p99, r.max, static_cast<unsigned long long>(r.frames));
       all.object("batch_1_dedicated_threads_" + std::to_string(threads), r.latency_json());
+    }
+  }
+  if (backend == Backend::Cuda) {  // the lane threads' count (the runs above: buffers - 1 = 7)
+    for (int lanes : {2, 3, 4}) {
+      const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Threads, lanes);
+      std::printf("  batch of  1, %d lane threads: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting)\n", lanes, r.p50,
+                  r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
+      all.object("batch_1_lane_threads_" + std::to_string(lanes), r.latency_json());
     }
   }
   if (backend == Backend::Cuda) {  // what the lane threads save: the same run on oneTBB's pipeline

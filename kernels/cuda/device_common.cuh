@@ -10,13 +10,13 @@
 
 namespace stripeline::kernels::cuda::detail {
 
-// Runs kernels::extract_column on one column and stores the result: every
-// slot of (frame, x) is written exactly once (kNoPeak/0/0 for the empty ones),
-// then count = min(found, 255). Slot 0 is held in registers until the end;
-// slots 1.. are set empty first and overwritten by the emits.
-template <class Column, class Raw>
-__device__ __forceinline__ void extract_and_store(const Column& column, const Raw& raw, int height, const ColumnParams& params,
-                                                  const ProfileView& out, int frame, int x) {
+// Stores one column's extraction: `extract(emit)` runs it (emit(slot,
+// position, value, run, contrast) per point) and returns the points found.
+// Every slot of (frame, x) is written exactly once (kNoPeak/0/0 for the
+// empty ones), then count = min(found, 255). Slot 0 is held in registers
+// until the end; slots 1.. are set empty first and overwritten by the emits.
+template <class Extract>
+__device__ __forceinline__ void store_column(const Extract& extract, const ProfileView& out, int frame, int x) {
   const std::size_t width = static_cast<std::size_t>(out.width);
   const std::size_t base = static_cast<std::size_t>(frame) * static_cast<std::size_t>(out.slots) * width + static_cast<std::size_t>(x);
   for (int s = 1; s < out.slots; ++s) {
@@ -43,13 +43,20 @@ __device__ __forceinline__ void extract_and_store(const Column& column, const Ra
       out.quality[i] = static_cast<std::uint16_t>(q);
     }
   };
-  const int found = kernels::extract_column(column, raw, height, params, emit);
+  const int found = extract(emit);
   out.position[base] = position0;
   out.intensity[base] = static_cast<std::uint16_t>(value0);
   out.stripe_width[base] = static_cast<std::uint16_t>(width0);
   out.quality[base] = static_cast<std::uint16_t>(quality0);
   out.count[static_cast<std::size_t>(frame) * width + static_cast<std::size_t>(x)] =
       static_cast<std::uint8_t>(found > 255 ? 255 : found);
+}
+
+// Runs kernels::extract_column on one column and stores the result (store_column).
+template <class Column, class Raw>
+__device__ __forceinline__ void extract_and_store(const Column& column, const Raw& raw, int height, const ColumnParams& params,
+                                                  const ProfileView& out, int frame, int x) {
+  store_column([&](const auto& emit) { return kernels::extract_column(column, raw, height, params, emit); }, out, frame, x);
 }
 
 }  // namespace stripeline::kernels::cuda::detail

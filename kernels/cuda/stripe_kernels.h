@@ -102,4 +102,21 @@ void configure_fused(std::size_t max_bytes);
 template <class T>
 void fused_chain(FramesView<const T> in, const ChainParams& params, ProfileView out, cudaStream_t stream);
 
+// ---------------------------------------------------------------------------
+// The chain for a few frames (warp_chain.cu): the same blur -> threshold ->
+// adaptive extraction, a warp per column (the rows split over its lanes, the
+// candidates evaluated at once), for batches too small to fill the device
+// with a thread per column (the live path's batch of 1). The same bits as
+// fused_chain.
+inline constexpr int kWarpChainColumns = 4;      // columns per block (a warp each)
+inline constexpr int kWarpChainMaxHeight = 128;  // frame rows at most (4 a lane)
+inline constexpr int kWarpChainMaxFrames = 2;    // the processor's choice: batches of at most this many frames (faster up to 2 on an H100, docs/cuda.md)
+
+// Whether warp_chain runs this chain (method adaptive, frames of 1..kWarpChainMaxHeight rows).
+bool warp_chain_supports(const ChainParams& params, int frame_height);
+// Dynamic shared memory of one block (at most 48 KiB for any supported geometry).
+std::size_t warp_chain_shared_bytes(int bytes_per_pixel, int frame_height, int blur_size);
+template <class T>
+void warp_chain(FramesView<const T> in, const ChainParams& params, ProfileView out, cudaStream_t stream);
+
 }  // namespace stripeline::kernels::cuda

@@ -261,6 +261,10 @@ class CudaProcessorImpl final : public CudaProcessor {
     chain_.column = extraction_params();  // with the line model: its candidates
     const std::size_t shared = kc::fused_shared_bytes(static_cast<int>(bytes_per_pixel(l.format)), l.frame_height, taps.size);
     fused_ = options.allow_fused && shared <= max_shared_bytes_per_block();
+    // A few frames leave the fused kernel's thread per column on a few SMs: a warp per column instead (stripe_kernels.h).
+    warp_chain_max_frames_ = fused_ && kc::warp_chain_supports(chain_, l.frame_height)
+                                 ? (options.warp_chain_max_frames < 0 ? kc::kWarpChainMaxFrames : options.warp_chain_max_frames)
+                                 : 0;
     in_ = DeviceBuffer::allocate(l.bytes(), "batch pixels");
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
     if (models_line()) {
@@ -326,7 +330,9 @@ class CudaProcessorImpl final : public CudaProcessor {
       using T = decltype(zero);
       const auto pixels = device_frames<T>(in_, layout(), frames);
       const kc::ProfileView& extracted = models_line() ? candidates_->view() : profiles_->view();
-      if (fused_) {
+      if (frames <= warp_chain_max_frames_) {
+        kc::warp_chain<T>(pixels, chain_, extracted, stream);
+      } else if (fused_) {
         kc::fused_chain<T>(pixels, chain_, extracted, stream);
       } else if (chain_.taps.size > 0) {
         kc::blur<T>(pixels, device_frames_out<T>(scratch_, layout(), frames), chain_.taps, stream);
@@ -357,6 +363,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   DeviceAffinity device_;  // declared first: destroyed last, the device current while the members below go
   kc::ChainParams chain_;
   bool fused_ = false;
+  int warp_chain_max_frames_ = 0;  // batches of at most this many frames run kc::warp_chain (0: none)
   double last_ms_ = 0.0;
   DeviceBuffer in_, scratch_, isolated_, back_;
   std::unique_ptr<DeviceProfiles> profiles_, candidates_;  // candidates_: the line model's (null when it is off)

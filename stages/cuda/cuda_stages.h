@@ -51,6 +51,11 @@ class CudaProcessor : public BatchProcessor {
 
 struct CudaProcessorOptions {
   bool allow_fused = true;  // false: always the per-stage path (tests compare both)
+  // Batches of at most this many frames run the warp-per-column kernel
+  // (kernels::cuda::warp_chain) where it supports the chain, larger ones the
+  // fused kernel; -1: kernels::cuda::kWarpChainMaxFrames, 0: never (tests
+  // force either).
+  int warp_chain_max_frames = -1;
 };
 
 // Validates config against layout (ConfigError), then sets up. Throws

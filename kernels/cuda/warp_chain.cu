@@ -1,0 +1,256 @@
+// The chain for a few frames (the live path's batch of 1): blur ->
+// threshold -> the adaptive extraction, a warp per column.
+//
+// Why: the fused kernel (fused_chain.cu) gives each column one thread, which
+// walks its rows alone: the blur, the column's summary, then every
+// candidate's evaluation (prominence walks, anchors, run, gates) and centre
+// one after the other. Over a 300-frame batch that is the right shape (every
+// SM full); one frame has 2048 threads on a few SMs and takes as long as one
+// thread's chain of dependent steps (~35 us on an H100, issue 24). Here the
+// rows are split over the 32 lanes of a warp:
+//
+// Grid: one block per (frame, kWarpChainColumns columns), a warp per column.
+//  1. load (the block): the strip's rows plus the blur's halo, columns
+//     clamped (replicate), into shared memory, column by column;
+//  2. blur (the block): the horizontal pass per (row, column), then the
+//     vertical pass and the threshold: kernels/gaussian.h's blur_h, blur_v
+//     and apply_threshold themselves, so the bits are the CPU's;
+//  3. per warp: the column's summary (lowest pixel, total variation, the
+//     brightest row) by warp reductions, the candidate rows by ballots, and
+//     each lane evaluates the candidates among its own rows
+//     (adaptive::evaluate) and centres the valid ones (adaptive::centre), all
+//     at once, into shared memory;
+//  4. lane 0 runs the CPU's scan (column_adaptive_scan: selection, the
+//     `all` method's kept stripes) over those results and stores the
+//     column (detail::store_column, as the fused kernel does).
+// Every function of the extraction is the CPU's; only the order of
+// independent evaluations changes (evaluate and centre are pure functions of
+// the column and the row), so the output is the CPU's bit for bit
+// (tests/test_cuda.cpp checks it on every geometry, blur and format).
+//
+// Frames up to kWarpChainMaxHeight rows (4 rows a lane); method adaptive.
+#include <cstdint>
+#include <string>
+
+#include "core/cuda/check.h"
+#include "core/errors.h"
+#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/stripe_kernels.h"
+
+namespace stripeline::kernels::cuda {
+
+namespace {
+
+constexpr int kColumns = kWarpChainColumns;
+constexpr int kLanes = 32;
+constexpr int kMasks = kWarpChainMaxHeight / kLanes;  // ballots of candidate rows per column
+constexpr unsigned kAll = 0xFFFFFFFFu;
+
+// Shared memory of one block, column-major (a warp's lanes read consecutive
+// rows of one column: no bank conflicts), for frames of `height` rows and a
+// blur of radius r:
+//   stripe: [column][row] the evaluated candidates (8-byte aligned: first);
+//   centre: [column][row] the valid ones' centres;
+//   value:  [column][row] blurred, thresholded pixels;
+//   mid:    [column][row] the horizontal pass (blur on only);
+//   mask:   [column][kMasks] the candidate rows' ballots;
+//   raw:    [column + r][row] the unblurred pixels, halo included.
+struct Layout {
+  std::size_t stripe = 0, centre = 0, value = 0, mid = 0, mask = 0, raw = 0, bytes = 0;
+  __host__ __device__ Layout(int height, int radius, int bytes_per_pixel) {
+    const auto h = static_cast<std::size_t>(height), c = static_cast<std::size_t>(kColumns);
+    std::size_t at = 0;
+    stripe = at, at += c * h * sizeof(adaptive::Stripe);
+    centre = at, at += c * h * sizeof(std::int32_t);
+    value = at, at += c * h * sizeof(std::uint32_t);
+    mid = at, at += radius > 0 ? c * h * sizeof(std::uint32_t) : 0;
+    mask = at, at += c * kMasks * sizeof(unsigned);
+    raw = at, at += (c + 2 * static_cast<std::size_t>(radius)) * h * static_cast<std::size_t>(bytes_per_pixel);
+    bytes = (at + 15) / 16 * 16;
+  }
+};
+
+// 1 and 2: the strip's pixels, blurred and thresholded, into `value` (and
+// the unblurred ones, halo included, into `raw`).
+template <class T>
+__device__ void blur_strip(const T* __restrict__ frame, int width, int height, int x0, const ChainParams& p, const Layout& l, unsigned char* smem) {
+  const int r = p.taps.size / 2, cols = kColumns + 2 * r;
+  T* raw = reinterpret_cast<T*>(smem + l.raw);
+  std::uint32_t* mid = reinterpret_cast<std::uint32_t*>(smem + l.mid);
+  std::uint32_t* value = reinterpret_cast<std::uint32_t*>(smem + l.value);
+  __shared__ std::uint32_t taps[kMaxBlurSize];
+  if (threadIdx.x < kMaxBlurSize) taps[threadIdx.x] = p.taps.w[threadIdx.x];
+  constexpr int kAtOnce = 4;  // loads in flight per thread before their stores
+  const int total = height * cols;
+  for (int i0 = threadIdx.x; i0 < total; i0 += kAtOnce * blockDim.x) {  // coalesced: consecutive threads, consecutive columns
+    T pixel[kAtOnce];
+#pragma unroll
+    for (int k = 0; k < kAtOnce; ++k) {
+      const int i = i0 + k * blockDim.x, y = i / cols, j = i - y * cols;
+      if (i < total) pixel[k] = frame[static_cast<std::size_t>(y) * width + clamp_index(x0 - r + j, width)];
+    }
+#pragma unroll
+    for (int k = 0; k < kAtOnce; ++k) {
+      const int i = i0 + k * blockDim.x, y = i / cols, j = i - y * cols;
+      if (i < total) raw[j * height + y] = pixel[k];
+    }
+  }
+  __syncthreads();
+  const int n = height * kColumns;
+  if (p.taps.size == 0) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {  // [column][row] alike; the raw pixels thresholded too, as the fused kernel's
+      const std::uint32_t v = apply_threshold(raw[i], p.zero_below);
+      value[i] = v;
+      raw[i] = static_cast<T>(v);
+    }
+    __syncthreads();
+    return;
+  }
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int c = i / height, y = i - c * height;
+    // raw column j holds global column clamp(x0 - r + j): blur_h's clamped column gx is raw column gx - x0 + r.
+    const T* row = raw + y;
+    mid[i] = p.taps.across ? blur_h([&](int gx) { return row[(gx - x0 + r) * height]; }, x0 + c, width, taps, p.taps.size)
+                           : blur_h_none(row[(c + r) * height]);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int c = i / height, y = i - c * height;
+    const std::uint32_t* column = mid + c * height;
+    value[i] = apply_threshold(blur_v([&](int yy) { return column[yy]; }, y, height, taps, p.taps.size), p.zero_below);
+  }
+  __syncthreads();
+}
+
+// The column's summary (adaptive::summarise's) from the lanes' rows.
+template <class Column>
+__device__ adaptive::ColumnSummary warp_summary(const Column& col, int height, int lane) {
+  std::uint32_t lowest = 0xFFFFFFFFu, top = 0;
+  int brightest = height;
+  unsigned long long tv = 0;
+  for (int y = lane; y < height; y += kLanes) {
+    const std::uint32_t v = col(y);
+    lowest = v < lowest ? v : lowest;
+    if (v > top || (v == top && y < brightest)) top = v, brightest = y;  // the topmost on ties
+    if (y > 0) {
+      const std::uint32_t u = col(y - 1);
+      tv += v > u ? v - u : u - v;
+    }
+  }
+  for (int d = kLanes / 2; d > 0; d /= 2) {
+    const std::uint32_t other_lowest = __shfl_xor_sync(kAll, lowest, d), other_top = __shfl_xor_sync(kAll, top, d);
+    const int other_brightest = __shfl_xor_sync(kAll, brightest, d);
+    tv += __shfl_xor_sync(kAll, tv, d);
+    lowest = other_lowest < lowest ? other_lowest : lowest;
+    if (other_top > top || (other_top == top && other_brightest < brightest)) top = other_top, brightest = other_brightest;
+  }
+  adaptive::ColumnSummary s;
+  s.lowest = lowest;
+  s.top = top;
+  s.brightest = brightest;
+  s.tv = tv;
+  return s;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kColumns * kLanes)
+    warp_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const Layout l(height, p.taps.size / 2, static_cast<int>(sizeof(T)));
+  const int f = blockIdx.x / strips;
+  const int x0 = (blockIdx.x - f * strips) * kColumns;
+  blur_strip<T>(in + static_cast<std::size_t>(f) * height * width, width, height, x0, p, l, smem);
+
+  const int c = threadIdx.x / kLanes, lane = threadIdx.x % kLanes, x = x0 + c;
+  if (x >= width) return;  // the whole warp: no barrier follows
+  const std::uint32_t* value = reinterpret_cast<const std::uint32_t*>(smem + l.value) + c * height;
+  const T* raw_column = reinterpret_cast<const T*>(smem + l.raw) + (c + p.taps.size / 2) * height;
+  adaptive::Stripe* stripes = reinterpret_cast<adaptive::Stripe*>(smem + l.stripe) + c * height;
+  std::int32_t* centres = reinterpret_cast<std::int32_t*>(smem + l.centre) + c * height;
+  unsigned* masks = reinterpret_cast<unsigned*>(smem + l.mask) + c * kMasks;
+  auto col = [value](int y) -> std::uint32_t { return value[y]; };
+  auto raw = [raw_column](int y) -> std::uint32_t { return raw_column[y]; };
+  const ColumnParams& cp = p.column;
+
+  // 3. Every candidate of the column evaluated (and centred when valid), the
+  // k-th candidate row by lane k (a column rarely has more than 32).
+  adaptive::ColumnSummary summary;
+  if (height >= 2) {
+    summary = warp_summary(col, height, lane);
+    unsigned ballot[kMasks];
+    int total = 0;
+#pragma unroll
+    for (int m = 0; m < kMasks; ++m) {
+      const int y = m * kLanes + lane;
+      ballot[m] = __ballot_sync(kAll, y < height && adaptive::is_candidate(col, height, y, summary.lowest, cp));
+      total += __popc(ballot[m]);
+      if (lane == 0) masks[m] = ballot[m];
+    }
+    for (int k = lane; k < total; k += kLanes) {
+      int y = 0;
+      for (int m = 0, rank = k; m < kMasks; ++m) {  // the k-th set bit over the ballots
+        const int here = __popc(ballot[m]);
+        if (rank < here) {
+          y = m * kLanes + static_cast<int>(__fns(ballot[m], 0, rank + 1));
+          break;
+        }
+        rank -= here;
+      }
+      const adaptive::Stripe s = adaptive::evaluate(col, raw, height, y, cp, summary.tv);
+      stripes[y] = s;
+      if (s.valid) centres[y] = adaptive::centre(col, raw, height, s, cp);
+    }
+  }
+  __syncwarp();
+  if (lane != 0) return;
+
+  // 4. The CPU's scan over those results; a row not evaluated above (none
+  // is: the scan asks only candidate rows) would be evaluated here.
+  auto is_evaluated = [&](int y) { return (masks[y / kLanes] >> (y % kLanes)) & 1u; };
+  auto next = [&](int y) {
+    while (y < height) {
+      const unsigned rest = masks[y / kLanes] >> (y % kLanes);
+      if (rest != 0) return y + __ffs(static_cast<int>(rest)) - 1;
+      y = (y / kLanes + 1) * kLanes;
+    }
+    return height;
+  };
+  auto evaluate = [&](int y) { return is_evaluated(y) ? stripes[y] : adaptive::evaluate(col, raw, height, y, cp, summary.tv); };
+  auto centre = [&](const adaptive::Stripe& s) { return is_evaluated(s.peak) ? centres[s.peak] : adaptive::centre(col, raw, height, s, cp); };
+  detail::store_column(
+      [&](const auto& emit) { return height < 2 ? 0 : column_adaptive_scan(col, height, cp, emit, summary, next, evaluate, centre); }, out, f, x);
+}
+
+template <class T>
+const char* type_name() {
+  return sizeof(T) == 1 ? "uint8" : "uint16";
+}
+
+}  // namespace
+
+std::size_t warp_chain_shared_bytes(int bytes_per_pixel, int frame_height, int blur_size) {
+  return Layout(frame_height, blur_size / 2, bytes_per_pixel).bytes;
+}
+
+bool warp_chain_supports(const ChainParams& p, int frame_height) {
+  return p.column.method == ColumnMethod::Adaptive && frame_height >= 1 && frame_height <= kWarpChainMaxHeight;
+}
+
+template <class T>
+void warp_chain(FramesView<const T> in, const ChainParams& p, ProfileView out, cudaStream_t stream) {
+  if (in.frames <= 0 || in.width <= 0 || in.frame_height <= 0) return;
+  if (!warp_chain_supports(p, in.frame_height))
+    throw ConfigError("warp chain: method or frame height " + std::to_string(in.frame_height) + " not supported (expected adaptive, at most " +
+                      std::to_string(kWarpChainMaxHeight) + " rows)");
+  const int strips = (in.width + kColumns - 1) / kColumns;
+  const unsigned blocks = static_cast<unsigned>(in.frames) * static_cast<unsigned>(strips);
+  const std::size_t shared = warp_chain_shared_bytes(static_cast<int>(sizeof(T)), in.frame_height, p.taps.size);
+  warp_chain_kernel<T><<<blocks, kColumns * kLanes, shared, stream>>>(in.data, in.width, in.frame_height, strips, p, out);
+  STRIPELINE_CUDA_CHECK_LAUNCH(std::string("warp_chain_kernel<") + type_name<T>() + "> (" + std::to_string(blocks) + " blocks, " +
+                               std::to_string(shared) + " bytes of shared memory)");
+}
+
+template void warp_chain<std::uint8_t>(FramesView<const std::uint8_t>, const ChainParams&, ProfileView, cudaStream_t);
+template void warp_chain<std::uint16_t>(FramesView<const std::uint16_t>, const ChainParams&, ProfileView, cudaStream_t);
+
+}  // namespace stripeline::kernels::cuda
