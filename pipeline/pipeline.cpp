@@ -363,10 +363,13 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
   stats.pixel_bits = decide_pixel_bits(chain.adaptive.pixel_bits, source, first_max);
   chain.adaptive.pixel_bits = stats.pixel_bits.bits;
   params = validate_chain(chain, layout);
-  const int lanes = geometry.lanes;
   stats.lane_threads = options_.scheduling == LaneScheduling::Threads ||
                        (options_.scheduling == LaneScheduling::Auto && stats.backend == Backend::Cuda && options_.batch_frames >= 1 &&
                         options_.batch_frames <= kLaneThreadsMaxBatch);
+  // Lane threads spin: beyond a few, they take cores from each other and
+  // from the driver's completion spins (measured on an H100 host: 2-4 lanes
+  // kept a 20 kHz batch of 1, 7 fell behind), so an automatic count stops at kLaneThreadsAuto.
+  const int lanes = stats.lane_threads && options_.lanes == 0 ? std::min(geometry.lanes, kLaneThreadsAuto) : geometry.lanes;
   std::vector<std::unique_ptr<BatchProcessor>> processors;
   tbb::concurrent_bounded_queue<BatchProcessor*> free_lanes;
   for (int i = 0; i < lanes; ++i) {
@@ -374,7 +377,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
     free_lanes.push(processors.back().get());
   }
   spdlog::info("pipeline: {} backend, {} ({}{})", to_string(stats.backend), geometry.describe(), stats.pinned ? "pinned" : "pageable",
-               stats.lane_threads ? ", dedicated lane threads" : "");
+               stats.lane_threads ? ", " + std::to_string(lanes) + " dedicated lane thread" + (lanes == 1 ? "" : "s") : std::string());
   spdlog::debug("pipeline: memory plan: frames per batch {} ({}), slots {} of {} asked, host {} of {} bytes, device {} of {} bytes", geometry.frames,
                 geometry.frames_from_budget ? "cut by the budget" : "the target", geometry.slots, geometry.requested_slots, geometry.host_bytes,
                 geometry.host_budget, geometry.device_bytes, geometry.device_budget);

@@ -38,6 +38,7 @@ namespace stripeline {
 // otherwise (the CPU backend's own work runs on oneTBB's workers).
 enum class LaneScheduling { Auto, Pipeline, Threads };
 inline constexpr int kLaneThreadsMaxBatch = 16;
+inline constexpr int kLaneThreadsAuto = 4;  // lane threads at most when PipelineOptions::lanes is 0 (automatic)
 
 // [processing] (and [calibration]) of a configuration.
 struct PipelineOptions {

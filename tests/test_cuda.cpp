@@ -513,8 +513,9 @@ TEST_F(CudaFused, MatchesCpuOnEveryGeometry) {
 // The warp-per-column kernel (kernels/cuda/warp_chain.cu), forced on every
 // batch size, against the CPU: every geometry it supports (up to 128 rows),
 // each adaptive selection and estimator, blur sizes 0..15 (2-D and along the
-// columns), both formats, with and without stripes. The processor picks it
-// by itself for batches of at most kWarpChainMaxFrames frames.
+// columns), both formats, with and without stripes, from pageable and
+// pinned host memory. The processor picks it by itself for batches of at
+// most kWarpChainMaxFrames frames.
 TEST_F(CudaFused, TheWarpChainMatchesCpuOnEveryGeometry) {
 #if STRIPELINE_HAVE_CUDA
   int i = 0;
@@ -529,7 +530,8 @@ TEST_F(CudaFused, TheWarpChainMatchesCpuOnEveryGeometry) {
         const int blur = i % 7 == 0 ? 15 : kBlurSizes[(i / 3) % 4];
         const ChainConfig config = make_config(m, blur, i % 5 != 0, format, height, i % 4);
         const int frames = 1 + i % 3;
-        Batch in = make_batch(width, height, frames, 4, format);
+        const HostAllocator alloc = i % 2 == 0 ? host_allocator_for(Backend::Cuda) : HostAllocator(&allocate_host);
+        Batch in = make_batch(width, height, frames, 4, format, alloc);
         cuda::CudaProcessorOptions forced;
         forced.warp_chain_max_frames = 1000;
         auto warp = cuda::make_cuda_processor_ex(in.layout, config, forced);
@@ -537,13 +539,43 @@ TEST_F(CudaFused, TheWarpChainMatchesCpuOnEveryGeometry) {
         const int slots = output_slots(config, height);
         for (bool stripes : {true, false}) {
           fill(in, stripes, static_cast<std::uint64_t>(7000 + 2 * i + stripes));
-          ProfileBatch expected = make_profiles(in, slots), got = make_profiles(in, slots);
+          ProfileBatch expected = make_profiles(in, slots), got = make_profiles(in, slots, alloc);
           cpu->process(in, expected);
           warp->process(in, got);
           ASSERT_TRUE(same_profiles(expected, got)) << "warp chain, " << describe(in, m, config, stripes);
         }
         ++i;
       }
+#endif
+}
+
+// The per-frame path as the live pipeline runs it: the default chain (the
+// line model on and off), a frame or two of pinned pixels into pinned
+// profiles (the warp chain), replayed from the slot's CUDA graphs with new
+// pixels each time: the CPU's bits.
+TEST_F(CudaFused, LivePathFramesMatchCpu) {
+#if STRIPELINE_HAVE_CUDA
+  const HostAllocator pinned = host_allocator_for(Backend::Cuda);
+  std::uint64_t seed = 901;
+  for (PixelFormat format : kFormats)
+    for (bool line_model : {true, false}) {
+      ChainConfig config;
+      config.line_model.enabled = line_model;
+      Batch in = make_batch(2048, 52, 1, 8, format, pinned);
+      const int slots = output_slots(config, 52);
+      auto gpu = make_processor(Backend::Cuda, in.layout, config);
+      auto cpu = make_processor(Backend::Cpu, in.layout, config);
+      ProfileBatch got = make_profiles(in, slots, pinned);
+      for (int frames : {1, 2, 1, 2}) {
+        in.frames = frames;
+        fill(in, seed % 3 != 0, seed);
+        ++seed;
+        ProfileBatch expected = make_profiles(in, slots);
+        cpu->process(in, expected);
+        gpu->process(in, got);
+        ASSERT_TRUE(same_profiles(expected, got)) << to_string(format) << (line_model ? " line model" : " no line model") << ", " << frames << " frame(s)";
+      }
+    }
 #endif
 }
 

@@ -335,13 +335,22 @@ struct PhaseClock {
 
 template <bool kTimed>
 __global__ void __launch_bounds__(kBlockLanes, 1)
-    line_model_block_kernel(LineModelView v, LineModelParams p, unsigned char* global_columns, bool columns_shared) {
+    line_model_block_kernel(const __grid_constant__ LineModelView v, const __grid_constant__ LineModelParams p, unsigned char* global_columns,
+                            bool columns_shared) {
+  // The phases take the views and the scratch by reference (the compiled-
+  // apart ones too), so they need addresses: the parameters' own
+  // (__grid_constant__, read-only: no stack copy) and the scratch's in
+  // shared memory. On the stack, every byte store (a back-pointer, a mask)
+  // made the phases load them again, from local memory at L2 latency.
   extern __shared__ __align__(8) unsigned char shared[];
   __shared__ BlockScan scan;
+  __shared__ LineModelLaneScratch scratch;
   PhaseClock<kTimed> clock;
   const int f = static_cast<int>(blockIdx.x), lane_id = static_cast<int>(threadIdx.x);
   const int warp = lane_id / kWarp, lane = lane_id % kWarp;
-  const LineModelLaneScratch s = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
+  if (lane_id == 0) scratch = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
+  __syncthreads();
+  const LineModelLaneScratch& s = scratch;
   const int used = lm::lanes_used(v.width, kBlockLanes);
   int pass = 0;
   for (; pass < kLinePasses; ++pass) {
