@@ -1,7 +1,9 @@
 #pragma once
 // Owning, page-aligned host memory. Pinned (page-locked) memory comes from the
 // CUDA backend through the same type, so a Batch never cares which it holds.
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 namespace stripeline {
@@ -12,7 +14,7 @@ class HostBuffer {
 
   HostBuffer() = default;
   HostBuffer(void* data, std::size_t bytes, Release release, bool pinned)
-      : data_(static_cast<std::byte*>(data)), bytes_(bytes), release_(release), pinned_(pinned) {}
+      : data_(static_cast<std::byte*>(data)), bytes_(bytes), release_(release), pinned_(pinned), id_(data != nullptr ? next_id() : 0) {}
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
   HostBuffer(HostBuffer&& o) noexcept { swap(o); }
@@ -28,6 +30,10 @@ class HostBuffer {
   std::byte* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return bytes_; }
   bool pinned() const noexcept { return pinned_; }
+  // This allocation's number, unique in the process (0: none). An address
+  // freed and given to a later allocation comes back with another number:
+  // what keys work captured on the address (a CUDA graph's copies) tells them apart.
+  std::uint64_t id() const noexcept { return id_; }
   explicit operator bool() const noexcept { return data_ != nullptr; }
 
   void swap(HostBuffer& o) noexcept {
@@ -35,6 +41,7 @@ class HostBuffer {
     std::swap(bytes_, o.bytes_);
     std::swap(release_, o.release_);
     std::swap(pinned_, o.pinned_);
+    std::swap(id_, o.id_);
   }
 
  private:
@@ -42,6 +49,11 @@ class HostBuffer {
   std::size_t bytes_ = 0;
   Release release_ = nullptr;
   bool pinned_ = false;
+  std::uint64_t id_ = 0;
+  static std::uint64_t next_id() noexcept {
+    static std::atomic<std::uint64_t> last{0};
+    return last.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
 };
 
 // Ordinary pageable memory, 4 KiB aligned. Throws RuntimeFailure when out of memory.

@@ -748,11 +748,12 @@ class CollectingSink final : public ProfileSink {
 
 }  // namespace
 
-void expect_missing_frame_empty(Backend backend) {
+void expect_missing_frame_empty(Backend backend, LaneScheduling scheduling = LaneScheduling::Auto) {
   MissingFrameSource source;
   CollectingSink sink;
   PipelineOptions o;
   o.backend = backend;
+  o.scheduling = scheduling;
   o.batch_frames = 4;
   o.buffers = 2;
   const PipelineStats stats = Pipeline(o).run(source, {&sink});
@@ -782,7 +783,10 @@ void expect_missing_frame_empty(Backend backend) {
   EXPECT_EQ(stats.points, 2u * kStripeWidth);
 }
 
-TEST(PipelineMissingFrames, MissingFrameIsAnEmptyProfileEvenWithAVisibleStripe) { expect_missing_frame_empty(Backend::Cpu); }
+TEST(PipelineMissingFrames, MissingFrameIsAnEmptyProfileEvenWithAVisibleStripe) {
+  expect_missing_frame_empty(Backend::Cpu);
+  expect_missing_frame_empty(Backend::Cpu, LaneScheduling::Threads);
+}
 
 class PipelineMissingFramesCuda : public test::CudaTest {};
 

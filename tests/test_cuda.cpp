@@ -539,6 +539,10 @@ TEST_F(CudaFused, TheWarpChainMatchesCpuOnEveryGeometry) {
         const int slots = output_slots(config, height);
         for (bool stripes : {true, false}) {
           fill(in, stripes, static_cast<std::uint64_t>(7000 + 2 * i + stripes));
+          // A new `got` each time: a freed pinned buffer's address often
+          // comes back, and the processor's CUDA graphs must not take the
+          // new buffer for the old one (replaying the old one's copies
+          // crashed the driver).
           ProfileBatch expected = make_profiles(in, slots), got = make_profiles(in, slots, alloc);
           cpu->process(in, expected);
           warp->process(in, got);

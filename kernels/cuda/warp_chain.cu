@@ -53,7 +53,7 @@ constexpr unsigned kAll = 0xFFFFFFFFu;
 //   centre: [column][row] the valid ones' centres;
 //   value:  [column][row] blurred, thresholded pixels;
 //   mid:    [column][row] the horizontal pass (blur on only);
-//   mask:   [column][kMasks] the candidate rows' ballots;
+//   mask:   [column][2 kMasks] the candidate rows' and the valid stripes' ballots;
 //   raw:    [column + r][row] the unblurred pixels, halo included.
 struct Layout {
   std::size_t stripe = 0, centre = 0, value = 0, mid = 0, mask = 0, raw = 0, bytes = 0;
@@ -64,7 +64,7 @@ struct Layout {
     centre = at, at += c * h * sizeof(std::int32_t);
     value = at, at += c * h * sizeof(std::uint32_t);
     mid = at, at += radius > 0 ? c * h * sizeof(std::uint32_t) : 0;
-    mask = at, at += c * kMasks * sizeof(unsigned);
+    mask = at, at += c * 2 * kMasks * sizeof(unsigned);
     raw = at, at += (c + 2 * static_cast<std::size_t>(radius)) * h * static_cast<std::size_t>(bytes_per_pixel);
     bytes = (at + 15) / 16 * 16;
   }
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kColumns * kLanes)
   const T* raw_column = reinterpret_cast<const T*>(smem + l.raw) + (c + p.taps.size / 2) * height;
   adaptive::Stripe* stripes = reinterpret_cast<adaptive::Stripe*>(smem + l.stripe) + c * height;
   std::int32_t* centres = reinterpret_cast<std::int32_t*>(smem + l.centre) + c * height;
-  unsigned* masks = reinterpret_cast<unsigned*>(smem + l.mask) + c * kMasks;
+  unsigned* masks = reinterpret_cast<unsigned*>(smem + l.mask) + c * 2 * kMasks;  // [0, kMasks): candidate rows; [kMasks, 2 kMasks): valid stripes
   auto col = [value](int y) -> std::uint32_t { return value[y]; };
   auto raw = [raw_column](int y) -> std::uint32_t { return raw_column[y]; };
   const ColumnParams& cp = p.column;
@@ -184,8 +184,9 @@ __global__ void __launch_bounds__(kColumns * kLanes)
       const int y = m * kLanes + lane;
       ballot[m] = __ballot_sync(kAll, y < height && adaptive::is_candidate(col, height, y, summary.lowest, cp));
       total += __popc(ballot[m]);
-      if (lane == 0) masks[m] = ballot[m];
+      if (lane == 0) masks[m] = ballot[m], masks[kMasks + m] = 0;
     }
+    __syncwarp();
     for (int k = lane; k < total; k += kLanes) {
       int y = 0;
       for (int m = 0, rank = k; m < kMasks; ++m) {  // the k-th set bit over the ballots
@@ -198,18 +199,24 @@ __global__ void __launch_bounds__(kColumns * kLanes)
       }
       const adaptive::Stripe s = adaptive::evaluate(col, raw, height, y, cp, summary.tv);
       stripes[y] = s;
-      if (s.valid) centres[y] = adaptive::centre(col, raw, height, s, cp);
+      if (s.valid) {
+        centres[y] = adaptive::centre(col, raw, height, s, cp);
+        atomicOr(&masks[kMasks + y / kLanes], 1u << (y % kLanes));
+      }
     }
   }
   __syncwarp();
   if (lane != 0) return;
 
   // 4. The CPU's scan over those results; a row not evaluated above (none
-  // is: the scan asks only candidate rows) would be evaluated here.
+  // is: the scan asks only candidate rows) would be evaluated here. Its
+  // next() steps over the valid stripes alone: an invalid one changes
+  // nothing in any selection (each skips it), so leaving it out leaves the
+  // result as it was, with fewer steps (noise makes many candidates).
   auto is_evaluated = [&](int y) { return (masks[y / kLanes] >> (y % kLanes)) & 1u; };
   auto next = [&](int y) {
     while (y < height) {
-      const unsigned rest = masks[y / kLanes] >> (y % kLanes);
+      const unsigned rest = masks[kMasks + y / kLanes] >> (y % kLanes);
       if (rest != 0) return y + __ffs(static_cast<int>(rest)) - 1;
       y = (y / kLanes + 1) * kLanes;
     }

@@ -203,7 +203,7 @@ void configure_fused_once() {
 constexpr int kLowLatencyFrames = 16;
 
 // The low-latency mode's CUDA graphs: one per (host pixels, host profiles,
-// frames), the pool's slots being fixed, captured the first time that slot
+// frames; each buffer by address and allocation), the pool's slots being fixed, captured the first time that slot
 // brings that many frames and replayed with one cudaGraphLaunch after: the
 // upload, the kernels, the timing events and the download in one call
 // instead of five to eight (each costs the host microseconds, which a
@@ -219,13 +219,14 @@ class SlotGraphs {
   // null when graphs are off for it. A template, so a batch costs no
   // std::function on the hot path.
   template <class Capture>
-  const GraphExec* get(const void* pixels, const void* profiles, int frames, const Capture& capture) {
-    if (!enabled_ || frames > kLowLatencyFrames) return nullptr;
+  const GraphExec* get(const Batch& in, const ProfileBatch& out, const Capture& capture) {
+    if (!enabled_ || in.frames > kLowLatencyFrames) return nullptr;
+    const Key key{in.pixels.data(), in.pixels.id(), out.position, out.storage().id(), in.frames};
     for (const Entry& e : entries_)
-      if (e.pixels == pixels && e.profiles == profiles && e.frames == frames) return &e.exec;
+      if (e.key == key) return &e.exec;
     if (entries_.size() == kMostGraphs) return nullptr;
     try {
-      entries_.push_back({pixels, profiles, frames, capture()});
+      entries_.push_back({key, capture()});
     } catch (const CudaError& e) {
       enabled_ = false;
       spdlog::warn("CUDA graphs off for this processor, batches enqueued call by call: {}", e.what());
@@ -236,10 +237,19 @@ class SlotGraphs {
   int size() const { return static_cast<int>(entries_.size()); }
 
  private:
-  struct Entry {
+  // The host buffers by address and by allocation (HostBuffer::id): a graph
+  // replayed onto an address that a freed buffer left to a new one would
+  // copy to and from the old, unregistered pages (the driver crashed).
+  struct Key {
     const void* pixels;
+    std::uint64_t pixels_id;
     const void* profiles;
+    std::uint64_t profiles_id;
     int frames;
+    bool operator==(const Key&) const = default;
+  };
+  struct Entry {
+    Key key;
     GraphExec exec;
   };
   static constexpr std::size_t kMostGraphs = 64;
@@ -302,7 +312,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   void enqueue(const Batch& in, ProfileBatch& out) override {
     const ScopedDevice on_device = device_.scope();
     const auto calls = [&] { enqueue_calls(in, out); };
-    if (const GraphExec* graph = graphs_.get(in.pixels.data(), out.position, in.frames, [&] { return lane_.capture(calls); }))
+    if (const GraphExec* graph = graphs_.get(in, out, [&] { return lane_.capture(calls); }))
       graph->launch(lane_.stream());
     else
       calls();
