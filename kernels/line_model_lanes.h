@@ -232,7 +232,8 @@ STRIPELINE_HD int walk_columns(const LineModelView& v, const LineModelParams& pa
                                int write_from, Candidate* prev_c, int prev_n, std::int64_t* score) {
   // Copies the loop reads from registers: through the references, each
   // back-pointer store (a byte, which may alias anything) made every cost
-  // and pointer load again, on the GPU from the kernel's stack.
+  // and pointer load again (on the GPU from the kernel's stack, later its
+  // parameter bank and shared memory). The other per-lane phases copy too.
   const LineModelParams p = params;
   const LineModelLaneScratch s = scratch;
   const int states = p.candidates + 1;
@@ -291,7 +292,10 @@ inline constexpr int kLineSpecRounds = 8;   // rounds of walks again before the 
 // GPU): the candidates staged; pass 0 clears the masks. Four columns' loads
 // are issued before any store (stores through the scratch's pointers could
 // alias the view's, so the GPU would otherwise wait for each load in turn).
-STRIPELINE_HD void lane_stage(const LineModelView& v, const LineModelParams& p, int f, int pass, int lanes, int lane, const LineModelLaneScratch& s) {
+STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& params, int f, int pass, int lanes, int lane, const LineModelLaneScratch& scratch) {
+  const LineModelView v = view;  // copies in registers (walk_columns says why)
+  const LineModelParams p = params;
+  const LineModelLaneScratch s = scratch;
   constexpr int kAtOnce = 4;
   for (int x0 = lane; x0 < v.width; x0 += kAtOnce * lanes) {
     int n[kAtOnce];
@@ -389,7 +393,10 @@ STRIPELINE_HD void lane_walk_again(const LineModelView& v, const LineModelParams
 
 // Phase 4 (per lane): for each state of the chunk's last column, the state
 // at its first column on the best path ending there.
-STRIPELINE_HD void lane_first_states(const LineModelView& v, const LineModelParams& p, int lanes, int lane, const LineModelLaneScratch& s) {
+STRIPELINE_HD void lane_first_states(const LineModelView& view, const LineModelParams& params, int lanes, int lane, const LineModelLaneScratch& scratch) {
+  const LineModelView v = view;  // copies in registers (walk_columns says why)
+  const LineModelParams p = params;
+  const LineModelLaneScratch s = scratch;
   const Chunk c = chunk_of(v.width, lanes, lane);
   if (c.empty()) return;
   const int states = p.candidates + 1;
@@ -429,7 +436,10 @@ STRIPELINE_HD std::uint16_t run_plus(std::uint16_t run, int more) {
 
 // Phase 6 (per lane): the chunk's path (the oracle's trace back), segment
 // starts marked; the segment columns seen from inside the chunk alone.
-STRIPELINE_HD void lane_path(const LineModelView& v, const LineModelParams& p, int lanes, int lane, const LineModelLaneScratch& s) {
+STRIPELINE_HD void lane_path(const LineModelView& view, const LineModelParams& params, int lanes, int lane, const LineModelLaneScratch& scratch) {
+  const LineModelView v = view;  // copies in registers (walk_columns says why)
+  const LineModelParams p = params;
+  const LineModelLaneScratch s = scratch;
   const Chunk c = chunk_of(v.width, lanes, lane);
   if (c.empty()) return;
   const int states = p.candidates + 1;
@@ -474,7 +484,10 @@ STRIPELINE_HD void lanes_runs(const LineModelView& v, int lanes, const LineModel
 // Phase 8 (per lane): each column's segment length (columns up to it from
 // the left, from it on to the right); segments shorter than min_length
 // emptied and their candidates excluded, as the oracle's trace back does.
-STRIPELINE_HD void lane_drop_short(const LineModelView& v, const LineModelParams& p, int lanes, int lane, const LineModelLaneScratch& s) {
+STRIPELINE_HD void lane_drop_short(const LineModelView& view, const LineModelParams& params, int lanes, int lane, const LineModelLaneScratch& scratch) {
+  const LineModelView v = view;  // copies in registers (walk_columns says why)
+  const LineModelParams p = params;
+  const LineModelLaneScratch s = scratch;
   const Chunk c = chunk_of(v.width, lanes, lane);
   s.dropped[lane] = 0;
   if (c.empty()) return;
@@ -505,7 +518,10 @@ STRIPELINE_HD void lane_drop_short(const LineModelView& v, const LineModelParams
 // Phase 9 (per lane, columns lane, lane + lanes, ...: coalesced on the GPU):
 // the output, four columns read before they are written (their loads
 // overlap on the GPU).
-STRIPELINE_HD void lane_write(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s) {
+STRIPELINE_HD void lane_write(const LineModelView& view, const LineModelParams& params, int f, int lanes, int lane, const LineModelLaneScratch& scratch) {
+  const LineModelView v = view;  // copies in registers (walk_columns says why)
+  const LineModelParams p = params;
+  const LineModelLaneScratch s = scratch;
   constexpr int kAtOnce = 4;
   for (int x0 = lane; x0 < v.width; x0 += kAtOnce * lanes) {
     ColumnOutput out[kAtOnce];
