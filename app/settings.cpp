@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "calibration/toml_text.h"
+#include "core/thread_scheduling.h"
 #include "core/errors.h"
 #include "stages/chain_keys.h"
 
@@ -312,6 +313,7 @@ std::string credential(const char* key, const std::string& path) {
 std::string show_channel(const io::ChannelMix& m) { return m.name; }
 std::string show_backend(Backend b) { return to_string(b); }
 
+
 // ---------------------------------------------------------------- the tables
 
 const char* const kSource = "acquisition/file_source.h";
@@ -448,6 +450,17 @@ const Setting kProcessingSettings[] = {
             [](Config& c, const std::string& t) { c.pipeline.memory.device = parse_memory_size(t, "device_memory_budget"); })},
     {"buffers", "--buffers", "1..64", "Slots in the pool: batches in flight", kPipe, FIELD(c.pipeline.buffers)},
     {"lanes", "--lanes", "0 (buffers - 1)..64", "Processors working at once", kPipe, FIELD(c.pipeline.lanes)},
+    {"lane_scheduling", "--lane-scheduling", "auto, pipeline or threads",
+     "Who runs the steps: auto = dedicated lane threads taking the batches in turn for batches of <= 16 frames on CUDA (the live path), oneTBB's "
+     "pipeline otherwise (docs/cuda.md)",
+     "pipeline/lane_threads.h", CHOICE(c.pipeline.scheduling, parse_lane_scheduling, to_string)},
+    {"lane_cpus", "--lane-cpus", "\"\" = any; e.g. \"2-5\"", "The CPUs the lane threads may run on (keeps other work off the live path's cores)",
+     "pipeline/lane_threads.h",
+     custom([](const Config& c) { return cpu_list_text(c.pipeline.lane_thread_scheduling.cpus); },
+            [](Config& c, const std::string& t) { c.pipeline.lane_thread_scheduling.cpus = parse_cpu_list(t, "lane_cpus"); })},
+    {"lane_realtime_priority", "--lane-realtime-priority", "0 = off, 1..99",
+     "SCHED_FIFO priority of the lane threads (needs CAP_SYS_NICE or LimitRTPRIO=)", "pipeline/lane_threads.h",
+     FIELD(c.pipeline.lane_thread_scheduling.fifo_priority)},
     {"live_max_batch", "--live-max-batch", "0 (off) or 1..65536",
      "Live path (batch_frames below it): while frames wait at the source the batch grows up to this many to catch up (docs/architecture.md)",
      "pipeline/live_batching.h", FIELD(c.pipeline.live_max_batch)},

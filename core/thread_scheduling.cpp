@@ -35,16 +35,16 @@ int apply(const ThreadScheduling& s) {
   return 0;
 }
 
-std::string join(const std::vector<int>& v) {
+}  // namespace
+
+std::string cpu_list_text(const std::vector<int>& cpus) {
   std::string out;
-  for (int c : v) {
+  for (int c : cpus) {
     if (!out.empty()) out += ',';
     out += std::to_string(c);
   }
   return out;
 }
-
-}  // namespace
 
 void ThreadScheduling::validate(const std::string& key) const {
   if (fifo_priority < 0 || fifo_priority > 99)
@@ -73,7 +73,7 @@ std::string ThreadScheduling::describe() const {
   if (fifo_priority > 0) out = "fifo " + std::to_string(fifo_priority);
   if (!cpus.empty()) {
     out += out.empty() ? "cpus " : ", cpus ";
-    out += join(cpus);
+    out += cpu_list_text(cpus);
   }
   return out;
 }

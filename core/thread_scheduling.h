@@ -34,5 +34,7 @@ void apply_to_current_thread(const ThreadScheduling& s, const std::string& what)
 // "2,3" or "0-3,6" (the form taskset and systemd's CPUAffinity= take) into CPU
 // numbers; ConfigError naming `key` otherwise.
 std::vector<int> parse_cpu_list(const std::string& text, const std::string& key);
+// "2,3": the CPUs as parse_cpu_list reads them back ("" = none).
+std::string cpu_list_text(const std::vector<int>& cpus);
 
 }  // namespace stripeline

@@ -22,6 +22,16 @@
 
 namespace stripeline {
 
+const char* to_string(LaneScheduling s) {
+  return s == LaneScheduling::Pipeline ? "pipeline" : s == LaneScheduling::Threads ? "threads" : "auto";
+}
+LaneScheduling parse_lane_scheduling(std::string_view text) {
+  if (text == "auto") return LaneScheduling::Auto;
+  if (text == "pipeline") return LaneScheduling::Pipeline;
+  if (text == "threads") return LaneScheduling::Threads;
+  throw ConfigError("lane_scheduling '" + std::string(text) + "' is not known (expected auto, pipeline or threads)");
+}
+
 void PipelineOptions::validate() const {
   auto bad = [](const char* key, int value, const std::string& expected) {
     throw ConfigError(std::string(key) + " = " + std::to_string(value) + " is out of range (expected " + expected + ")");
@@ -33,6 +43,10 @@ void PipelineOptions::validate() const {
   if (device < 0 || device > 63) bad("device", device, "a CUDA device ordinal 0..63");
   if (live_max_batch < 0 || live_max_batch > kMaxBatchFrames) bad("live_max_batch", live_max_batch, "0 (off) or 1.." + std::to_string(kMaxBatchFrames));
   if (live_max_waiting < -1) bad("live_max_waiting", live_max_waiting, "-1 (never drop), 0 (buffers x live_max_batch) or a frame count");
+  const int priority = lane_thread_scheduling.fifo_priority;
+  if (priority < 0 || priority > 99) bad("lane_realtime_priority", priority, "0 (off) or 1..99");
+  ThreadScheduling{0, lane_thread_scheduling.cpus}.validate("lane_cpus");
+  if (priority > 0) lane_thread_scheduling.check_permitted("lane_realtime_priority");
   ambient.validate();
   if (ambient.mode == AmbientMode::Alternate && batch_frames % 2 != 0)  // 0 (automatic) is made even
     bad("batch_frames", batch_frames, "an even number with ambient = \"alternate\" (laser-on/off pairs never straddle two batches)");

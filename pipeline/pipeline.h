@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "acquisition/source.h"
@@ -37,6 +38,8 @@ namespace stripeline {
 // per-frame path, whose latency the hand-overs would dominate), oneTBB
 // otherwise (the CPU backend's own work runs on oneTBB's workers).
 enum class LaneScheduling { Auto, Pipeline, Threads };
+const char* to_string(LaneScheduling s);
+LaneScheduling parse_lane_scheduling(std::string_view text);  // ConfigError naming lane_scheduling
 inline constexpr int kLaneThreadsMaxBatch = 16;
 inline constexpr int kLaneThreadsAuto = 4;  // lane threads at most when PipelineOptions::lanes is 0 (automatic)
 
@@ -58,7 +61,7 @@ struct PipelineOptions {
   int live_max_batch = 64;          // 0 = off: the batch never grows
   int live_max_waiting = 0;         // 0 = buffers x live_max_batch; -1 = never drop
   LaneScheduling scheduling = LaneScheduling::Auto;
-  ThreadScheduling lane_thread_scheduling;  // the lane threads' CPUs and priority (validated by the caller); default: untouched
+  ThreadScheduling lane_thread_scheduling;  // the lane threads' CPUs (lane_cpus) and SCHED_FIFO priority (lane_realtime_priority); default: untouched
   ChainConfig chain;
   AmbientConfig ambient;            // laser-off frames: none, a dark frame, or alternate frames (stages/ambient.h)
   LinearCalibration calibration;
