@@ -201,6 +201,127 @@ struct BenchOptions {
   }
 };
 
+// The CPU backend's compute alone on the batch (warmed up).
+void bench_cpu(const Shape& shape, const BenchOptions& o, const Batch& batch, const ChainConfig& chain, Json& j) {
+  const BatchLayout& layout = batch.layout;
+  auto cpu = make_processor(Backend::Cpu, layout, chain);
+  ProfileBatch out(layout.width, layout.frames, 1, &allocate_host);
+  cpu->process(batch, out);  // warm-up: per-thread scratch
+  std::vector<double> ms;
+  for (int i = 0; i < (o.quick ? 2 : 5); ++i) {
+    const auto t0 = clock::now();
+    cpu->process(batch, out);
+    ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  }
+  const double m = median(ms);
+  std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%u threads)\n", "CPU backend (compute)", m, shape.mb() / m * 1e3,
+              shape.frames / m * 1e3, std::thread::hardware_concurrency());
+  Json c;
+  c.field("ms_per_batch", m);
+  c.field("mb_per_s", shape.mb() / m * 1e3);
+  c.field("profiles_per_s", shape.frames / m * 1e3);
+  c.field("threads", std::thread::hardware_concurrency());
+  j.object("cpu", c);
+}
+
+#if STRIPELINE_HAVE_CUDA
+// The kernels on data already on the device (compute_only); three
+// processors in rotation so the input does not sit in the GPU's L2.
+void bench_cuda_compute(const Shape& shape, const BenchOptions& o, const Batch& batch, const ChainConfig& chain, double h2d_ms, Json& j) {
+  const BatchLayout& layout = batch.layout;
+  std::vector<std::unique_ptr<cuda::CudaProcessor>> procs;
+  Batch pinned(layout, host_allocator_for(Backend::Cuda));
+  std::memcpy(pinned.pixels.data(), batch.pixels.data(), layout.bytes());
+  pinned.frames = layout.frames;
+  ProfileBatch out(layout.width, layout.frames, 1, host_allocator_for(Backend::Cuda));
+  for (int i = 0; i < 3; ++i) {
+    procs.push_back(cuda::make_cuda_processor_ex(layout, chain));
+    procs.back()->process(pinned, out);  // uploads this processor's input
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < (o.quick ? 6 : 60); ++i) ms.push_back(procs[i % 3]->compute_only(layout.frames));
+  const double m = median(ms);
+  std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of the batch's H2D time)\n", "CUDA fused kernel (compute only)",
+              m, shape.mb() / m * 1e3, shape.frames / m * 1e3, 100.0 * m / h2d_ms);
+  Json c;
+  c.field("ms_per_batch", m);
+  c.field("mb_per_s", shape.mb() / m * 1e3);
+  c.field("profiles_per_s", shape.frames / m * 1e3);
+  c.field("fraction_of_h2d", m / h2d_ms);
+  j.object("cuda_compute", c);
+}
+
+// Small batches: the fused kernel against the warp per column (stripe_kernels.h).
+void bench_small_batch_kernels(const BenchOptions& o, const Batch& batch, const ChainConfig& chain, Json& j) {
+  const BatchLayout& layout = batch.layout;
+  Json small;
+  std::printf("  the kernels for a few frames (compute only, median of %d; the line model included when on):\n", o.quick ? 20 : 200);
+  for (int n : {1, 2, 4, 8, 16}) {
+    BatchLayout few = layout;
+    few.frames = n;
+    Batch pinned(few, host_allocator_for(Backend::Cuda));
+    std::memcpy(pinned.pixels.data(), batch.pixels.data(), few.bytes());
+    pinned.frames = n;
+    ProfileBatch out(few.width, n, 1, host_allocator_for(Backend::Cuda));
+    double us[2];
+    for (int warp : {0, 1}) {
+      cuda::CudaProcessorOptions options;
+      options.warp_chain_max_frames = warp ? n : 0;
+      auto proc = cuda::make_cuda_processor_ex(few, chain, options);
+      proc->process(pinned, out);
+      std::vector<double> ms;
+      for (int i = 0; i < (o.quick ? 20 : 200); ++i) ms.push_back(proc->compute_only(n));
+      us[warp] = median(ms) * 1e3;
+    }
+    std::printf("    %2d frame(s): fused kernel %7.1f us, warp per column %7.1f us\n", n, us[0], us[1]);
+    Json k;
+    k.field("fused_us", us[0]);
+    k.field("warp_chain_us", us[1]);
+    small.object("frames_" + std::to_string(n), k);
+  }
+  j.object("small_batch_kernels", small);
+}
+
+// End to end, streaming, overlapped: pre-filled batches through the CUDA
+// pipeline; with `sheet`, every detection mapped to mm on the GPU as well
+// (tools/bench_calibrated.h).
+void bench_cuda_streaming(const Shape& shape, const BenchOptions& o, const ChainConfig& chain, const CopyBandwidth& bw,
+                          std::shared_ptr<const AppliedCalibration> sheet, Json& j) {
+  PrefilledSource src(shape, o.batches + static_cast<std::uint64_t>(o.buffers));
+  TimingSink sink(static_cast<std::uint64_t>(o.buffers));
+  CalibratedPointsCheck mapped;
+  PipelineOptions po;
+  po.backend = Backend::Cuda;
+  po.batch_frames = shape.frames;
+  po.buffers = o.buffers;
+  po.chain = chain;
+  po.sheet = sheet;
+  run_engine(po, src, sheet ? std::vector<ProfileSink*>{&mapped, &sink} : std::vector<ProfileSink*>{&sink});
+  const double s = sink.seconds();
+  const double mbps = static_cast<double>(sink.timed_bytes_) / 1e6 / s;
+  const double ms_per_batch = s * 1e3 / static_cast<double>(sink.timed_batches_);
+  Json c;
+  c.field("ms_per_batch", ms_per_batch);
+  c.field("mb_per_s", mbps);
+  c.field("profiles_per_s", sink.timed_frames_ / s);
+  c.field("fraction_of_h2d", mbps / (bw.h2d_gb_per_s * 1e3));
+  if (sheet) {
+    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of pinned H2D; %.0f points mapped per batch)\n",
+                "CUDA streaming + calibrated points", ms_per_batch, mbps, sink.timed_frames_ / s, 100.0 * mbps / (bw.h2d_gb_per_s * 1e3),
+                static_cast<double>(mapped.points_per_batch()));
+    c.field("calibration_id", sheet->id);
+    j.object("cuda_streaming_calibrated", c);
+  } else {
+    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of pinned H2D, %llu batches, %d buffers)\n",
+                "CUDA end-to-end streaming", ms_per_batch, mbps, sink.timed_frames_ / s, 100.0 * mbps / (bw.h2d_gb_per_s * 1e3),
+                static_cast<unsigned long long>(sink.timed_batches_), o.buffers);
+    c.field("batches", static_cast<double>(sink.timed_batches_));
+    c.field("buffers", o.buffers);
+    j.object("cuda_streaming", c);
+  }
+}
+#endif
+
 Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
   Json j;
   j.field("width", shape.width);
@@ -224,26 +345,7 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
     std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s\n", "synthetic rendering (CPU)", median(ms), shape.mb() / median(ms) * 1e3);
     j.field("render_ms", median(ms));
   }
-  if (o.cpu) {
-    auto cpu = make_processor(Backend::Cpu, layout, chain);
-    ProfileBatch out(layout.width, layout.frames, 1, &allocate_host);
-    cpu->process(batch, out);  // warm-up: per-thread scratch
-    std::vector<double> ms;
-    for (int i = 0; i < (o.quick ? 2 : 5); ++i) {
-      const auto t0 = clock::now();
-      cpu->process(batch, out);
-      ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    }
-    const double m = median(ms);
-    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%u threads)\n", "CPU backend (compute)", m, shape.mb() / m * 1e3,
-                shape.frames / m * 1e3, std::thread::hardware_concurrency());
-    Json c;
-    c.field("ms_per_batch", m);
-    c.field("mb_per_s", shape.mb() / m * 1e3);
-    c.field("profiles_per_s", shape.frames / m * 1e3);
-    c.field("threads", std::thread::hardware_concurrency());
-    j.object("cpu", c);
-  }
+  if (o.cpu) bench_cpu(shape, o, batch, chain, j);
   if (!cuda) return j;
 #if STRIPELINE_HAVE_CUDA
   const CopyBandwidth bw = measure_copy_bandwidth(layout.bytes(), o.quick ? 5 : 30);
@@ -258,106 +360,10 @@ Json bench_shape(const Shape& shape, const BenchOptions& o, bool cuda) {
   b.field("max_profiles_per_s", shape.frames / h2d_ms * 1e3);
   j.object("bus", b);
 
-  {  // compute only: the kernels on data already on the device; three
-     // processors in rotation so the input does not sit in the GPU's L2
-    std::vector<std::unique_ptr<cuda::CudaProcessor>> procs;
-    Batch pinned(layout, host_allocator_for(Backend::Cuda));
-    std::memcpy(pinned.pixels.data(), batch.pixels.data(), layout.bytes());
-    pinned.frames = layout.frames;
-    ProfileBatch out(layout.width, layout.frames, 1, host_allocator_for(Backend::Cuda));
-    for (int i = 0; i < 3; ++i) {
-      procs.push_back(cuda::make_cuda_processor_ex(layout, chain));
-      procs.back()->process(pinned, out);  // uploads this processor's input
-    }
-    std::vector<double> ms;
-    for (int i = 0; i < (o.quick ? 6 : 60); ++i) ms.push_back(procs[i % 3]->compute_only(layout.frames));
-    const double m = median(ms);
-    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of the batch's H2D time)\n", "CUDA fused kernel (compute only)",
-                m, shape.mb() / m * 1e3, shape.frames / m * 1e3, 100.0 * m / h2d_ms);
-    Json c;
-    c.field("ms_per_batch", m);
-    c.field("mb_per_s", shape.mb() / m * 1e3);
-    c.field("profiles_per_s", shape.frames / m * 1e3);
-    c.field("fraction_of_h2d", m / h2d_ms);
-    j.object("cuda_compute", c);
-  }
-  if (chain.column.method == ColumnMethod::Adaptive) {  // small batches: the fused kernel against the warp per column (stripe_kernels.h)
-    Json small;
-    std::printf("  the kernels for a few frames (compute only, median of %d; the line model included when on):\n", o.quick ? 20 : 200);
-    for (int n : {1, 2, 4, 8, 16}) {
-      BatchLayout few = layout;
-      few.frames = n;
-      Batch pinned(few, host_allocator_for(Backend::Cuda));
-      std::memcpy(pinned.pixels.data(), batch.pixels.data(), few.bytes());
-      pinned.frames = n;
-      ProfileBatch out(few.width, n, 1, host_allocator_for(Backend::Cuda));
-      double us[2];
-      for (int warp : {0, 1}) {
-        cuda::CudaProcessorOptions options;
-        options.warp_chain_max_frames = warp ? n : 0;
-        auto proc = cuda::make_cuda_processor_ex(few, chain, options);
-        proc->process(pinned, out);
-        std::vector<double> ms;
-        for (int i = 0; i < (o.quick ? 20 : 200); ++i) ms.push_back(proc->compute_only(n));
-        us[warp] = median(ms) * 1e3;
-      }
-      std::printf("    %2d frame(s): fused kernel %7.1f us, warp per column %7.1f us\n", n, us[0], us[1]);
-      Json k;
-      k.field("fused_us", us[0]);
-      k.field("warp_chain_us", us[1]);
-      small.object("frames_" + std::to_string(n), k);
-    }
-    j.object("small_batch_kernels", small);
-  }
-  {  // end to end, streaming, overlapped
-    PrefilledSource src(shape, o.batches + static_cast<std::uint64_t>(o.buffers));
-    TimingSink sink(static_cast<std::uint64_t>(o.buffers));
-    PipelineOptions po;
-    po.backend = Backend::Cuda;
-    po.batch_frames = shape.frames;
-    po.buffers = o.buffers;
-    po.chain = chain;
-    run_engine(po, src, {&sink});
-    const double s = sink.seconds();
-    const double mbps = static_cast<double>(sink.timed_bytes_) / 1e6 / s;
-    const double ms_per_batch = s * 1e3 / static_cast<double>(sink.timed_batches_);
-    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of pinned H2D, %llu batches, %d buffers)\n",
-                "CUDA end-to-end streaming", ms_per_batch, mbps, sink.timed_frames_ / s, 100.0 * mbps / (bw.h2d_gb_per_s * 1e3),
-                static_cast<unsigned long long>(sink.timed_batches_), o.buffers);
-    Json c;
-    c.field("ms_per_batch", ms_per_batch);
-    c.field("mb_per_s", mbps);
-    c.field("profiles_per_s", sink.timed_frames_ / s);
-    c.field("fraction_of_h2d", mbps / (bw.h2d_gb_per_s * 1e3));
-    c.field("batches", static_cast<double>(sink.timed_batches_));
-    c.field("buffers", o.buffers);
-    j.object("cuda_streaming", c);
-  }
-  if (o.sheet) {  // the same run with every detection mapped to mm on the GPU (tools/bench_calibrated.h)
-    PrefilledSource src(shape, o.batches + static_cast<std::uint64_t>(o.buffers));
-    TimingSink sink(static_cast<std::uint64_t>(o.buffers));
-    CalibratedPointsCheck mapped;
-    PipelineOptions po;
-    po.backend = Backend::Cuda;
-    po.batch_frames = shape.frames;
-    po.buffers = o.buffers;
-    po.chain = chain;
-    po.sheet = o.sheet;
-    run_engine(po, src, {&mapped, &sink});
-    const double s = sink.seconds();
-    const double mbps = static_cast<double>(sink.timed_bytes_) / 1e6 / s;
-    const double ms_per_batch = s * 1e3 / static_cast<double>(sink.timed_batches_);
-    std::printf("  %-34s %9.3f ms/batch  %10.1f MB/s  %12.0f profiles/s  (%.1f%% of pinned H2D; %.0f points mapped per batch)\n",
-                "CUDA streaming + calibrated points", ms_per_batch, mbps, sink.timed_frames_ / s, 100.0 * mbps / (bw.h2d_gb_per_s * 1e3),
-                static_cast<double>(mapped.points_per_batch()));
-    Json c;
-    c.field("ms_per_batch", ms_per_batch);
-    c.field("mb_per_s", mbps);
-    c.field("profiles_per_s", sink.timed_frames_ / s);
-    c.field("fraction_of_h2d", mbps / (bw.h2d_gb_per_s * 1e3));
-    c.field("calibration_id", o.sheet->id);
-    j.object("cuda_streaming_calibrated", c);
-  }
+  bench_cuda_compute(shape, o, batch, chain, h2d_ms, j);
+  if (chain.column.method == ColumnMethod::Adaptive) bench_small_batch_kernels(o, batch, chain, j);
+  bench_cuda_streaming(shape, o, chain, bw, nullptr, j);
+  if (o.sheet) bench_cuda_streaming(shape, o, chain, bw, o.sheet, j);
 #endif
   return j;
 }
@@ -726,7 +732,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       all.object("batch_1_dedicated_threads_" + std::to_string(threads), r.latency_json());
     }
   }
-  if (backend == Backend::Cuda) {  // the lane threads' count (the runs above: buffers - 1 = 7)
+  if (backend == Backend::Cuda) {  // the lane threads' count (the runs above: the automatic count, kLaneThreadsAuto)
     for (int lanes : {2, 3, 4}) {
       const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Threads, lanes);
       std::printf("  batch of  1, %d lane threads: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting)\n", lanes, r.p50,

@@ -203,8 +203,9 @@ void configure_fused_once() {
 constexpr int kLowLatencyFrames = 16;
 
 // The low-latency mode's CUDA graphs: one per (host pixels, host profiles,
-// frames; each buffer by address and allocation), the pool's slots being fixed, captured the first time that slot
-// brings that many frames and replayed with one cudaGraphLaunch after: the
+// frames; each buffer by address and allocation), the pool's slots being
+// fixed, captured the first time that slot brings that many frames and
+// replayed with one cudaGraphLaunch after: the
 // upload, the kernels, the timing events and the download in one call
 // instead of five to eight (each costs the host microseconds, which a
 // batch of 1 at 20 kHz feels). At most kMostGraphs (a source that swaps
