@@ -130,8 +130,18 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs; production shape %dx%d, K %d, %.2f candidates per column; warm-up %d columns; auto kernel: %s\n", prop.name, prop.multiProcessorCount,
               kWidth, kHeight, k, static_cast<double>(candidates) / static_cast<double>(n1), warmup,
               kc::line_kernel_for(line, kWidth) == kc::LineKernel::Block ? "block" : "warp");
-  for (kc::LineKernel design : {kc::LineKernel::Warp, kc::LineKernel::Block}) {
-    const char* name = design == kc::LineKernel::Warp ? "warp per frame " : "block per frame";
+  // The warp kernel; the block kernel with its speculative walks in 64 bits
+  // and in 32 (NarrowLink, the default), in the same run.
+  struct Design {
+    kc::LineKernel kernel;
+    bool narrow;
+    const char* name;
+  };
+  for (const Design& d : {Design{kc::LineKernel::Warp, true, "warp per frame        "}, Design{kc::LineKernel::Block, false, "block, 64-bit walks   "},
+                          Design{kc::LineKernel::Block, true, "block, 32-bit walks   "}}) {
+    const kc::LineKernel design = d.kernel;
+    const char* name = d.name;
+    kc::set_line_model_narrow_walks(d.narrow);
     for (int frames : {1, 4, 16, kFrames}) {
       kernels::LineModelView v;
       v.in = {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()};
@@ -161,8 +171,12 @@ int main(int argc, char** argv) {
   }
   int clock_khz = 0;
   STRIPELINE_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  print_phase_profile(line, {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()},
-                      {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()},
-                      back.as<std::uint8_t>(), kWidth, clock_khz, stream.get());
+  for (const bool narrow : {false, true}) {
+    kc::set_line_model_narrow_walks(narrow);
+    std::printf("  the block kernel's speculative walks in %s bits:\n", narrow ? "32" : "64");
+    print_phase_profile(line, {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()},
+                        {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()},
+                        back.as<std::uint8_t>(), kWidth, clock_khz, stream.get());
+  }
   return 0;
 }

@@ -115,16 +115,28 @@ STRIPELINE_HD std::size_t candidate_index(const LineModelView& v, const LineMode
   return (static_cast<std::size_t>(f) * p.candidates + slot) * v.width + x;
 }
 
-STRIPELINE_HD Candidate candidate(const LineModelView& v, const LineModelParams& p, int f, int slot, int x) {
+// A candidate's fields as stored, read apart from the arithmetic on them so
+// a GPU lane can issue many columns' loads before it waits for any.
+struct RawCandidate {
+  std::int32_t position = 0;
+  std::uint16_t width = 0, quality = 0, intensity = 0;
+};
+STRIPELINE_HD RawCandidate raw_candidate(const LineModelView& v, const LineModelParams& p, int f, int slot, int x) {
   const std::size_t i = candidate_index(v, p, f, slot, x);
+  return {v.in.position[i], v.in.stripe_width[i], v.in.quality[i], v.in.intensity[i]};
+}
+STRIPELINE_HD Candidate make_candidate(const RawCandidate& r, const LineModelParams& p) {
   Candidate c;
-  c.position = v.in.position[i];
-  c.width = v.in.stripe_width[i];
-  std::int64_t strength = (static_cast<std::int64_t>(v.in.quality[i]) << 8) >> p.strength_shift;
+  c.position = r.position;
+  c.width = r.width;
+  std::int64_t strength = (static_cast<std::int64_t>(r.quality) << 8) >> p.strength_shift;
   if (c.width > p.line_width) strength = strength * p.line_width / c.width;
   c.strength = static_cast<std::int32_t>(strength);
-  c.level = static_cast<std::int32_t>((static_cast<std::int64_t>(v.in.intensity[i]) << 8) >> p.strength_shift);
+  c.level = static_cast<std::int32_t>((static_cast<std::int64_t>(r.intensity) << 8) >> p.strength_shift);
   return c;
+}
+STRIPELINE_HD Candidate candidate(const LineModelView& v, const LineModelParams& p, int f, int slot, int x) {
+  return make_candidate(raw_candidate(v, p, f, slot, x), p);
 }
 
 // The cost of the link a -> b between neighbouring columns (before the cap
@@ -134,6 +146,54 @@ STRIPELINE_HD std::int64_t link_cost(const Candidate& a, const Candidate& b, con
   const std::int64_t excess = dy > p.step_q8 ? dy - p.step_q8 : 0;
   return ((excess * p.jump_cost_q8) >> 8) + abs64(static_cast<std::int64_t>(b.width) - a.width) * p.width_cost_q8 +
          ((abs64(static_cast<std::int64_t>(b.level) - a.level) * p.intensity_cost_q8) >> 8);
+}
+
+// The link cost in 32 bits, for the GPU's speculative walks
+// (kernels/line_model_lanes.h: walk_columns_narrow), whose 64-bit
+// arithmetic was most of their instructions. Exact where it matters: the
+// walk only needs a link's cost when it is at most segment_cost (beyond, a
+// break costs segment_cost), and every term is non-negative, so each term's
+// input is clamped where that term alone already exceeds segment_cost; below
+// the clamps the products fit 32 bits and equal link_cost's. `ok` only for
+// parameters that bound the terms so (any sane settings; the walks keep the
+// 64-bit arithmetic otherwise).
+struct NarrowLink {
+  bool ok = false;
+  std::uint32_t step = 0, jump = 0, width = 0, intensity = 0;  // the costs, Q8
+  std::uint32_t excess_cap = 0, width_cap = 0, level_cap = 0;   // each term's input clamped here
+  std::int32_t segment = 0;
+};
+inline constexpr std::int32_t kNarrowSegmentBound = 1 << 23;  // segment_cost_q8 below this (32768 8-bit levels)
+inline constexpr std::int32_t kNarrowCostBound = 1 << 28;     // jump, width and intensity costs at most this
+STRIPELINE_HD NarrowLink narrow_link(const LineModelParams& p) {
+  NarrowLink n;
+  const auto in = [](std::int32_t v, std::int32_t bound) { return v >= 0 && v <= bound; };
+  if (!in(p.step_q8, 0x7FFFFFFF) || !in(p.jump_cost_q8, kNarrowCostBound) || !in(p.width_cost_q8, kNarrowCostBound) ||
+      !in(p.intensity_cost_q8, kNarrowCostBound) || !in(p.segment_cost_q8, kNarrowSegmentBound - 1) || p.strength_shift < 0 || p.line_width < 0)
+    return n;
+  const auto seg = static_cast<std::uint32_t>(p.segment_cost_q8);
+  n.step = static_cast<std::uint32_t>(p.step_q8);
+  n.jump = static_cast<std::uint32_t>(p.jump_cost_q8);
+  n.width = static_cast<std::uint32_t>(p.width_cost_q8);
+  n.intensity = static_cast<std::uint32_t>(p.intensity_cost_q8);
+  // (cap x cost) >> 8 > seg, and cap x cost < 2^31 + 2^28: no overflow.
+  n.excess_cap = n.jump == 0 ? 0 : ((seg + 1) << 8) / n.jump + 1;
+  n.width_cap = n.width == 0 ? 0 : seg / n.width + 1;
+  n.level_cap = n.intensity == 0 ? 0 : ((seg + 1) << 8) / n.intensity + 1;
+  n.segment = p.segment_cost_q8;
+  n.ok = true;
+  return n;
+}
+STRIPELINE_HD std::uint32_t absolute_difference(std::int32_t a, std::int32_t b) {
+  return a > b ? static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b) : static_cast<std::uint32_t>(b) - static_cast<std::uint32_t>(a);
+}
+STRIPELINE_HD std::uint32_t clamp_to(std::uint32_t v, std::uint32_t cap) { return v < cap ? v : cap; }
+// link_cost(a, b, p) where that is at most segment_cost; above it otherwise.
+STRIPELINE_HD std::uint32_t narrow_link_cost(const Candidate& a, const Candidate& b, const NarrowLink& n) {
+  const std::uint32_t dy = absolute_difference(b.position, a.position);
+  const std::uint32_t excess = dy > n.step ? dy - n.step : 0;
+  return ((clamp_to(excess, n.excess_cap) * n.jump) >> 8) + clamp_to(absolute_difference(b.width, a.width), n.width_cap) * n.width +
+         ((clamp_to(absolute_difference(b.level, a.level), n.level_cap) * n.intensity) >> 8);
 }
 
 STRIPELINE_HD std::uint8_t& back_at(const LineModelView& v, const LineModelParams& p, int f, int x, int s) {

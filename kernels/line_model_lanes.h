@@ -33,6 +33,7 @@ namespace stripeline::kernels {
 
 inline constexpr int kLineStates = kMaxLineCandidates + 1;
 // One frame's scratch. Column arrays: `width` elements (back: width x (K + 1)).
+// The CUDA kernels keep the fixed region (line_lane_layout) in shared memory.
 struct LineModelLaneScratch {
   std::uint8_t* back = nullptr;       // [column][state]: predecessor | kBreak
   std::uint8_t* mask = nullptr;       // [column]: candidates excluded by an earlier pass (bit s - 1)
@@ -56,6 +57,7 @@ struct LineModelLaneScratch {
   std::uint8_t* staged_count = nullptr;  // [column]: candidates of the column (at most K)
   int staged_slots = 0;                // 0: the walks read the candidates from the view
   int states = kLineStates;            // K + 1: the stride of a transfer matrix's rows
+  bool narrow_walks = true;            // the speculative walks in 32 bits where the parameters allow (NarrowLink; the bench compares)
 };
 
 // Candidates of a column kept in the scratch (shared memory on the GPU) for
@@ -91,7 +93,7 @@ STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lan
   s.spec_start = reinterpret_cast<std::int64_t*>(region);
   s.staged_slots = kLineStagedSlots < candidates ? kLineStagedSlots : candidates;
   while (s.staged_slots > 0 && spec_bytes + w * (sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots) + 1) > shared_bytes) --s.staged_slots;
-  if (region != nullptr && s.staged_slots > 0) {
+  if (region != nullptr) {  // set even without staged slots: on the GPU a valid shared address (assume_staged_shared)
     s.staged = reinterpret_cast<line_model::Candidate*>(region + spec_bytes);
     s.staged_count = region + spec_bytes + w * sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots);
   }
@@ -143,6 +145,18 @@ STRIPELINE_HD Chunk chunk_of(int width, int lanes, int lane) {
 STRIPELINE_HD int lanes_used(int width, int lanes) {
   const int per = (width + lanes - 1) / lanes;
   return (width + per - 1) / per;
+}
+
+// The CUDA kernels keep the fixed region (staged candidates included) in
+// shared memory; told so, the compiler gives the walks 32-bit shared loads
+// instead of generic ones, whose latency each column's step waited on.
+STRIPELINE_HD void assume_staged_shared(const LineModelLaneScratch& s) {
+#if defined(__CUDA_ARCH__)
+  __builtin_assume(__isShared(s.staged));
+  __builtin_assume(__isShared(s.staged_count));
+#else
+  (void)s;
+#endif
 }
 
 STRIPELINE_HD std::int64_t* transfer_row(const LineModelLaneScratch& s, int lane, int a) {
@@ -250,6 +264,130 @@ STRIPELINE_HD int walk_columns(const LineModelView& v, const LineModelParams& pa
   return prev_n;
 }
 
+// The same walk in 32 bits (NarrowLink; the speculative passes' walks take
+// it when narrow_link(p).ok). Scores are held relative to the column's "no
+// line" state (r[0] = 0): every choice compares scores of one column, so
+// the back-pointers are walk_columns' and the scores it leaves differ from
+// walk_columns' by a constant, which is all the speculative pass uses them
+// for (parallel_scores, final_state). Relative scores stay within
+// [-segment_cost - 2^24, 2^24] (a strength is below 2^24), far from
+// kNarrowNone, which marks excluded states as kNone does.
+inline constexpr std::int32_t kNarrowNone = -(1 << 30);
+
+// One column (advance_column's choices, in the same order), with loops
+// bounded by kPrev and kCur: the walk takes <2, 2> where both columns have
+// at most two candidates (nearly every column), so its hot loop is short.
+template <int kPrev, int kCur>
+STRIPELINE_HD void advance_narrow(const Candidate* prev_c, int prev_n, const std::int32_t* prev, const Candidate* cur_c, int cur_n, std::uint8_t excluded,
+                                  const NarrowLink& link, std::int32_t* cur, std::uint8_t* back) {
+  std::int32_t gain = 0;  // "no line": the best previous state (prev[0] = 0), the lowest on ties
+  int from_none = 0;
+  STRIPELINE_UNROLL
+  for (int a = 1; a <= kPrev; ++a) {
+    if (a > prev_n) break;
+    if (prev[a] > gain) gain = prev[a], from_none = a;
+  }
+  if (back != nullptr) back[0] = static_cast<std::uint8_t>(from_none);
+  cur[0] = 0;
+  STRIPELINE_UNROLL
+  for (int b = 1; b <= kCur; ++b) {
+    if (b > cur_n) break;
+    std::uint8_t from = 0;
+    if ((excluded >> (b - 1)) & 1) {
+      cur[b] = kNarrowNone;
+    } else {
+      std::int32_t top = -link.segment;  // a new segment: prev[0] - segment_cost
+      STRIPELINE_UNROLL
+      for (int a = 1; a <= kPrev; ++a) {
+        if (a > prev_n) break;
+        const std::uint32_t cost = narrow_link_cost(prev_c[a - 1], cur_c[b - 1], link);
+        const bool brk = cost > static_cast<std::uint32_t>(link.segment);
+        const std::int32_t score = prev[a] - (brk ? link.segment : static_cast<std::int32_t>(cost));
+        if (score > top) top = score, from = static_cast<std::uint8_t>(a | (brk ? kBreak : 0));
+      }
+      cur[b] = top + cur_c[b - 1].strength - gain;  // relative to this column's "no line"
+    }
+    if (back != nullptr) back[b] = from;
+  }
+}
+
+template <int kMax, class T>
+STRIPELINE_HD void copy_first(const T* from, int n, T* to) {
+  STRIPELINE_UNROLL
+  for (int i = 0; i < kMax; ++i) {
+    if (i >= n) break;
+    to[i] = from[i];
+  }
+}
+
+// walk_columns in 32 bits: the same back-pointers; `score` in and out as
+// walk_columns', up to a constant. (Measured on an H100 and not kept: the
+// next column's loads issued a column ahead, and a 2 x 2 step without
+// branches that evaluates every pair: both slower, more instructions a
+// step.)
+STRIPELINE_HD int walk_columns_narrow(const LineModelView& v, const LineModelParams& params, int f, const LineModelLaneScratch& scratch, int from, int to,
+                                      int write_from, Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link) {
+  const LineModelParams p = params;  // register copies (walk_columns says why)
+  const LineModelLaneScratch s = scratch;
+  assume_staged_shared(s);
+  const int states = p.candidates + 1;
+  // The loop's own copies: the caller's arrays may be in memory (on the GPU
+  // their addresses also go to the 64-bit walk, compiled apart).
+  Candidate cur_c[kMaxLineCandidates], pc[kMaxLineCandidates];
+  copy_first<kMaxLineCandidates>(prev_c, prev_n, pc);
+  std::int32_t r[kLineStates], cur[kLineStates];
+  r[0] = 0;
+  STRIPELINE_UNROLL
+  for (int i = 1; i < kLineStates; ++i) {
+    if (i > prev_n) break;
+    r[i] = score[i] <= kNone ? kNarrowNone : static_cast<std::int32_t>(score[i] - score[0]);
+  }
+  for (int x = from; x < to; ++x) {
+    const int cur_n = load_staged(v, p, f, x, s, cur_c);
+    const std::uint8_t mask = s.mask[x];
+    std::uint8_t* back = x >= write_from ? s.back + static_cast<std::size_t>(x) * states : nullptr;
+    if (prev_n <= 2 && cur_n <= 2) {
+      advance_narrow<2, 2>(pc, prev_n, r, cur_c, cur_n, mask, link, cur, back);
+      copy_first<3>(cur, cur_n + 1, r);
+      copy_first<2>(cur_c, cur_n, pc);
+    } else {
+      advance_narrow<kMaxLineCandidates, kMaxLineCandidates>(pc, prev_n, r, cur_c, cur_n, mask, link, cur, back);
+      copy_first<kLineStates>(cur, cur_n + 1, r);
+      copy_first<kMaxLineCandidates>(cur_c, cur_n, pc);
+    }
+    prev_n = cur_n;
+  }
+  copy_first<kMaxLineCandidates>(pc, prev_n, prev_c);
+  STRIPELINE_UNROLL
+  for (int i = 0; i < kLineStates; ++i) {
+    if (i > prev_n) break;
+    score[i] = r[i] <= kNarrowNone ? kNone : r[i];
+  }
+  return prev_n;
+}
+
+// walk_columns compiled apart on the GPU (a template for the header's one
+// definition): inlined beside the narrow walk, its registers made the
+// speculative walks spill.
+#if defined(__CUDACC__)
+#define STRIPELINE_HD_APART __host__ __device__ __noinline__
+#else
+#define STRIPELINE_HD_APART inline
+#endif
+template <int = 0>
+STRIPELINE_HD_APART int walk_columns_apart(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to,
+                                           int write_from, Candidate* prev_c, int prev_n, std::int64_t* score) {
+  return walk_columns(v, p, f, s, from, to, write_from, prev_c, prev_n, score);
+}
+
+// The speculative walks' columns: 32 bits where the parameters allow.
+STRIPELINE_HD int walk_speculative(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to, int write_from,
+                                   Candidate* prev_c, int prev_n, std::int64_t* score) {
+  const NarrowLink link = narrow_link(p);
+  if (link.ok && s.narrow_walks) return walk_columns_narrow(v, p, f, s, from, to, write_from, prev_c, prev_n, score, link);
+  return walk_columns_apart(v, p, f, s, from, to, write_from, prev_c, prev_n, score);
+}
+
 // Phase 3 (per lane): the chunk walked again from its exact entering scores
 // with the oracle's column function: the back-pointers.
 STRIPELINE_HD void lane_back_pointers(const LineModelView& v, const LineModelParams& p, int f, int lanes, int lane, const LineModelLaneScratch& s) {
@@ -289,27 +427,30 @@ inline constexpr int kLineWarmup = 8;       // columns walked before the chunk, 
 inline constexpr int kLineSpecRounds = 8;   // rounds of walks again before the fallback
 
 // Phase S1 (per lane, columns lane, lane + lanes, ...: coalesced on the
-// GPU): the candidates staged; pass 0 clears the masks. Four columns' loads
-// are issued before any store (stores through the scratch's pointers could
-// alias the view's, so the GPU would otherwise wait for each load in turn).
+// GPU): the candidates staged; pass 0 clears the masks. Every load of four
+// columns (their counts and the fields of their first slots, read whatever
+// the count: the arrays hold every slot) is issued before any is used, so a
+// lane waits for memory once for them, not once for the counts and again
+// for the candidates (stores through the scratch's pointers could alias the view's,
+// so the GPU would otherwise wait for each load in turn).
 STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& params, int f, int pass, int lanes, int lane, const LineModelLaneScratch& scratch) {
   const LineModelView v = view;  // copies in registers (walk_columns says why)
   const LineModelParams p = params;
   const LineModelLaneScratch s = scratch;
+  assume_staged_shared(s);
   constexpr int kAtOnce = 4;
   for (int x0 = lane; x0 < v.width; x0 += kAtOnce * lanes) {
     int n[kAtOnce];
-    Candidate c[kAtOnce][kLineStagedSlots];
+    RawCandidate raw[kAtOnce][kLineStagedSlots];
     STRIPELINE_UNROLL
     for (int k = 0; k < kAtOnce; ++k) {
       const int x = x0 + k * lanes;
-      n[k] = x < v.width && s.staged_slots > 0 ? slots_filled(v, p, f, x) : 0;
-    }
-    STRIPELINE_UNROLL
-    for (int k = 0; k < kAtOnce; ++k)
+      const bool staged = x < v.width && s.staged_slots > 0;
+      n[k] = staged ? slots_filled(v, p, f, x) : 0;
       STRIPELINE_UNROLL
       for (int i = 0; i < kLineStagedSlots; ++i)
-        if (i < s.staged_slots && i < n[k]) c[k][i] = candidate(v, p, f, i, x0 + k * lanes);
+        if (staged && i < s.staged_slots) raw[k][i] = raw_candidate(v, p, f, i, x);
+    }
     STRIPELINE_UNROLL
     for (int k = 0; k < kAtOnce; ++k) {
       const int x = x0 + k * lanes;
@@ -319,7 +460,7 @@ STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& 
       s.staged_count[x] = static_cast<std::uint8_t>(n[k]);
       STRIPELINE_UNROLL
       for (int i = 0; i < kLineStagedSlots; ++i)
-        if (i < s.staged_slots && i < n[k]) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = c[k][i];
+        if (i < s.staged_slots && i < n[k]) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = make_candidate(raw[k][i], p);
     }
   }
 }
@@ -339,7 +480,7 @@ STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams&
   const int start = c.begin > warmup ? c.begin - warmup : 0;
   int n = 0;
   if (start < c.begin) {
-    n = walk_columns(v, p, f, s, start, c.begin, v.width, prev_c, 0, score);
+    n = walk_speculative(v, p, f, s, start, c.begin, v.width, prev_c, 0, score);
   } else if (c.begin > 0) {  // no warm-up: "no line" alone before the chunk
     n = load_staged(v, p, f, c.begin - 1, s, prev_c);
     STRIPELINE_UNROLL
@@ -349,7 +490,7 @@ STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams&
     }
   }
   copy_scores(score, n, lane_scores(s.spec_start, lane));
-  n = walk_columns(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score);
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score);
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
   s.n_last[lane] = static_cast<std::uint8_t>(n);
 }
@@ -387,7 +528,7 @@ STRIPELINE_HD void lane_walk_again(const LineModelView& v, const LineModelParams
   int n = load_staged(v, p, f, c.begin - 1, s, prev_c);
   std::int64_t score[kLineStates];
   copy_scores(lane_scores(s.spec_start, lane), n, score);
-  n = walk_columns(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score);
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score);
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
 }
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -486,14 +487,15 @@ void expect_same(const Output& got, const Output& expected) {
 }
 
 // One frame's lane decomposition, lane after lane, against the oracle's output.
-kernels::LineLaneStats lanes_against_oracle(Candidates& c, const kernels::LineModelParams& p, int lanes, int warmup, int rounds) {
+kernels::LineLaneStats lanes_against_oracle(Candidates& c, const kernels::LineModelParams& p, int lanes, int warmup, int rounds, bool narrow_walks = true) {
   const int frames = c.frames, width = c.width, k = c.k;
   Output expected(frames, width);
   choose(c, p, &expected);
   const kernels::LineLaneLayout size = kernels::line_lane_layout(k, width, lanes, nullptr, nullptr);
   std::vector<std::uint64_t> fixed(size.fixed_bytes / 8, 0xDEADBEEFDEADBEEFull), columns(size.column_bytes / 8, 0xDEADBEEFDEADBEEFull);
-  const kernels::LineModelLaneScratch s =
+  kernels::LineModelLaneScratch s =
       kernels::line_lane_layout(k, width, lanes, reinterpret_cast<unsigned char*>(fixed.data()), reinterpret_cast<unsigned char*>(columns.data())).scratch;
+  s.narrow_walks = narrow_walks;
   Output got(frames, width);
   kernels::LineModelView v;
   v.in = c.arrays(), v.out = got.arrays(), v.frames = frames, v.width = width;
@@ -568,6 +570,79 @@ TEST(LineModel, ParallelLinesFallBackToTheExactPass) {
   const kernels::LineLaneStats long_rounds = lanes_against_oracle(c, p, kernels::kLineBlockLanes, kernels::line_model::kLineWarmup, 1000);
   EXPECT_EQ(long_rounds.fallbacks, 0);
   EXPECT_GT(long_rounds.rounds, 3 * 100) << "about a round a chunk";
+}
+
+// The speculative walks' 32-bit link cost (kernels/line_model.h,
+// NarrowLink): wherever the 64-bit cost is at most segment_cost it is that
+// cost, and above it otherwise, for any positions, widths and levels, with
+// costs at the bounds (where the clamps decide) and in between.
+TEST(LineModel, TheNarrowLinkCostIsExactUpToTheSegmentCost) {
+  std::mt19937_64 rng(4242);
+  std::uniform_int_distribution<std::int32_t> any_int(INT32_MIN, INT32_MAX);
+  std::uniform_int_distribution<int> pick(0, 3);
+  const std::int32_t costs[] = {0, 1, 255, 256, 1024, 77777, kernels::line_model::kNarrowCostBound};
+  const std::int32_t segments[] = {0, 1, 256, 16384, kernels::line_model::kNarrowSegmentBound - 1};
+  int exact = 0, above = 0;
+  for (std::int32_t seg : segments)
+    for (int trial = 0; trial < 4000; ++trial) {
+      kernels::LineModelParams p = params(8);
+      p.segment_cost_q8 = seg;
+      p.jump_cost_q8 = costs[static_cast<std::size_t>(trial) % 7];
+      p.width_cost_q8 = costs[static_cast<std::size_t>(trial / 7) % 7];
+      p.intensity_cost_q8 = costs[static_cast<std::size_t>(trial / 49) % 7];
+      p.step_q8 = pick(rng) == 0 ? 0 : 512;
+      const kernels::line_model::NarrowLink link = kernels::line_model::narrow_link(p);
+      ASSERT_TRUE(link.ok);
+      // Values near each other (the costs are small there) or anywhere in range.
+      auto value = [&](std::int32_t base, std::int32_t spread) {
+        if (pick(rng) == 0) return any_int(rng);
+        return static_cast<std::int32_t>(std::clamp<std::int64_t>(std::int64_t{base} + any_int(rng) % spread, INT32_MIN, INT32_MAX));
+      };
+      kernels::line_model::Candidate a{value(0, 1 << 16), value(0, 1 << 16), 0, value(0, 1 << 24)};
+      kernels::line_model::Candidate b{value(a.position, 2048), value(a.width, 8), 0, value(a.level, 4096)};
+      a.width &= 0xFFFF, b.width &= 0xFFFF;  // run widths are 16-bit
+      const std::int64_t wide = kernels::line_model::link_cost(a, b, p);
+      const std::uint32_t narrow = kernels::line_model::narrow_link_cost(a, b, link);
+      if (wide <= seg) {
+        ASSERT_EQ(narrow, static_cast<std::uint64_t>(wide)) << "seg " << seg << " jump " << p.jump_cost_q8 << " width " << p.width_cost_q8;
+        ++exact;
+      } else {
+        ASSERT_GT(narrow, static_cast<std::uint32_t>(seg)) << "seg " << seg << " wide " << wide;
+        ++above;
+      }
+    }
+  EXPECT_GT(exact, 1000);
+  EXPECT_GT(above, 1000);
+  kernels::LineModelParams too_big = params(8);
+  too_big.segment_cost_q8 = kernels::line_model::kNarrowSegmentBound;
+  EXPECT_FALSE(kernels::line_model::narrow_link(too_big).ok);
+  too_big = params(8);
+  too_big.jump_cost_q8 = kernels::line_model::kNarrowCostBound + 1;
+  EXPECT_FALSE(kernels::line_model::narrow_link(too_big).ok);
+}
+
+// The lane decomposition with the walks in 32 bits at the parameters'
+// bounds (clamped terms decide breaks), in 64 bits beyond them, and in 64
+// bits by choice (the scratch's switch, the bench's): the oracle's bits
+// every way.
+TEST(LineModel, TheWalksGiveTheOraclesBitsInBothWidths) {
+  std::uint64_t seed = 9090;
+  const std::int32_t seg_bound = kernels::line_model::kNarrowSegmentBound;
+  for (std::int32_t seg : {seg_bound - 1, seg_bound, 400 * 256})
+    for (std::int32_t cost : {256, kernels::line_model::kNarrowCostBound})
+      for (int k : {2, 8}) {
+        Candidates c = random_candidates(3, 2048, k, seed++);
+        kernels::LineModelParams p = params(k, 0.0, 8, 1.5, 6.0, 1.0, 6);
+        p.segment_cost_q8 = seg;
+        p.jump_cost_q8 = cost;
+        p.intensity_cost_q8 = cost / 64;
+        SCOPED_TRACE("K " + std::to_string(k) + " segment " + std::to_string(seg) + " cost " + std::to_string(cost));
+        EXPECT_EQ(kernels::line_model::narrow_link(p).ok, seg < seg_bound);
+        for (bool narrow : {true, false}) {
+          lanes_against_oracle(c, p, kernels::kLineBlockLanes, kernels::line_model::kLineWarmup, kernels::line_model::kLineSpecRounds, narrow);
+          if (HasFailure()) return;
+        }
+      }
 }
 
 // The CPU backend's walk (stages/cpu/line_model_cpu.h: candidates loaded

@@ -286,6 +286,7 @@ __device__ void block_runs(const LineModelView& v, const LineModelLaneScratch& s
 // exact one's transfer matrices need every register and, inlined, made the
 // kernel spill the speculative walks' scores and candidates as well.
 __device__ int g_warmup = lm::kLineWarmup;  // columns; set_line_model_warmup (the bench) changes it
+__device__ bool g_narrow_walks = true;       // set_line_model_narrow_walks (the bench) changes it
 __device__ __noinline__ void speculate(const LineModelView& v, const LineModelParams& p, int f, int lane, const LineModelLaneScratch& s) {
   lm::lane_speculate(v, p, f, kBlockLanes, lane, s, g_warmup);
 }
@@ -348,7 +349,10 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   PhaseClock<kTimed> clock;
   const int f = static_cast<int>(blockIdx.x), lane_id = static_cast<int>(threadIdx.x);
   const int warp = lane_id / kWarp, lane = lane_id % kWarp;
-  if (lane_id == 0) scratch = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
+  if (lane_id == 0) {
+    scratch = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
+    scratch.narrow_walks = g_narrow_walks;
+  }
   __syncthreads();
   const LineModelLaneScratch& s = scratch;
   const int used = lm::lanes_used(v.width, kBlockLanes);
@@ -451,6 +455,10 @@ void launch_line_model(const LineModelView& view, const LineModelParams& params,
 
 void set_line_model_warmup(int columns) {
   STRIPELINE_CUDA_CHECK(cudaMemcpyToSymbol(g_warmup, &columns, sizeof columns));
+}
+
+void set_line_model_narrow_walks(bool on) {
+  STRIPELINE_CUDA_CHECK(cudaMemcpyToSymbol(g_narrow_walks, &on, sizeof on));
 }
 
 LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream) {

@@ -56,5 +56,8 @@ LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const 
 // chunk (kernels/line_model_lanes.h, kLineWarmup by default; any value gives
 // the same bits, only the rounds needed change). Device-wide, synchronous.
 void set_line_model_warmup(int columns);
+// For the bench: the speculative walks in 32 bits where the parameters allow
+// (the default) or always in 64 (the same bits). Device-wide, synchronous.
+void set_line_model_narrow_walks(bool on);
 
 }  // namespace stripeline::kernels::cuda
