@@ -776,9 +776,10 @@ TEST_F(CudaProcessor, SubmitWaitComputeOnlyAndReuse) {
 #endif
 }
 
-// The low-latency mode's CUDA graphs (one per slot and batch size, replayed
-// with new pixels each time) give the CPU's bits, as the call-by-call path
-// does, with the line model on.
+// The low-latency mode's CUDA graphs (one per slot, batch size and timing,
+// replayed with new pixels each time) give the CPU's bits, as the
+// call-by-call path does, with the line model on (writing the pinned host
+// profiles itself); the kernel time is the last timed batch's.
 TEST_F(CudaProcessor, LowLatencyBatchesReplayedAsGraphsMatchCpu) {
 #if STRIPELINE_HAVE_CUDA
   const HostAllocator pinned = host_allocator_for(Backend::Cuda);
@@ -786,7 +787,9 @@ TEST_F(CudaProcessor, LowLatencyBatchesReplayedAsGraphsMatchCpu) {
   config.line_model.enabled = true;
   Batch in = make_batch(1936, 52, 1, 16, PixelFormat::Mono8, pinned);
   auto cpu = make_processor(Backend::Cpu, in.layout, config);
-  auto graphs = cuda::make_cuda_processor_ex(in.layout, config);
+  cuda::CudaProcessorOptions every_third;
+  every_third.time_every = 3;  // rounds 0, 3 and 6 timed: a graph with the timing events and one without
+  auto graphs = cuda::make_cuda_processor_ex(in.layout, config, every_third);
   ChainConfig calls = config;
   calls.cuda_graphs = false;
   auto direct = cuda::make_cuda_processor_ex(in.layout, calls);
@@ -805,8 +808,9 @@ TEST_F(CudaProcessor, LowLatencyBatchesReplayedAsGraphsMatchCpu) {
     direct->process(in, got_direct);
     ASSERT_TRUE(same_profiles(expected, got)) << "graph replay, round " << round << ", " << in.frames << " frames";
     ASSERT_TRUE(same_profiles(expected, got_direct)) << "call by call, round " << round;
+    EXPECT_GT(graphs->last_compute_ms(), 0.0) << "the last timed batch's, round " << round;
   }
-  EXPECT_EQ(graphs->graphs(), 3) << "one graph per batch size seen (1, 3, 16 frames) for the one slot";
+  EXPECT_EQ(graphs->graphs(), 4) << "one graph per batch size seen (1, 3, 16 frames) for the one slot, and 1 frame both timed and not";
   EXPECT_EQ(direct->graphs(), 0);
 #endif
 }

@@ -602,11 +602,11 @@ struct OneFrameProcessor {
   Batch in;
   ProfileBatch out;
   std::unique_ptr<BatchProcessor> processor;
-  OneFrameProcessor(const Shape& frame_shape, const BenchOptions& o)
+  OneFrameProcessor(const Shape& frame_shape, const BenchOptions& o, const cuda::CudaProcessorOptions& options = {})
       : one(one_frame(frame_shape)),
         in(one, host_allocator_for(Backend::Cuda)),
         out(one.width, 1, output_slots(o.chain(), one.frame_height), host_allocator_for(Backend::Cuda)),
-        processor(make_processor(Backend::Cuda, one, o.chain())) {
+        processor(cuda::make_cuda_processor_ex(one, o.chain(), options)) {
     SyntheticScanner scanner(scanner_config(frame_shape));
     scanner.fill(in);
     in.frames = 1;
@@ -629,11 +629,16 @@ struct OneFrameProcessor {
 // With `threads` > 1, as many threads and processors at once (each its own
 // stream): whether frames in flight overlap on the device (the pipeline's
 // lanes do the same); the figures are the first thread's.
-PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::uint64_t frames, int threads = 1) {
+PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::uint64_t frames, int threads = 1
+#if STRIPELINE_HAVE_CUDA
+                         ,
+                         const cuda::CudaProcessorOptions& options = {}
+#endif
+) {
   PacedRun r;
 #if STRIPELINE_HAVE_CUDA
   auto run = [&](PacedRun* into) {
-    OneFrameProcessor p(frame_shape, o);
+    OneFrameProcessor p(frame_shape, o, options);
     std::vector<double> us;
     us.reserve(frames);
     double device_us = 0;
@@ -724,6 +729,26 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       all.object("batch_1_processors_" + std::to_string(threads), j);
     }
   }
+#if STRIPELINE_HAVE_CUDA
+  if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // what the line model's writes to the host save: the download as before
+    cuda::CudaProcessorOptions download;
+    download.line_model_to_host = false;
+    const PacedRun r = processor_alone(frame_shape, o, frames, 1, download);
+    std::printf("  batch of  1, 1 processor, profiles downloaded (line_model_to_host = false): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (device %.1f us)\n",
+                r.p50, r.p99, r.max, r.gpu_us);
+    Json j = r.latency_json();
+    j.field("device_us", r.gpu_us);
+    all.object("batch_1_processor_profiles_downloaded", j);
+  }
+  if (backend == Backend::Cuda) {  // what timing the kernels of every batch would cost (time_every = 1)
+    cuda::CudaProcessorOptions every;
+    every.time_every = 1;
+    const PacedRun r = processor_alone(frame_shape, o, frames, 1, every);
+    std::printf("  batch of  1, 1 processor, every batch's kernels timed (time_every = 1): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", r.p50,
+                r.p99, r.max);
+    all.object("batch_1_processor_every_batch_timed", r.latency_json());
+  }
+#endif
   if (backend == Backend::Cuda) {  // the same frames on dedicated threads, no pipeline
     for (int threads : {2, 3, 4}) {
       const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads);

@@ -203,7 +203,7 @@ void configure_fused_once() {
 constexpr int kLowLatencyFrames = 16;
 
 // The low-latency mode's CUDA graphs: one per (host pixels, host profiles,
-// frames; each buffer by address and allocation), the pool's slots being
+// frames, timed or not; each buffer by address and allocation), the pool's slots being
 // fixed, captured the first time that slot brings that many frames and
 // replayed with one cudaGraphLaunch after: the
 // upload, the kernels, the timing events and the download in one call
@@ -220,9 +220,9 @@ class SlotGraphs {
   // null when graphs are off for it. A template, so a batch costs no
   // std::function on the hot path.
   template <class Capture>
-  const GraphExec* get(const Batch& in, const ProfileBatch& out, const Capture& capture) {
+  const GraphExec* get(const Batch& in, const ProfileBatch& out, bool timed, const Capture& capture) {
     if (!enabled_ || in.frames > kLowLatencyFrames) return nullptr;
-    const Key key{in.pixels.data(), in.pixels.id(), out.position, out.storage().id(), in.frames};
+    const Key key{in.pixels.data(), in.pixels.id(), out.position, out.storage().id(), in.frames, timed};
     for (const Entry& e : entries_)
       if (e.key == key) return &e.exec;
     if (entries_.size() == kMostGraphs) return nullptr;
@@ -247,13 +247,14 @@ class SlotGraphs {
     const void* profiles;
     std::uint64_t profiles_id;
     int frames;
+    bool timed;  // with the kernels' timing events (CudaProcessorOptions::time_every)
     bool operator==(const Key&) const = default;
   };
   struct Entry {
     Key key;
     GraphExec exec;
   };
-  static constexpr std::size_t kMostGraphs = 64;
+  static constexpr std::size_t kMostGraphs = 128;
   bool enabled_;
   std::vector<Entry> entries_;
 };
@@ -273,6 +274,8 @@ class CudaProcessorImpl final : public CudaProcessor {
     const std::size_t shared = kc::fused_shared_bytes(static_cast<int>(bytes_per_pixel(l.format)), l.frame_height, taps.size);
     fused_ = options.allow_fused && shared <= max_shared_bytes_per_block();
     // A few frames leave the fused kernel's thread per column on a few SMs: a warp per column instead (stripe_kernels.h).
+    line_model_to_host_ = options.line_model_to_host;
+    time_every_ = options.time_every < 1 ? 1 : static_cast<std::uint64_t>(options.time_every);
     warp_chain_max_frames_ = fused_ && kc::warp_chain_supports(chain_, l.frame_height)
                                  ? (options.warp_chain_max_frames < 0 ? kc::kWarpChainMaxFrames : options.warp_chain_max_frames)
                                  : 0;
@@ -312,8 +315,9 @@ class CudaProcessorImpl final : public CudaProcessor {
  private:
   void enqueue(const Batch& in, ProfileBatch& out) override {
     const ScopedDevice on_device = device_.scope();
+    timed_ = in.frames > kLowLatencyFrames || low_latency_batches_++ % time_every_ == 0;
     const auto calls = [&] { enqueue_calls(in, out); };
-    if (const GraphExec* graph = graphs_.get(in, out, [&] { return lane_.capture(calls); }))
+    if (const GraphExec* graph = graphs_.get(in, out, timed_, [&] { return lane_.capture(calls); }))
       graph->launch(lane_.stream());
     else
       calls();
@@ -321,20 +325,32 @@ class CudaProcessorImpl final : public CudaProcessor {
 
   // The batch's work, call by call (what a graph records).
   void enqueue_calls(const Batch& in, ProfileBatch& out) {
+    ProfileBatch* const to_host = line_model_writes_host(in, out) ? &out : nullptr;
     upload(in, in_, lane_.stream());
-    lane_.record_start();
-    enqueue_kernels(in.frames);
-    lane_.record_stop();
-    profiles_->download(out, in.frames, lane_.stream());
+    if (timed_) lane_.record_start();
+    enqueue_kernels(in.frames, to_host);
+    if (timed_) lane_.record_stop();
+    if (to_host == nullptr) profiles_->download(out, in.frames, lane_.stream());
     lane_.record_done();
+  }
+
+  // CudaProcessorOptions::line_model_to_host: the line model is the last
+  // step, the batch a low-latency one and the host profiles pinned (so
+  // mapped: the kernel writes them through their own address) and of its
+  // layout.
+  bool line_model_writes_host(const Batch& in, const ProfileBatch& out) const {
+    return line_model_to_host_ && models_line() && !checks_neighbours() && !maps_points() && in.frames <= kLowLatencyFrames &&
+           out.storage().pinned() && out.slots == 1 && out.width == layout().width;
   }
 
   void complete() override {
     lane_.wait();  // event waits and timings need no current device
-    last_ms_ = lane_.elapsed();
+    if (timed_) last_ms_ = lane_.elapsed();
   }
 
-  void enqueue_kernels(int frames) {
+  // The chain's kernels; the line model's output into `to_host`'s arrays
+  // when given (line_model_writes_host), else into profiles_.
+  void enqueue_kernels(int frames, ProfileBatch* to_host = nullptr) {
     if (frames <= 0) return;
     const cudaStream_t stream = lane_.stream();
     with_pixel_type(layout().format, [&](auto zero) {
@@ -352,11 +368,13 @@ class CudaProcessorImpl final : public CudaProcessor {
         kc::extract<T>(pixels, nullptr, chain_.zero_below, chain_.column, extracted, stream);
       }
     });
-    if (models_line()) {  // the line across the columns: candidates in, one slot out, one warp per frame
+    if (models_line()) {  // the line across the columns: candidates in, one slot out, one block per frame
       const kc::ProfileView& c = candidates_->view();
       const kc::ProfileView& p = profiles_->view();
-      kc::launch_line_model(line_view({c.position, c.intensity, c.stripe_width, c.quality, c.count}, {p.position, p.intensity, p.stripe_width, p.quality, p.count},
-                                      back_.as<std::uint8_t>(), static_cast<std::size_t>(frames), frames),
+      const kernels::LineModelArrays out = to_host != nullptr
+                                               ? kernels::LineModelArrays{to_host->position, to_host->intensity, to_host->stripe_width, to_host->quality, to_host->count}
+                                               : kernels::LineModelArrays{p.position, p.intensity, p.stripe_width, p.quality, p.count};
+      kc::launch_line_model(line_view({c.position, c.intensity, c.stripe_width, c.quality, c.count}, out, back_.as<std::uint8_t>(), static_cast<std::size_t>(frames), frames),
                             line_params(), stream);
     }
     if (checks_neighbours()) {
@@ -375,6 +393,10 @@ class CudaProcessorImpl final : public CudaProcessor {
   kc::ChainParams chain_;
   bool fused_ = false;
   int warp_chain_max_frames_ = 0;  // batches of at most this many frames run kc::warp_chain (0: none)
+  bool line_model_to_host_ = true;  // CudaProcessorOptions::line_model_to_host
+  std::uint64_t time_every_ = 1;           // CudaProcessorOptions::time_every
+  std::uint64_t low_latency_batches_ = 0;  // enqueued so far
+  bool timed_ = true;                      // the batch in flight records the timing events
   double last_ms_ = 0.0;
   DeviceBuffer in_, scratch_, isolated_, back_;
   std::unique_ptr<DeviceProfiles> profiles_, candidates_;  // candidates_: the line model's (null when it is off)

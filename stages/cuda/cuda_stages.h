@@ -56,6 +56,17 @@ struct CudaProcessorOptions {
   // fused kernel; -1: kernels::cuda::kWarpChainMaxFrames, 0: never (tests
   // force either).
   int warp_chain_max_frames = -1;
+  // Low-latency batches whose last step is the line model, into pinned host
+  // profiles: the line model's kernel writes them itself, over the bus, and
+  // the download is left out (one graph node fewer a frame; its stores are
+  // coalesced, unlike an extraction kernel's column by column). false: the
+  // download as for every other batch (the bench compares).
+  bool line_model_to_host = true;
+  // Low-latency batches (of at most 16 frames) time their kernels one batch
+  // in this many: the two timing events cost a frame ~4 us on an H100 (two
+  // graph nodes). last_compute_ms() is then the most recent timed batch's.
+  // 1: every batch timed.
+  int time_every = 32;
 };
 
 // Validates config against layout (ConfigError), then sets up. Throws
