@@ -54,7 +54,7 @@ struct LineModelLaneScratch {
   // which only its fallback uses):
   std::int64_t* spec_start = nullptr;  // [lane][state]: the scores the lane's walk of its chunk started from
   line_model::Candidate* staged = nullptr;         // [column][slot < staged_slots]: the first candidates of every column
-  std::uint8_t* staged_count = nullptr;  // [column]: candidates of the column (at most K)
+  std::uint16_t* staged_count_mask = nullptr;  // [column]: its candidates (low byte, at most K) and its mask (high byte), one load for the walks
   int staged_slots = 0;                // 0: the walks read the candidates from the view
   int states = kLineStates;            // K + 1: the stride of a transfer matrix's rows
   bool narrow_walks = true;            // the speculative walks in 32 bits where the parameters allow (NarrowLink; the bench compares)
@@ -92,10 +92,10 @@ STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lan
   s.transfer = reinterpret_cast<std::int64_t*>(region);
   s.spec_start = reinterpret_cast<std::int64_t*>(region);
   s.staged_slots = kLineStagedSlots < candidates ? kLineStagedSlots : candidates;
-  while (s.staged_slots > 0 && spec_bytes + w * (sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots) + 1) > shared_bytes) --s.staged_slots;
+  while (s.staged_slots > 0 && spec_bytes + w * (sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots) + 2) > shared_bytes) --s.staged_slots;
   if (region != nullptr) {  // set even without staged slots: on the GPU a valid shared address (assume_staged_shared)
     s.staged = reinterpret_cast<line_model::Candidate*>(region + spec_bytes);
-    s.staged_count = region + spec_bytes + w * sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots);
+    s.staged_count_mask = reinterpret_cast<std::uint16_t*>(region + spec_bytes + w * sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots));
   }
   s.entering = reinterpret_cast<std::int64_t*>(take(fixed, 8 * (l + 1) * kLineStates));
   s.tail = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
@@ -153,7 +153,7 @@ STRIPELINE_HD int lanes_used(int width, int lanes) {
 STRIPELINE_HD void assume_staged_shared(const LineModelLaneScratch& s) {
 #if defined(__CUDA_ARCH__)
   __builtin_assume(__isShared(s.staged));
-  __builtin_assume(__isShared(s.staged_count));
+  __builtin_assume(__isShared(s.staged_count_mask));
 #else
   (void)s;
 #endif
@@ -225,10 +225,17 @@ STRIPELINE_HD void lanes_entering(int b, int l, const LineModelLaneScratch& s) {
   lanes_entering(b, l, s, s.entering + static_cast<std::size_t>(l) * kLineStates);
 }
 
-// Column x's candidates: the staged ones from the scratch, the rest from the view.
-STRIPELINE_HD int load_staged(const LineModelView& v, const LineModelParams& p, int f, int x, const LineModelLaneScratch& s, Candidate* c) {
-  if (s.staged_slots == 0) return load_candidates(v, p, f, x, c);
-  const int n = s.staged_count[x];
+// Column x's candidates: the staged ones from the scratch, the rest from
+// the view; and, when `mask` is given, the column's exclusion mask.
+STRIPELINE_HD int load_staged(const LineModelView& v, const LineModelParams& p, int f, int x, const LineModelLaneScratch& s, Candidate* c,
+                              std::uint8_t* mask = nullptr) {
+  if (s.staged_slots == 0) {
+    if (mask != nullptr) *mask = s.mask[x];
+    return load_candidates(v, p, f, x, c);
+  }
+  const unsigned packed = s.staged_count_mask[x];
+  if (mask != nullptr) *mask = static_cast<std::uint8_t>(packed >> 8);
+  const int n = static_cast<int>(packed & 0xFFu);
   const Candidate* staged = s.staged + static_cast<std::size_t>(x) * s.staged_slots;
   STRIPELINE_UNROLL
   for (int i = 0; i < kMaxLineCandidates; ++i) {
@@ -343,8 +350,8 @@ STRIPELINE_HD int walk_columns_narrow(const LineModelView& v, const LineModelPar
     r[i] = score[i] <= kNone ? kNarrowNone : static_cast<std::int32_t>(score[i] - score[0]);
   }
   for (int x = from; x < to; ++x) {
-    const int cur_n = load_staged(v, p, f, x, s, cur_c);
-    const std::uint8_t mask = s.mask[x];
+    std::uint8_t mask = 0;
+    const int cur_n = load_staged(v, p, f, x, s, cur_c, &mask);
     std::uint8_t* back = x >= write_from ? s.back + static_cast<std::size_t>(x) * states : nullptr;
     if (prev_n <= 2 && cur_n <= 2) {
       advance_narrow<2, 2>(pc, prev_n, r, cur_c, cur_n, mask, link, cur, back);
@@ -427,7 +434,11 @@ inline constexpr int kLineWarmup = 8;       // columns walked before the chunk, 
 inline constexpr int kLineSpecRounds = 8;   // rounds of walks again before the fallback
 
 // Phase S1 (per lane, columns lane, lane + lanes, ...: coalesced on the
-// GPU): the candidates staged; pass 0 clears the masks. Every load of four
+// GPU): the candidates staged, each column's count beside its mask (so a
+// walk's step reads both with one shared load, also where the column
+// arrays did not fit in shared memory: wide frames); pass 0 clears the
+// masks.
+// Every load of four
 // columns (their counts and the fields of their first slots, read whatever
 // the count: the arrays hold every slot) is issued before any is used, so a
 // lane waits for memory once for them, not once for the counts and again
@@ -441,12 +452,14 @@ STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& 
   constexpr int kAtOnce = 4;
   for (int x0 = lane; x0 < v.width; x0 += kAtOnce * lanes) {
     int n[kAtOnce];
+    unsigned mask[kAtOnce];
     RawCandidate raw[kAtOnce][kLineStagedSlots];
     STRIPELINE_UNROLL
     for (int k = 0; k < kAtOnce; ++k) {
       const int x = x0 + k * lanes;
       const bool staged = x < v.width && s.staged_slots > 0;
       n[k] = staged ? slots_filled(v, p, f, x) : 0;
+      mask[k] = staged && pass > 0 ? s.mask[x] : 0u;  // pass 0 clears the masks
       STRIPELINE_UNROLL
       for (int i = 0; i < kLineStagedSlots; ++i)
         if (staged && i < s.staged_slots) raw[k][i] = raw_candidate(v, p, f, i, x);
@@ -457,7 +470,7 @@ STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& 
       if (x >= v.width) break;
       if (pass == 0) s.mask[x] = 0;
       if (s.staged_slots == 0) continue;
-      s.staged_count[x] = static_cast<std::uint8_t>(n[k]);
+      s.staged_count_mask[x] = static_cast<std::uint16_t>(static_cast<unsigned>(n[k]) | mask[k] << 8);
       STRIPELINE_UNROLL
       for (int i = 0; i < kLineStagedSlots; ++i)
         if (i < s.staged_slots && i < n[k]) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = make_candidate(raw[k][i], p);
