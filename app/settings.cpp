@@ -313,7 +313,6 @@ std::string credential(const char* key, const std::string& path) {
 std::string show_channel(const io::ChannelMix& m) { return m.name; }
 std::string show_backend(Backend b) { return to_string(b); }
 
-
 // ---------------------------------------------------------------- the tables
 
 const char* const kSource = "acquisition/file_source.h";

@@ -166,20 +166,18 @@ STRIPELINE_HD std::int64_t* transfer_row(const LineModelLaneScratch& s, int lane
 // A column's candidates and scores handed on to the next column by copy
 // (bounded, unrolled loops): with constant indices they stay in registers on
 // the GPU, where swapping two arrays through pointers put them in local memory.
-STRIPELINE_HD void copy_candidates(const Candidate* from, int n, Candidate* to) {
+// The first n of at most kMax elements:
+template <int kMax, class T>
+STRIPELINE_HD void copy_first(const T* from, int n, T* to) {
   STRIPELINE_UNROLL
-  for (int i = 0; i < kMaxLineCandidates; ++i) {
+  for (int i = 0; i < kMax; ++i) {
     if (i >= n) break;
     to[i] = from[i];
   }
 }
-STRIPELINE_HD void copy_scores(const std::int64_t* from, int n, std::int64_t* to) {
-  STRIPELINE_UNROLL
-  for (int i = 0; i < kLineStates; ++i) {
-    if (i > n) break;
-    to[i] = from[i];
-  }
-}
+STRIPELINE_HD void copy_candidates(const Candidate* from, int n, Candidate* to) { copy_first<kMaxLineCandidates>(from, n, to); }
+// The scores of states 0..n.
+STRIPELINE_HD void copy_scores(const std::int64_t* from, int n, std::int64_t* to) { copy_first<kLineStates>(from, n + 1, to); }
 
 // Phase 1 (per lane): the chunk's transfer matrix; pass 0 clears its masks.
 STRIPELINE_HD void lane_transfer(const LineModelView& v, const LineModelParams& p, int f, int pass, int lanes, int lane, const LineModelLaneScratch& s) {
@@ -318,15 +316,6 @@ STRIPELINE_HD void advance_narrow(const Candidate* prev_c, int prev_n, const std
   }
 }
 
-template <int kMax, class T>
-STRIPELINE_HD void copy_first(const T* from, int n, T* to) {
-  STRIPELINE_UNROLL
-  for (int i = 0; i < kMax; ++i) {
-    if (i >= n) break;
-    to[i] = from[i];
-  }
-}
-
 // walk_columns in 32 bits: the same back-pointers; `score` in and out as
 // walk_columns', up to a constant. (Measured on an H100 and not kept: the
 // next column's loads issued a column ahead, and a 2 x 2 step without
@@ -387,10 +376,10 @@ STRIPELINE_HD_APART int walk_columns_apart(const LineModelView& v, const LineMod
   return walk_columns(v, p, f, s, from, to, write_from, prev_c, prev_n, score);
 }
 
-// The speculative walks' columns: 32 bits where the parameters allow.
+// The speculative walks' columns: 32 bits where the parameters allow
+// (link: narrow_link(p), taken once by the caller).
 STRIPELINE_HD int walk_speculative(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to, int write_from,
-                                   Candidate* prev_c, int prev_n, std::int64_t* score) {
-  const NarrowLink link = narrow_link(p);
+                                   Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link) {
   if (link.ok && s.narrow_walks) return walk_columns_narrow(v, p, f, s, from, to, write_from, prev_c, prev_n, score, link);
   return walk_columns_apart(v, p, f, s, from, to, write_from, prev_c, prev_n, score);
 }
@@ -490,10 +479,11 @@ STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams&
   Candidate prev_c[kMaxLineCandidates];
   std::int64_t score[kLineStates];
   score[0] = 0;
+  const NarrowLink link = narrow_link(p);
   const int start = c.begin > warmup ? c.begin - warmup : 0;
   int n = 0;
   if (start < c.begin) {
-    n = walk_speculative(v, p, f, s, start, c.begin, v.width, prev_c, 0, score);
+    n = walk_speculative(v, p, f, s, start, c.begin, v.width, prev_c, 0, score, link);
   } else if (c.begin > 0) {  // no warm-up: "no line" alone before the chunk
     n = load_staged(v, p, f, c.begin - 1, s, prev_c);
     STRIPELINE_UNROLL
@@ -503,7 +493,7 @@ STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams&
     }
   }
   copy_scores(score, n, lane_scores(s.spec_start, lane));
-  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score);
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, link);
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
   s.n_last[lane] = static_cast<std::uint8_t>(n);
 }
@@ -541,7 +531,7 @@ STRIPELINE_HD void lane_walk_again(const LineModelView& v, const LineModelParams
   int n = load_staged(v, p, f, c.begin - 1, s, prev_c);
   std::int64_t score[kLineStates];
   copy_scores(lane_scores(s.spec_start, lane), n, score);
-  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score);
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, narrow_link(p));
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
 }
 

@@ -44,7 +44,7 @@ void PipelineOptions::validate() const {
   if (live_max_batch < 0 || live_max_batch > kMaxBatchFrames) bad("live_max_batch", live_max_batch, "0 (off) or 1.." + std::to_string(kMaxBatchFrames));
   if (live_max_waiting < -1) bad("live_max_waiting", live_max_waiting, "-1 (never drop), 0 (buffers x live_max_batch) or a frame count");
   const int priority = lane_thread_scheduling.fifo_priority;
-  if (priority < 0 || priority > 99) bad("lane_realtime_priority", priority, "0 (off) or 1..99");
+  ThreadScheduling{priority, {}}.validate("lane_realtime_priority");
   ThreadScheduling{0, lane_thread_scheduling.cpus}.validate("lane_cpus");
   if (priority > 0) lane_thread_scheduling.check_permitted("lane_realtime_priority");
   ambient.validate();

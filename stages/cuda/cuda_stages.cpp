@@ -203,10 +203,10 @@ void configure_fused_once() {
 constexpr int kLowLatencyFrames = 16;
 
 // The low-latency mode's CUDA graphs: one per (host pixels, host profiles,
-// frames, timed or not; each buffer by address and allocation), the pool's slots being
-// fixed, captured the first time that slot brings that many frames and
-// replayed with one cudaGraphLaunch after: the
-// upload, the kernels, the timing events and the download in one call
+// frames, timed or not; each buffer by address and allocation), the pool's
+// slots being fixed, captured the first time that slot brings that many
+// frames and replayed with one cudaGraphLaunch after: the upload, the
+// kernels, the timing events and the download in one call
 // instead of five to eight (each costs the host microseconds, which a
 // batch of 1 at 20 kHz feels). At most kMostGraphs (a source that swaps
 // its own buffers in may bring many addresses); beyond that, or once a
@@ -273,9 +273,9 @@ class CudaProcessorImpl final : public CudaProcessor {
     chain_.column = extraction_params();  // with the line model: its candidates
     const std::size_t shared = kc::fused_shared_bytes(static_cast<int>(bytes_per_pixel(l.format)), l.frame_height, taps.size);
     fused_ = options.allow_fused && shared <= max_shared_bytes_per_block();
-    // A few frames leave the fused kernel's thread per column on a few SMs: a warp per column instead (stripe_kernels.h).
     line_model_to_host_ = options.line_model_to_host;
     time_every_ = options.time_every < 1 ? 1 : static_cast<std::uint64_t>(options.time_every);
+    // A few frames leave the fused kernel's thread per column on a few SMs: a warp per column instead (stripe_kernels.h).
     warp_chain_max_frames_ = fused_ && kc::warp_chain_supports(chain_, l.frame_height)
                                  ? (options.warp_chain_max_frames < 0 ? kc::kWarpChainMaxFrames : options.warp_chain_max_frames)
                                  : 0;
