@@ -130,18 +130,22 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs; production shape %dx%d, K %d, %.2f candidates per column; warm-up %d columns; auto kernel: %s\n", prop.name, prop.multiProcessorCount,
               kWidth, kHeight, k, static_cast<double>(candidates) / static_cast<double>(n1), warmup,
               kc::line_kernel_for(line, kWidth) == kc::LineKernel::Block ? "block" : "warp");
-  // The warp kernel; the block kernel with its speculative walks in 64 bits
-  // and in 32 (NarrowLink, the default), in the same run.
+  // The warp kernel; the block kernel with its speculative walks in 64 bits,
+  // in 32 from the staged candidates and in 32 from the link table (the
+  // default), in the same run.
   struct Design {
     kc::LineKernel kernel;
-    bool narrow;
+    bool narrow, table;
     const char* name;
   };
-  for (const Design& d : {Design{kc::LineKernel::Warp, true, "warp per frame        "}, Design{kc::LineKernel::Block, false, "block, 64-bit walks   "},
-                          Design{kc::LineKernel::Block, true, "block, 32-bit walks   "}}) {
+  for (const Design& d : {Design{kc::LineKernel::Warp, true, true, "warp per frame        "},
+                          Design{kc::LineKernel::Block, false, false, "block, 64-bit walks   "},
+                          Design{kc::LineKernel::Block, true, false, "block, 32-bit walks   "},
+                          Design{kc::LineKernel::Block, true, true, "block, link table     "}}) {
     const kc::LineKernel design = d.kernel;
     const char* name = d.name;
     kc::set_line_model_narrow_walks(d.narrow);
+    kc::set_line_model_link_table(d.table);
     for (int frames : {1, 4, 16, kFrames}) {
       kernels::LineModelView v;
       v.in = {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()};
@@ -171,9 +175,10 @@ int main(int argc, char** argv) {
   }
   int clock_khz = 0;
   STRIPELINE_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  for (const bool narrow : {false, true}) {
-    kc::set_line_model_narrow_walks(narrow);
-    std::printf("  the block kernel's speculative walks in %s bits:\n", narrow ? "32" : "64");
+  for (const int way : {0, 1, 2}) {
+    kc::set_line_model_narrow_walks(way > 0);
+    kc::set_line_model_link_table(way == 2);
+    std::printf("  the block kernel's speculative walks %s:\n", way == 0 ? "in 64 bits" : way == 1 ? "in 32 bits, staged candidates" : "from the link table");
     print_phase_profile(line, {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()},
                         {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()},
                         back.as<std::uint8_t>(), kWidth, clock_khz, stream.get());

@@ -130,7 +130,15 @@ STRIPELINE_HD Candidate make_candidate(const RawCandidate& r, const LineModelPar
   c.position = r.position;
   c.width = r.width;
   std::int64_t strength = (static_cast<std::int64_t>(r.quality) << 8) >> p.strength_shift;
-  if (c.width > p.line_width) strength = strength * p.line_width / c.width;
+  if (c.width > p.line_width) {
+    // The same quotient in 32 bits where the product fits (a strength is
+    // below 2^24 for any shift >= 0; the 64-bit division was a long
+    // subroutine in the GPU's staging of every column).
+    if (strength >= 0 && strength < (std::int64_t{1} << 24) && p.line_width >= 0 && p.line_width < 256)
+      strength = static_cast<std::uint32_t>(strength) * static_cast<std::uint32_t>(p.line_width) / static_cast<std::uint32_t>(c.width);
+    else
+      strength = strength * p.line_width / c.width;
+  }
   c.strength = static_cast<std::int32_t>(strength);
   c.level = static_cast<std::int32_t>((static_cast<std::int64_t>(r.intensity) << 8) >> p.strength_shift);
   return c;

@@ -55,9 +55,23 @@ struct LineModelLaneScratch {
   std::int64_t* spec_start = nullptr;  // [lane][state]: the scores the lane's walk of its chunk started from
   line_model::Candidate* staged = nullptr;         // [column][slot < staged_slots]: the first candidates of every column
   std::uint16_t* staged_count_mask = nullptr;  // [column]: its candidates (low byte, at most K) and its mask (high byte), one load for the walks
+  // The link table (null where it does not fit): for the speculative walks'
+  // steps between columns of at most two candidates, what each step would
+  // compute from the staged candidates, computed once a pass for all of them
+  // (lane_stage). Pair (a, b), a candidate of column x - 1 and one of
+  // column x (1 or 2 each), at link_pair[4 x + 2 (b - 1) + a - 1]:
+  // strength(b) - the link's penalty (its cost, or segment_cost where that
+  // is a break), times two, plus one for a break; a segment started at b,
+  // link_fresh[2 x + b - 1]: strength(b) - segment_cost.
+  std::int32_t* link_pair = nullptr;   // 16-byte aligned: one vector load a step on the GPU
+  std::int32_t* link_fresh = nullptr;  // 8-byte aligned
   int staged_slots = 0;                // 0: the walks read the candidates from the view
   int states = kLineStates;            // K + 1: the stride of a transfer matrix's rows
   bool narrow_walks = true;            // the speculative walks in 32 bits where the parameters allow (NarrowLink; the bench compares)
+  // narrow_link(params), taken once a frame by whoever runs the speculative
+  // pass (its three divisions were a visible part of each phase's start);
+  // left as it is (not ok), the walks take the 64-bit path.
+  line_model::NarrowLink link;
 };
 
 // Candidates of a column kept in the scratch (shared memory on the GPU) for
@@ -93,9 +107,18 @@ STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lan
   s.spec_start = reinterpret_cast<std::int64_t*>(region);
   s.staged_slots = kLineStagedSlots < candidates ? kLineStagedSlots : candidates;
   while (s.staged_slots > 0 && spec_bytes + w * (sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots) + 2) > shared_bytes) --s.staged_slots;
+  // The link table first (16-byte aligned), where it fits beside two staged slots.
+  const std::size_t table_at = (spec_bytes + 15) / 16 * 16, table_bytes = w * 6 * sizeof(std::int32_t);
+  const bool table = s.staged_slots == kLineStagedSlots &&
+                     table_at + table_bytes + w * (sizeof(line_model::Candidate) * kLineStagedSlots + 2) <= shared_bytes;
+  const std::size_t staged_at = table ? table_at + table_bytes : spec_bytes;
   if (region != nullptr) {  // set even without staged slots: on the GPU a valid shared address (assume_staged_shared)
-    s.staged = reinterpret_cast<line_model::Candidate*>(region + spec_bytes);
-    s.staged_count_mask = reinterpret_cast<std::uint16_t*>(region + spec_bytes + w * sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots));
+    s.staged = reinterpret_cast<line_model::Candidate*>(region + staged_at);
+    s.staged_count_mask = reinterpret_cast<std::uint16_t*>(region + staged_at + w * sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots));
+    if (table) {
+      s.link_pair = reinterpret_cast<std::int32_t*>(region + table_at);
+      s.link_fresh = s.link_pair + 4 * w;
+    }
   }
   s.entering = reinterpret_cast<std::int64_t*>(take(fixed, 8 * (l + 1) * kLineStates));
   s.tail = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
@@ -129,6 +152,7 @@ inline std::size_t line_model_device_scratch_bytes(int candidates, int width, in
 namespace line_model {
 
 inline constexpr std::uint8_t kSegmentStart = 0x10;
+inline constexpr unsigned kStagedCountBits = 0xFF;  // staged_count_mask: the count
 inline constexpr std::uint16_t kRunCap = 0xFFFF;
 
 struct Chunk {
@@ -233,7 +257,7 @@ STRIPELINE_HD int load_staged(const LineModelView& v, const LineModelParams& p, 
   }
   const unsigned packed = s.staged_count_mask[x];
   if (mask != nullptr) *mask = static_cast<std::uint8_t>(packed >> 8);
-  const int n = static_cast<int>(packed & 0xFFu);
+  const int n = static_cast<int>(packed & kStagedCountBits);
   const Candidate* staged = s.staged + static_cast<std::size_t>(x) * s.staged_slots;
   STRIPELINE_UNROLL
   for (int i = 0; i < kMaxLineCandidates; ++i) {
@@ -316,13 +340,64 @@ STRIPELINE_HD void advance_narrow(const Candidate* prev_c, int prev_n, const std
   }
 }
 
-// walk_columns in 32 bits: the same back-pointers; `score` in and out as
-// walk_columns', up to a constant. (Measured on an H100 and not kept: the
-// next column's loads issued a column ahead, and a 2 x 2 step without
-// branches that evaluates every pair: both slower, more instructions a
-// step.)
-STRIPELINE_HD int walk_columns_narrow(const LineModelView& v, const LineModelParams& params, int f, const LineModelLaneScratch& scratch, int from, int to,
-                                      int write_from, Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link) {
+// advance_narrow<2, 2> from the link table (lane_stage): the same
+// choices in the same order, each compared with strength(b) added to both
+// sides, so the same scores and back-pointers (written with kWrite). prev
+// holds three scores (kNarrowNone past prev_n).
+template <bool kWrite>
+STRIPELINE_HD void advance_from_table(const LineModelLaneScratch& s, int x, unsigned packed, int prev_n, const std::int32_t* prev, int cur_n,
+                                      std::int32_t* cur, std::uint8_t* back) {
+  std::int32_t pair[4], fresh[2];
+#if defined(__CUDA_ARCH__)
+  __builtin_assume(__isShared(s.link_pair));
+  __builtin_assume(__isShared(s.link_fresh));
+  const int4 p4 = reinterpret_cast<const int4*>(s.link_pair)[x];
+  const int2 f2 = reinterpret_cast<const int2*>(s.link_fresh)[x];
+  pair[0] = p4.x, pair[1] = p4.y, pair[2] = p4.z, pair[3] = p4.w, fresh[0] = f2.x, fresh[1] = f2.y;
+#else
+  for (int i = 0; i < 4; ++i) pair[i] = s.link_pair[4 * x + i];
+  fresh[0] = s.link_fresh[2 * x], fresh[1] = s.link_fresh[2 * x + 1];
+#endif
+  std::int32_t gain = 0;  // "no line": the best previous state (prev[0] = 0), the lowest on ties
+  unsigned from_none = 0;
+  if (prev_n >= 1 && prev[1] > gain) gain = prev[1], from_none = 1;
+  if (prev_n >= 2 && prev[2] > gain) gain = prev[2], from_none = 2;
+  if constexpr (kWrite) back[0] = static_cast<std::uint8_t>(from_none);
+  cur[0] = 0;
+  STRIPELINE_UNROLL
+  for (int b = 1; b <= 2; ++b) {
+    if (b > cur_n) break;
+    const std::int32_t via1 = prev[1] + (pair[2 * (b - 1)] >> 1), via2 = prev[2] + (pair[2 * (b - 1) + 1] >> 1);
+    std::int32_t top = fresh[b - 1];  // a new segment
+    unsigned from = 0;
+    if (prev_n >= 1 && via1 > top) top = via1, from = 1u | (pair[2 * (b - 1)] & 1 ? kBreak : 0u);
+    if (prev_n >= 2 && via2 > top) top = via2, from = 2u | (pair[2 * (b - 1) + 1] & 1 ? kBreak : 0u);
+    const bool excluded = (packed >> (7 + b)) & 1;  // the mask's bit b - 1
+    cur[b] = excluded ? kNarrowNone : top - gain;   // relative to this column's "no line"
+    if constexpr (kWrite) back[b] = static_cast<std::uint8_t>(excluded ? 0u : from);
+  }
+}
+
+// Scores as the narrow walks hold them: relative to "no line" (r[0] = 0).
+STRIPELINE_HD void narrow_scores(const std::int64_t* score, int n, std::int32_t* r) {
+  r[0] = 0;
+  STRIPELINE_UNROLL
+  for (int i = 1; i < kLineStates; ++i) {
+    if (i > n) break;
+    r[i] = score[i] <= kNone ? kNarrowNone : static_cast<std::int32_t>(score[i] - score[0]);
+  }
+}
+STRIPELINE_HD void wide_scores(const std::int32_t* r, int n, std::int64_t* score) {
+  STRIPELINE_UNROLL
+  for (int i = 0; i < kLineStates; ++i) {
+    if (i > n) break;
+    score[i] = r[i] <= kNarrowNone ? kNone : r[i];
+  }
+}
+
+// The narrow walk's columns from the staged candidates (no link table).
+STRIPELINE_HD int walk_candidates_narrow(const LineModelView& v, const LineModelParams& params, int f, const LineModelLaneScratch& scratch, int from,
+                                         int to, int write_from, Candidate* prev_c, int prev_n, std::int32_t* r, const NarrowLink& link) {
   const LineModelParams p = params;  // register copies (walk_columns says why)
   const LineModelLaneScratch s = scratch;
   assume_staged_shared(s);
@@ -331,13 +406,7 @@ STRIPELINE_HD int walk_columns_narrow(const LineModelView& v, const LineModelPar
   // their addresses also go to the 64-bit walk, compiled apart).
   Candidate cur_c[kMaxLineCandidates], pc[kMaxLineCandidates];
   copy_first<kMaxLineCandidates>(prev_c, prev_n, pc);
-  std::int32_t r[kLineStates], cur[kLineStates];
-  r[0] = 0;
-  STRIPELINE_UNROLL
-  for (int i = 1; i < kLineStates; ++i) {
-    if (i > prev_n) break;
-    r[i] = score[i] <= kNone ? kNarrowNone : static_cast<std::int32_t>(score[i] - score[0]);
-  }
+  std::int32_t cur[kLineStates];
   for (int x = from; x < to; ++x) {
     std::uint8_t mask = 0;
     const int cur_n = load_staged(v, p, f, x, s, cur_c, &mask);
@@ -354,12 +423,64 @@ STRIPELINE_HD int walk_columns_narrow(const LineModelView& v, const LineModelPar
     prev_n = cur_n;
   }
   copy_first<kMaxLineCandidates>(pc, prev_n, prev_c);
-  STRIPELINE_UNROLL
-  for (int i = 0; i < kLineStates; ++i) {
-    if (i > prev_n) break;
-    score[i] = r[i] <= kNarrowNone ? kNone : r[i];
+  return prev_n;
+}
+
+// The narrow walk's columns from the link table: a step between columns of
+// at most two candidates reads two table entries instead of the candidates
+// and their link costs; other steps read the candidates (both columns').
+// The candidates are not carried: prev_c is neither read nor written.
+// Back-pointers written for every column with kWrite, for none without.
+template <bool kWrite>
+STRIPELINE_HD int walk_table(const LineModelView& v, const LineModelParams& params, int f, const LineModelLaneScratch& scratch, int from, int to,
+                             int prev_n, std::int32_t* r, const NarrowLink& link) {
+  const LineModelParams p = params;  // register copies (walk_columns says why)
+  const LineModelLaneScratch s = scratch;
+  assume_staged_shared(s);
+  const int states = p.candidates + 1;
+  std::int32_t cur[kLineStates];
+  std::uint8_t* back = kWrite ? s.back + static_cast<std::size_t>(from) * states : nullptr;
+  for (int x = from; x < to; ++x) {
+    const unsigned packed = s.staged_count_mask[x];
+    const int cur_n = static_cast<int>(packed & kStagedCountBits);
+    if (prev_n <= 2 && cur_n <= 2) {
+      if (prev_n < 2) r[2] = kNarrowNone;  // read (never taken) by the step's sums
+      if (prev_n < 1) r[1] = kNarrowNone;
+      advance_from_table<kWrite>(s, x, packed, prev_n, r, cur_n, cur, back);
+      copy_first<3>(cur, cur_n + 1, r);
+    } else {
+      Candidate pc[kMaxLineCandidates], cur_c[kMaxLineCandidates];
+      if (prev_n > 0) load_staged(v, p, f, x - 1, s, pc);
+      load_staged(v, p, f, x, s, cur_c);
+      advance_narrow<kMaxLineCandidates, kMaxLineCandidates>(pc, prev_n, r, cur_c, cur_n, static_cast<std::uint8_t>(packed >> 8), link, cur,
+                                                            kWrite ? back : nullptr);
+      copy_first<kLineStates>(cur, cur_n + 1, r);
+    }
+    prev_n = cur_n;
+    if constexpr (kWrite) back += states;
   }
   return prev_n;
+}
+
+// walk_columns in 32 bits: the same back-pointers; `score` in and out as
+// walk_columns', up to a constant. (Measured on an H100 and not kept: the
+// next column's loads issued a column ahead, and a 2 x 2 step without
+// branches that evaluates every pair: both slower, more instructions a
+// step.)
+STRIPELINE_HD int walk_columns_narrow(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to,
+                                      int write_from, Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link) {
+  std::int32_t r[kLineStates];
+  narrow_scores(score, prev_n, r);
+  int n = prev_n;
+  if (s.link_pair != nullptr) {  // the columns before write_from, then the rest (the walks take one or the other)
+    const int mid = write_from < from ? from : write_from > to ? to : write_from;
+    if (from < mid) n = walk_table<false>(v, p, f, s, from, mid, n, r, link);
+    if (mid < to) n = walk_table<true>(v, p, f, s, mid, to, n, r, link);
+  } else {
+    n = walk_candidates_narrow(v, p, f, s, from, to, write_from, prev_c, prev_n, r, link);
+  }
+  wide_scores(r, n, score);
+  return n;
 }
 
 // walk_columns compiled apart on the GPU (a template for the header's one
@@ -422,36 +543,67 @@ STRIPELINE_HD void lane_back_pointers(const LineModelView& v, const LineModelPar
 inline constexpr int kLineWarmup = 8;       // columns walked before the chunk, from "no line"
 inline constexpr int kLineSpecRounds = 8;   // rounds of walks again before the fallback
 
+// Column x's entries of the link table from the first two candidates of
+// columns x - 1 (prev: prev_n of them) and x (cur: cur_n). Pairs of
+// uncounted candidates are not written: the walks never take them (their
+// sums with kNarrowNone stay in range whatever the entry holds). A pair is
+// (strength - penalty) x 2 + break: a strength is below 2^24 and
+// segment_cost below 2^23, so it fits, and the step reads both with one
+// load.
+static_assert(kLineStagedSlots == 2, "the link table pairs two staged slots of each column");
+STRIPELINE_HD void link_entries(const Candidate* prev, int prev_n, const Candidate* cur, int cur_n, const NarrowLink& link, const LineModelLaneScratch& s,
+                                int x) {
+  STRIPELINE_UNROLL
+  for (int b = 0; b < kLineStagedSlots; ++b) {
+    if (b >= cur_n) break;
+    s.link_fresh[2 * x + b] = cur[b].strength - link.segment;
+    STRIPELINE_UNROLL
+    for (int a = 0; a < kLineStagedSlots; ++a) {
+      if (a >= prev_n) break;
+      const std::uint32_t cost = narrow_link_cost(prev[a], cur[b], link);
+      const bool brk = cost > static_cast<std::uint32_t>(link.segment);
+      const std::int32_t gain = cur[b].strength - (brk ? link.segment : static_cast<std::int32_t>(cost));
+      s.link_pair[4 * x + 2 * b + a] = static_cast<std::int32_t>(static_cast<std::uint32_t>(gain) << 1 | (brk ? 1u : 0u));
+    }
+  }
+}
+
 // Phase S1 (per lane, columns lane, lane + lanes, ...: coalesced on the
 // GPU): the candidates staged, each column's count beside its mask (so a
 // walk's step reads both with one shared load, also where the column
-// arrays did not fit in shared memory: wide frames); pass 0 clears the
-// masks.
-// Every load of four
-// columns (their counts and the fields of their first slots, read whatever
-// the count: the arrays hold every slot) is issued before any is used, so a
-// lane waits for memory once for them, not once for the counts and again
-// for the candidates (stores through the scratch's pointers could alias the view's,
-// so the GPU would otherwise wait for each load in turn).
+// arrays did not fit in shared memory: wide frames), and, where the scratch
+// has one, the link table (from the column's and its left neighbour's
+// first two candidates); pass 0 clears the masks. Every load of four
+// columns (their counts and the fields of their first slots and their left
+// neighbours', read whatever the count: the arrays hold every slot) is
+// issued before any is used, so a lane waits for memory once for them, not
+// once for the counts and again for the candidates (stores through the
+// scratch's pointers could alias the view's, so the GPU would otherwise
+// wait for each load in turn).
 STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& params, int f, int pass, int lanes, int lane, const LineModelLaneScratch& scratch) {
   const LineModelView v = view;  // copies in registers (walk_columns says why)
   const LineModelParams p = params;
   const LineModelLaneScratch s = scratch;
   assume_staged_shared(s);
+  const NarrowLink link = s.link;
+  const bool table = s.link_pair != nullptr && link.ok;  // then staged_slots == kLineStagedSlots
   constexpr int kAtOnce = 4;
   for (int x0 = lane; x0 < v.width; x0 += kAtOnce * lanes) {
-    int n[kAtOnce];
+    int n[kAtOnce], n_left[kAtOnce];
     unsigned mask[kAtOnce];
-    RawCandidate raw[kAtOnce][kLineStagedSlots];
+    RawCandidate raw[kAtOnce][kLineStagedSlots], left[kAtOnce][kLineStagedSlots];
     STRIPELINE_UNROLL
     for (int k = 0; k < kAtOnce; ++k) {
       const int x = x0 + k * lanes;
       const bool staged = x < v.width && s.staged_slots > 0;
       n[k] = staged ? slots_filled(v, p, f, x) : 0;
+      n_left[k] = staged && table && x > 0 ? slots_filled(v, p, f, x - 1) : 0;  // column 0's pairs are never read
       mask[k] = staged && pass > 0 ? s.mask[x] : 0u;  // pass 0 clears the masks
       STRIPELINE_UNROLL
-      for (int i = 0; i < kLineStagedSlots; ++i)
+      for (int i = 0; i < kLineStagedSlots; ++i) {
         if (staged && i < s.staged_slots) raw[k][i] = raw_candidate(v, p, f, i, x);
+        if (staged && table) left[k][i] = raw_candidate(v, p, f, i, x > 0 ? x - 1 : x);
+      }
     }
     STRIPELINE_UNROLL
     for (int k = 0; k < kAtOnce; ++k) {
@@ -460,9 +612,13 @@ STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& 
       if (pass == 0) s.mask[x] = 0;
       if (s.staged_slots == 0) continue;
       s.staged_count_mask[x] = static_cast<std::uint16_t>(static_cast<unsigned>(n[k]) | mask[k] << 8);
+      Candidate cur[kLineStagedSlots], prev[kLineStagedSlots];
       STRIPELINE_UNROLL
-      for (int i = 0; i < kLineStagedSlots; ++i)
-        if (i < s.staged_slots && i < n[k]) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = make_candidate(raw[k][i], p);
+      for (int i = 0; i < kLineStagedSlots; ++i) {
+        if (i < s.staged_slots && i < n[k]) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = cur[i] = make_candidate(raw[k][i], p);
+        if (i < n_left[k]) prev[i] = make_candidate(left[k][i], p);
+      }
+      if (table) link_entries(prev, n_left[k], cur, n[k], link, s, x);
     }
   }
 }
@@ -479,7 +635,7 @@ STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams&
   Candidate prev_c[kMaxLineCandidates];
   std::int64_t score[kLineStates];
   score[0] = 0;
-  const NarrowLink link = narrow_link(p);
+  const NarrowLink link = s.link;
   const int start = c.begin > warmup ? c.begin - warmup : 0;
   int n = 0;
   if (start < c.begin) {
@@ -531,7 +687,7 @@ STRIPELINE_HD void lane_walk_again(const LineModelView& v, const LineModelParams
   int n = load_staged(v, p, f, c.begin - 1, s, prev_c);
   std::int64_t score[kLineStates];
   copy_scores(lane_scores(s.spec_start, lane), n, score);
-  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, narrow_link(p));
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, s.link);
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
 }
 
@@ -693,9 +849,11 @@ struct LineLaneStats {
 // The phases in order for one frame, lane after lane: what the block kernel
 // runs with its lanes side by side (tests/test_line_model.cpp checks it
 // against line_model_frame(), for any warm-up and number of rounds).
-inline LineLaneStats line_model_frame_lanes(const LineModelView& v, const LineModelParams& p, int f, int lanes, const LineModelLaneScratch& s,
+inline LineLaneStats line_model_frame_lanes(const LineModelView& v, const LineModelParams& p, int f, int lanes, const LineModelLaneScratch& scratch,
                                             int warmup = line_model::kLineWarmup, int rounds = line_model::kLineSpecRounds) {
   namespace lm = line_model;
+  LineModelLaneScratch s = scratch;
+  s.link = lm::narrow_link(p);
   LineLaneStats stats;
   if (v.width <= 0) return stats;
   const int used = lm::lanes_used(v.width, lanes);

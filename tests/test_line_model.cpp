@@ -558,6 +558,31 @@ TEST(LineModel, TheLaneDecompositionGivesTheOraclesBits) {
   EXPECT_EQ(total[2].rounds, 0);
 }
 
+// The link table (the speculative walks' steps between columns of at most
+// two candidates, kernels/line_model_lanes.h) is laid out for the block
+// kernel's production shape, so the lane tests above walk through it
+// (mixed with the steps that read candidates: random columns have up to
+// K + 1); where it does not fit, the walks read the staged candidates.
+TEST(LineModel, TheLinkTableFitsTheProductionShape) {
+  const auto layout = [](int k, int width, int lanes) { return kernels::line_lane_layout(k, width, lanes, nullptr, nullptr); };
+  std::vector<std::uint64_t> fixed(layout(8, 2048, kernels::kLineBlockLanes).fixed_bytes / 8);
+  const auto scratch = [&](int k, int width, int lanes) {
+    return kernels::line_lane_layout(k, width, lanes, reinterpret_cast<unsigned char*>(fixed.data()), nullptr).scratch;
+  };
+  const kernels::LineModelLaneScratch block = scratch(8, 2048, kernels::kLineBlockLanes);
+  ASSERT_NE(block.link_pair, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(block.link_pair) % 16, reinterpret_cast<std::uintptr_t>(fixed.data()) % 16);
+  EXPECT_EQ(block.link_fresh, block.link_pair + 4 * 2048);
+  EXPECT_EQ(block.staged_slots, kernels::kLineStagedSlots);
+  // The table and the staged candidates within the bytes the transfer matrices take.
+  const auto* end = reinterpret_cast<const unsigned char*>(block.staged_count_mask + 2048);
+  EXPECT_LE(end, reinterpret_cast<const unsigned char*>(block.transfer) + 8 * 256 * 9 * 9);
+  EXPECT_EQ(scratch(8, 2048, 32).link_pair, nullptr);   // the warp kernel: no room
+  EXPECT_EQ(scratch(2, 2048, kernels::kLineBlockLanes).link_pair, nullptr);  // no staged candidates
+  EXPECT_EQ(scratch(8, 4096, kernels::kLineBlockLanes).link_pair, nullptr);  // too wide: staged candidates alone
+  EXPECT_GT(scratch(8, 4096, kernels::kLineBlockLanes).staged_slots, 0);
+}
+
 // The speculative pass's worst case, two lines whose scores never forget
 // which started first: the rounds run out and the exact phases give the
 // oracle's bits; given rounds enough, the rounds do.

@@ -37,7 +37,7 @@ __device__ LineModelLaneScratch frame_scratch(const LineModelParams& p, int widt
 // One frame per block of one warp: the phases of line_model_frame_lanes()
 // with the lanes side by side (__syncwarp between phases).
 __global__ void line_model_kernel(LineModelView v, LineModelParams p, unsigned char* global_columns, bool columns_shared) {
-  extern __shared__ __align__(8) unsigned char shared[];
+  extern __shared__ __align__(16) unsigned char shared[];
   const int f = static_cast<int>(blockIdx.x), lane = static_cast<int>(threadIdx.x);
   const LineModelLaneScratch s = frame_scratch(p, v.width, kWarp, f, shared, global_columns, columns_shared);
   const int used = lm::lanes_used(v.width, kWarp);
@@ -287,6 +287,7 @@ __device__ void block_runs(const LineModelView& v, const LineModelLaneScratch& s
 // kernel spill the speculative walks' scores and candidates as well.
 __device__ int g_warmup = lm::kLineWarmup;  // columns; set_line_model_warmup (the bench) changes it
 __device__ bool g_narrow_walks = true;       // set_line_model_narrow_walks (the bench) changes it
+__device__ bool g_link_table = true;         // set_line_model_link_table (the bench) changes it
 __device__ __noinline__ void speculate(const LineModelView& v, const LineModelParams& p, int f, int lane, const LineModelLaneScratch& s) {
   lm::lane_speculate(v, p, f, kBlockLanes, lane, s, g_warmup);
 }
@@ -343,7 +344,7 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   // (__grid_constant__, read-only: no stack copy) and the scratch's in
   // shared memory. On the stack, every byte store (a back-pointer, a mask)
   // made the phases load them again, from local memory at L2 latency.
-  extern __shared__ __align__(8) unsigned char shared[];
+  extern __shared__ __align__(16) unsigned char shared[];  // 16: the link table's vector loads
   __shared__ BlockScan scan;
   __shared__ LineModelLaneScratch scratch;
   PhaseClock<kTimed> clock;
@@ -352,6 +353,8 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   if (lane_id == 0) {
     scratch = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
     scratch.narrow_walks = g_narrow_walks;
+    scratch.link = lm::narrow_link(p);
+    if (!g_link_table) scratch.link_pair = scratch.link_fresh = nullptr;
   }
   __syncthreads();
   const LineModelLaneScratch& s = scratch;
@@ -459,6 +462,10 @@ void set_line_model_warmup(int columns) {
 
 void set_line_model_narrow_walks(bool on) {
   STRIPELINE_CUDA_CHECK(cudaMemcpyToSymbol(g_narrow_walks, &on, sizeof on));
+}
+
+void set_line_model_link_table(bool on) {
+  STRIPELINE_CUDA_CHECK(cudaMemcpyToSymbol(g_link_table, &on, sizeof on));
 }
 
 LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream) {

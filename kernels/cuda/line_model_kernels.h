@@ -40,7 +40,7 @@ void launch_line_model(const LineModelView& view, const LineModelParams& params,
 // For the bench's profile of the block kernel (bench/line_model_kernel_bench):
 // one launch of a variant whose thread 0 reads clock64() at each phase
 // boundary; [pass][phase] = cycles summed over the view's frames (phases:
-// staging, speculative walk, rounds of walks again, the exact fallback,
+// staging (with the link table), speculative walk, rounds of walks again, the exact fallback,
 // first states, last states, path, runs, drop short), [kLinePasses][0] = the
 // output's write, [kLinePasses][1] = the passes run, [kLinePasses][2] = the
 // rounds in which a lane walked again, [kLinePasses][3] = the fallbacks.
@@ -59,5 +59,9 @@ void set_line_model_warmup(int columns);
 // For the bench: the speculative walks in 32 bits where the parameters allow
 // (the default) or always in 64 (the same bits). Device-wide, synchronous.
 void set_line_model_narrow_walks(bool on);
+// For the bench: the 32-bit walks' steps from the link table where it fits
+// (the default) or from the staged candidates (the same bits). Device-wide,
+// synchronous.
+void set_line_model_link_table(bool on);
 
 }  // namespace stripeline::kernels::cuda
