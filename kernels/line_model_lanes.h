@@ -345,8 +345,8 @@ STRIPELINE_HD void advance_narrow(const Candidate* prev_c, int prev_n, const std
 // sides, so the same scores and back-pointers (written with kWrite). prev
 // holds three scores (kNarrowNone past prev_n).
 template <bool kWrite>
-STRIPELINE_HD void advance_from_table(const LineModelLaneScratch& s, int x, unsigned packed, int prev_n, const std::int32_t* prev, int cur_n,
-                                      std::int32_t* cur, std::uint8_t* back) {
+STRIPELINE_HD unsigned advance_from_table(const LineModelLaneScratch& s, int x, unsigned packed, int prev_n, const std::int32_t* prev, int cur_n,
+                                          std::int32_t* cur, std::uint8_t* back) {
   std::int32_t pair[4], fresh[2];
 #if defined(__CUDA_ARCH__)
   __builtin_assume(__isShared(s.link_pair));
@@ -363,6 +363,7 @@ STRIPELINE_HD void advance_from_table(const LineModelLaneScratch& s, int x, unsi
   if (prev_n >= 1 && prev[1] > gain) gain = prev[1], from_none = 1;
   if (prev_n >= 2 && prev[2] > gain) gain = prev[2], from_none = 2;
   if constexpr (kWrite) back[0] = static_cast<std::uint8_t>(from_none);
+  unsigned states = from_none;  // each state's predecessor, 4 bits a state
   cur[0] = 0;
   STRIPELINE_UNROLL
   for (int b = 1; b <= 2; ++b) {
@@ -370,12 +371,30 @@ STRIPELINE_HD void advance_from_table(const LineModelLaneScratch& s, int x, unsi
     const std::int32_t via1 = prev[1] + (pair[2 * (b - 1)] >> 1), via2 = prev[2] + (pair[2 * (b - 1) + 1] >> 1);
     std::int32_t top = fresh[b - 1];  // a new segment
     unsigned from = 0;
-    if (prev_n >= 1 && via1 > top) top = via1, from = 1u | (pair[2 * (b - 1)] & 1 ? kBreak : 0u);
-    if (prev_n >= 2 && via2 > top) top = via2, from = 2u | (pair[2 * (b - 1) + 1] & 1 ? kBreak : 0u);
+    bool brk = false;
+    if (prev_n >= 1 && via1 > top) top = via1, from = 1u, brk = (pair[2 * (b - 1)] & 1) != 0;
+    if (prev_n >= 2 && via2 > top) top = via2, from = 2u, brk = (pair[2 * (b - 1) + 1] & 1) != 0;
     const bool excluded = (packed >> (7 + b)) & 1;  // the mask's bit b - 1
     cur[b] = excluded ? kNarrowNone : top - gain;   // relative to this column's "no line"
-    if constexpr (kWrite) back[b] = static_cast<std::uint8_t>(excluded ? 0u : from);
+    if (excluded) from = 0;
+    if constexpr (kWrite) back[b] = static_cast<std::uint8_t>(from | (brk && !excluded ? kBreak : 0u));
+    states |= from << (4 * b);
   }
+  return states;
+}
+
+// The chunk walks' first states (phase 4's, carried along the walk instead
+// of traced back after it): 4 bits a state, the state at the walk's first
+// column on the best path to each state of the current column.
+inline constexpr std::uint64_t kFirstIdentity = 0x876543210ull;  // at the first column: each state itself
+STRIPELINE_HD std::uint64_t first_through(std::uint64_t first, std::uint64_t predecessors, int n) {
+  std::uint64_t out = 0;
+  STRIPELINE_UNROLL
+  for (int b = 0; b < kLineStates; ++b) {
+    if (b > n) break;
+    out |= ((first >> (4 * ((predecessors >> (4 * b)) & 0xF))) & 0xF) << (4 * b);
+  }
+  return out;
 }
 
 // Scores as the narrow walks hold them: relative to "no line" (r[0] = 0).
@@ -431,22 +450,26 @@ STRIPELINE_HD int walk_candidates_narrow(const LineModelView& v, const LineModel
 // and their link costs; other steps read the candidates (both columns').
 // The candidates are not carried: prev_c is neither read nor written.
 // Back-pointers written for every column with kWrite, for none without.
+// With kWrite, also each state's first state (first_through; `first` set
+// at the end, from kFirstIdentity at column `from`).
 template <bool kWrite>
 STRIPELINE_HD int walk_table(const LineModelView& v, const LineModelParams& params, int f, const LineModelLaneScratch& scratch, int from, int to,
-                             int prev_n, std::int32_t* r, const NarrowLink& link) {
+                             int prev_n, std::int32_t* r, const NarrowLink& link, std::uint64_t* first) {
   const LineModelParams p = params;  // register copies (walk_columns says why)
   const LineModelLaneScratch s = scratch;
   assume_staged_shared(s);
   const int states = p.candidates + 1;
   std::int32_t cur[kLineStates];
   std::uint8_t* back = kWrite ? s.back + static_cast<std::size_t>(from) * states : nullptr;
+  std::uint64_t firsts = kFirstIdentity;
   for (int x = from; x < to; ++x) {
     const unsigned packed = s.staged_count_mask[x];
     const int cur_n = static_cast<int>(packed & kStagedCountBits);
+    std::uint64_t predecessors = 0;
     if (prev_n <= 2 && cur_n <= 2) {
       if (prev_n < 2) r[2] = kNarrowNone;  // read (never taken) by the step's sums
       if (prev_n < 1) r[1] = kNarrowNone;
-      advance_from_table<kWrite>(s, x, packed, prev_n, r, cur_n, cur, back);
+      predecessors = advance_from_table<kWrite>(s, x, packed, prev_n, r, cur_n, cur, back);
       copy_first<3>(cur, cur_n + 1, r);
     } else {
       Candidate pc[kMaxLineCandidates], cur_c[kMaxLineCandidates];
@@ -455,10 +478,16 @@ STRIPELINE_HD int walk_table(const LineModelView& v, const LineModelParams& para
       advance_narrow<kMaxLineCandidates, kMaxLineCandidates>(pc, prev_n, r, cur_c, cur_n, static_cast<std::uint8_t>(packed >> 8), link, cur,
                                                             kWrite ? back : nullptr);
       copy_first<kLineStates>(cur, cur_n + 1, r);
+      if constexpr (kWrite)
+        for (int b = 0; b <= cur_n; ++b) predecessors |= static_cast<std::uint64_t>(back[b] & 0x0F) << (4 * b);
     }
+    if constexpr (kWrite)
+      if (x > from) firsts = first_through(firsts, predecessors, cur_n);
     prev_n = cur_n;
     if constexpr (kWrite) back += states;
   }
+  if constexpr (kWrite)
+    if (first != nullptr) *first = firsts;
   return prev_n;
 }
 
@@ -468,14 +497,15 @@ STRIPELINE_HD int walk_table(const LineModelView& v, const LineModelParams& para
 // branches that evaluates every pair: both slower, more instructions a
 // step.)
 STRIPELINE_HD int walk_columns_narrow(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to,
-                                      int write_from, Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link) {
+                                      int write_from, Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link,
+                                      std::uint64_t* first) {
   std::int32_t r[kLineStates];
   narrow_scores(score, prev_n, r);
   int n = prev_n;
   if (s.link_pair != nullptr) {  // the columns before write_from, then the rest (the walks take one or the other)
     const int mid = write_from < from ? from : write_from > to ? to : write_from;
-    if (from < mid) n = walk_table<false>(v, p, f, s, from, mid, n, r, link);
-    if (mid < to) n = walk_table<true>(v, p, f, s, mid, to, n, r, link);
+    if (from < mid) n = walk_table<false>(v, p, f, s, from, mid, n, r, link, nullptr);
+    if (mid < to) n = walk_table<true>(v, p, f, s, mid, to, n, r, link, first);
   } else {
     n = walk_candidates_narrow(v, p, f, s, from, to, write_from, prev_c, prev_n, r, link);
   }
@@ -497,12 +527,23 @@ STRIPELINE_HD_APART int walk_columns_apart(const LineModelView& v, const LineMod
   return walk_columns(v, p, f, s, from, to, write_from, prev_c, prev_n, score);
 }
 
+// Whether the speculative walks carry each chunk's first states (the table
+// walks do; phase 4 then runs only after the exact fallback).
+STRIPELINE_HD bool walks_carry_first(const LineModelLaneScratch& s) { return s.link.ok && s.narrow_walks && s.link_pair != nullptr; }
+
 // The speculative walks' columns: 32 bits where the parameters allow
-// (link: narrow_link(p), taken once by the caller).
+// (link: narrow_link(p), taken once by the caller); `first` (the walks
+// from write_from = from on, where walks_carry_first) gets first_through's
+// states at the last column.
 STRIPELINE_HD int walk_speculative(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to, int write_from,
-                                   Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link) {
-  if (link.ok && s.narrow_walks) return walk_columns_narrow(v, p, f, s, from, to, write_from, prev_c, prev_n, score, link);
+                                   Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link, std::uint64_t* first = nullptr) {
+  if (link.ok && s.narrow_walks) return walk_columns_narrow(v, p, f, s, from, to, write_from, prev_c, prev_n, score, link, first);
   return walk_columns_apart(v, p, f, s, from, to, write_from, prev_c, prev_n, score);
+}
+
+// A chunk's first states as phase 4 stores them.
+STRIPELINE_HD void store_first(const LineModelLaneScratch& s, int lane, std::uint64_t first, int n) {
+  for (int t = 0; t <= n; ++t) s.first[lane * kLineStates + t] = static_cast<std::uint8_t>((first >> (4 * t)) & 0xF);
 }
 
 // Phase 3 (per lane): the chunk walked again from its exact entering scores
@@ -568,6 +609,33 @@ STRIPELINE_HD void link_entries(const Candidate* prev, int prev_n, const Candida
   }
 }
 
+#if defined(__CUDA_ARCH__)
+// lane_stage's left neighbours on the GPU: column x - 1's count and first
+// two candidates from the lane before (its column x - 1), for every lane
+// of the warp but the first (which loaded its own).
+template <int kAtOnce>
+__device__ void left_by_shuffle(const int* n, const RawCandidate (*raw)[kLineStagedSlots], int x0, int lanes, int width, int warp_lane, int* n_left,
+                                RawCandidate (*left)[kLineStagedSlots]) {
+  constexpr unsigned kWarpMask = 0xFFFFFFFFu;
+  STRIPELINE_UNROLL
+  for (int k = 0; k < kAtOnce; ++k) {
+    const bool mine = warp_lane != 0 && x0 + k * lanes < width;
+    const int count = __shfl_up_sync(kWarpMask, n[k], 1);
+    if (mine) n_left[k] = count;
+    STRIPELINE_UNROLL
+    for (int i = 0; i < kLineStagedSlots; ++i) {
+      const RawCandidate& r = raw[k][i];
+      const std::int32_t position = __shfl_up_sync(kWarpMask, r.position, 1);
+      const unsigned width_quality = __shfl_up_sync(kWarpMask, static_cast<unsigned>(r.width) | static_cast<unsigned>(r.quality) << 16, 1);
+      const unsigned intensity = __shfl_up_sync(kWarpMask, static_cast<unsigned>(r.intensity), 1);
+      if (mine)
+        left[k][i] = {position, static_cast<std::uint16_t>(width_quality & 0xFFFFu), static_cast<std::uint16_t>(width_quality >> 16),
+                      static_cast<std::uint16_t>(intensity)};
+    }
+  }
+}
+#endif
+
 // Phase S1 (per lane, columns lane, lane + lanes, ...: coalesced on the
 // GPU): the candidates staged, each column's count beside its mask (so a
 // walk's step reads both with one shared load, also where the column
@@ -588,7 +656,16 @@ STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& 
   const NarrowLink link = s.link;
   const bool table = s.link_pair != nullptr && link.ok;  // then staged_slots == kLineStagedSlots
   constexpr int kAtOnce = 4;
-  for (int x0 = lane; x0 < v.width; x0 += kAtOnce * lanes) {
+  // On the GPU (lanes a multiple of the warp, a warp's lanes side by side)
+  // a column's left neighbour is the lane before's column: its candidates
+  // come by shuffle, loaded only by each warp's first lane. The shuffles
+  // need the whole warp, so its lanes loop alike (the first lane's count).
+#if defined(__CUDA_ARCH__)
+  const int warp_lane = lane & 31;
+#else
+  const int warp_lane = 0;
+#endif
+  for (int x0 = lane; x0 - warp_lane < v.width; x0 += kAtOnce * lanes) {
     int n[kAtOnce], n_left[kAtOnce];
     unsigned mask[kAtOnce];
     RawCandidate raw[kAtOnce][kLineStagedSlots], left[kAtOnce][kLineStagedSlots];
@@ -596,15 +673,19 @@ STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& 
     for (int k = 0; k < kAtOnce; ++k) {
       const int x = x0 + k * lanes;
       const bool staged = x < v.width && s.staged_slots > 0;
+      const bool load_left = staged && table && x > 0 && warp_lane == 0;  // column 0's pairs are never read
       n[k] = staged ? slots_filled(v, p, f, x) : 0;
-      n_left[k] = staged && table && x > 0 ? slots_filled(v, p, f, x - 1) : 0;  // column 0's pairs are never read
+      n_left[k] = load_left ? slots_filled(v, p, f, x - 1) : 0;
       mask[k] = staged && pass > 0 ? s.mask[x] : 0u;  // pass 0 clears the masks
       STRIPELINE_UNROLL
       for (int i = 0; i < kLineStagedSlots; ++i) {
         if (staged && i < s.staged_slots) raw[k][i] = raw_candidate(v, p, f, i, x);
-        if (staged && table) left[k][i] = raw_candidate(v, p, f, i, x > 0 ? x - 1 : x);
+        if (load_left) left[k][i] = raw_candidate(v, p, f, i, x - 1);
       }
     }
+#if defined(__CUDA_ARCH__)
+    if (table) left_by_shuffle<kAtOnce>(n, raw, x0, lanes, v.width, warp_lane, n_left, left);
+#endif
     STRIPELINE_UNROLL
     for (int k = 0; k < kAtOnce; ++k) {
       const int x = x0 + k * lanes;
@@ -649,9 +730,11 @@ STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams&
     }
   }
   copy_scores(score, n, lane_scores(s.spec_start, lane));
-  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, link);
+  std::uint64_t first = 0;
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, link, &first);
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
   s.n_last[lane] = static_cast<std::uint8_t>(n);
+  if (walks_carry_first(s)) store_first(s, lane, first, n);
 }
 
 // Whether scores of states 0..n differ by a constant (states no path
@@ -687,8 +770,10 @@ STRIPELINE_HD void lane_walk_again(const LineModelView& v, const LineModelParams
   int n = load_staged(v, p, f, c.begin - 1, s, prev_c);
   std::int64_t score[kLineStates];
   copy_scores(lane_scores(s.spec_start, lane), n, score);
-  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, s.link);
+  std::uint64_t first = 0;
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, s.link, &first);
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
+  if (walks_carry_first(s)) store_first(s, lane, first, n);
 }
 
 // Phase 4 (per lane): for each state of the chunk's last column, the state
@@ -881,7 +966,8 @@ inline LineLaneStats line_model_frame_lanes(const LineModelView& v, const LineMo
         for (int b = 0; b < kLineStates; ++b) lm::lanes_entering(b, l, s);
       for (int lane = 0; lane < lanes; ++lane) lm::lane_back_pointers(v, p, f, lanes, lane, s);
     }
-    for (int lane = 0; lane < lanes; ++lane) lm::lane_first_states(v, p, lanes, lane, s);
+    if (!exact || !lm::walks_carry_first(s))  // the walks carried them
+      for (int lane = 0; lane < lanes; ++lane) lm::lane_first_states(v, p, lanes, lane, s);
     lm::lanes_last_states(v, p, lanes, s);
     for (int lane = 0; lane < lanes; ++lane) lm::lane_path(v, p, lanes, lane, s);
     lm::lanes_runs(v, lanes, s);

@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
       exact_forward_pass(v, p, f, pass, used, lane_id, s);
     }
     clock.mark(pass, 3);
-    lm::lane_first_states(v, p, kBlockLanes, lane_id, s);
+    if (!exact || !lm::walks_carry_first(s)) lm::lane_first_states(v, p, kBlockLanes, lane_id, s);  // else the walks carried them
     __syncthreads();
     clock.mark(pass, 4);
     block_last_states(v, p, s, used, warp, lane, scan);
