@@ -776,7 +776,8 @@ STRIPELINE_HD void lane_walk_again(const LineModelView& v, const LineModelParams
   if (walks_carry_first(s)) store_first(s, lane, first, n);
 }
 
-// Phase 4 (per lane): for each state of the chunk's last column, the state
+// Phase 4 (per lane; where walks_carry_first, only after the exact
+// fallback): for each state of the chunk's last column, the state
 // at its first column on the best path ending there.
 STRIPELINE_HD void lane_first_states(const LineModelView& view, const LineModelParams& params, int lanes, int lane, const LineModelLaneScratch& scratch) {
   const LineModelView v = view;  // copies in registers (walk_columns says why)
