@@ -583,6 +583,56 @@ TEST(LineModel, TheLinkTableFitsTheProductionShape) {
   EXPECT_GT(scratch(8, 4096, kernels::kLineBlockLanes).staged_slots, 0);
 }
 
+// The table walks carry each chunk's first states (kernels/line_model_lanes.h,
+// first_through), so phase 4 runs only after the exact fallback: after the
+// speculative pass and its rounds, the carried states equal phase 4's
+// trace back, state by state, on random frames (with masks from a drop:
+// the second pass too), for warm-ups that need rounds and that do not.
+TEST(LineModel, TheWalksCarryTheFirstStatesPhase4Traces) {
+  namespace lm = kernels::line_model;
+  std::uint64_t seed = 4242;
+  const int lanes = kernels::kLineBlockLanes, width = 2048, k = 8;
+  int compared = 0;
+  for (int warmup : {0, lm::kLineWarmup}) {
+    Candidates c = random_candidates(3, width, k, seed++);
+    const kernels::LineModelParams p = params(k, 50.0, 8, 1.5, 6.0, 1.0, 6);
+    const kernels::LineLaneLayout size = kernels::line_lane_layout(k, width, lanes, nullptr, nullptr);
+    std::vector<std::uint64_t> fixed(size.fixed_bytes / 8), columns(size.column_bytes / 8);
+    kernels::LineModelLaneScratch s =
+        kernels::line_lane_layout(k, width, lanes, reinterpret_cast<unsigned char*>(fixed.data()), reinterpret_cast<unsigned char*>(columns.data())).scratch;
+    s.link = lm::narrow_link(p);
+    ASSERT_TRUE(lm::walks_carry_first(s));
+    Output out(c.frames, width);
+    kernels::LineModelView v;
+    v.in = c.arrays(), v.out = out.arrays(), v.frames = c.frames, v.width = width;
+    const int used = lm::lanes_used(width, lanes);
+    for (int f = 0; f < c.frames; ++f)
+      for (int pass = 0; pass < 2; ++pass) {
+        SCOPED_TRACE("warm-up " + std::to_string(warmup) + " frame " + std::to_string(f) + " pass " + std::to_string(pass));
+        for (int lane = 0; lane < lanes; ++lane) lm::lane_stage(v, p, f, pass, lanes, lane, s);
+        for (int lane = 0; lane < lanes; ++lane) lm::lane_speculate(v, p, f, lanes, lane, s, warmup);
+        for (bool again = true; again;) {
+          std::vector<char> need(lanes, 0);
+          again = false;
+          for (int lane = 0; lane < lanes; ++lane) again = (need[lane] = lm::lane_needs_walk(v, lanes, lane, s) ? 1 : 0) || again;
+          for (int lane = 0; lane < lanes; ++lane)
+            if (need[lane]) lm::lane_walk_again(v, p, f, lanes, lane, s);
+        }
+        const std::vector<std::uint8_t> carried(s.first, s.first + lanes * kernels::kLineStates);
+        for (int lane = 0; lane < lanes; ++lane) lm::lane_first_states(v, p, lanes, lane, s);
+        for (int lane = 0; lane < used; ++lane)
+          for (int t = 0; t <= s.n_last[lane]; ++t, ++compared)
+            ASSERT_EQ(carried[lane * kernels::kLineStates + t], s.first[lane * kernels::kLineStates + t]) << "lane " << lane << " state " << t;
+        // The rest of the pass, so the next one has its masks.
+        lm::lanes_last_states(v, p, lanes, s);
+        for (int lane = 0; lane < lanes; ++lane) lm::lane_path(v, p, lanes, lane, s);
+        lm::lanes_runs(v, lanes, s);
+        for (int lane = 0; lane < lanes; ++lane) lm::lane_drop_short(v, p, lanes, lane, s);
+      }
+  }
+  EXPECT_GT(compared, 2 * 3 * 2 * 256) << "every lane's states compared";
+}
+
 // The speculative pass's worst case, two lines whose scores never forget
 // which started first: the rounds run out and the exact phases give the
 // oracle's bits; given rounds enough, the rounds do.
