@@ -294,7 +294,7 @@ STRIPELINE_HD int walk_columns(const LineModelView& v, const LineModelParams& pa
 }
 
 // The same walk in 32 bits (NarrowLink; the speculative passes' walks take
-// it when narrow_link(p).ok). Scores are held relative to the column's "no
+// it where walks_narrow). Scores are held relative to the column's "no
 // line" state (r[0] = 0): every choice compares scores of one column, so
 // the back-pointers are walk_columns' and the scores it leaves differ from
 // walk_columns' by a constant, which is all the speculative pass uses them
@@ -527,17 +527,18 @@ STRIPELINE_HD_APART int walk_columns_apart(const LineModelView& v, const LineMod
   return walk_columns(v, p, f, s, from, to, write_from, prev_c, prev_n, score);
 }
 
-// Whether the speculative walks carry each chunk's first states (the table
-// walks do; phase 4 then runs only after the exact fallback).
-STRIPELINE_HD bool walks_carry_first(const LineModelLaneScratch& s) { return s.link.ok && s.narrow_walks && s.link_pair != nullptr; }
+// Whether the speculative walks take 32 bits (s.link: the parameters allow
+// it), and whether they carry each chunk's first states (the table walks
+// do; phase 4 then runs only after the exact fallback).
+STRIPELINE_HD bool walks_narrow(const LineModelLaneScratch& s) { return s.link.ok && s.narrow_walks; }
+STRIPELINE_HD bool walks_carry_first(const LineModelLaneScratch& s) { return walks_narrow(s) && s.link_pair != nullptr; }
 
-// The speculative walks' columns: 32 bits where the parameters allow
-// (link: narrow_link(p), taken once by the caller); `first` (the walks
-// from write_from = from on, where walks_carry_first) gets first_through's
-// states at the last column.
+// The speculative walks' columns, in 32 bits where walks_narrow; `first`
+// (the walks from write_from = from on, where walks_carry_first) gets
+// first_through's states at the last column.
 STRIPELINE_HD int walk_speculative(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, int from, int to, int write_from,
-                                   Candidate* prev_c, int prev_n, std::int64_t* score, const NarrowLink& link, std::uint64_t* first = nullptr) {
-  if (link.ok && s.narrow_walks) return walk_columns_narrow(v, p, f, s, from, to, write_from, prev_c, prev_n, score, link, first);
+                                   Candidate* prev_c, int prev_n, std::int64_t* score, std::uint64_t* first = nullptr) {
+  if (walks_narrow(s)) return walk_columns_narrow(v, p, f, s, from, to, write_from, prev_c, prev_n, score, s.link, first);
   return walk_columns_apart(v, p, f, s, from, to, write_from, prev_c, prev_n, score);
 }
 
@@ -716,11 +717,10 @@ STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams&
   Candidate prev_c[kMaxLineCandidates];
   std::int64_t score[kLineStates];
   score[0] = 0;
-  const NarrowLink link = s.link;
   const int start = c.begin > warmup ? c.begin - warmup : 0;
   int n = 0;
   if (start < c.begin) {
-    n = walk_speculative(v, p, f, s, start, c.begin, v.width, prev_c, 0, score, link);
+    n = walk_speculative(v, p, f, s, start, c.begin, v.width, prev_c, 0, score);
   } else if (c.begin > 0) {  // no warm-up: "no line" alone before the chunk
     n = load_staged(v, p, f, c.begin - 1, s, prev_c);
     STRIPELINE_UNROLL
@@ -731,7 +731,7 @@ STRIPELINE_HD void lane_speculate(const LineModelView& v, const LineModelParams&
   }
   copy_scores(score, n, lane_scores(s.spec_start, lane));
   std::uint64_t first = 0;
-  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, link, &first);
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, &first);
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
   s.n_last[lane] = static_cast<std::uint8_t>(n);
   if (walks_carry_first(s)) store_first(s, lane, first, n);
@@ -771,7 +771,7 @@ STRIPELINE_HD void lane_walk_again(const LineModelView& v, const LineModelParams
   std::int64_t score[kLineStates];
   copy_scores(lane_scores(s.spec_start, lane), n, score);
   std::uint64_t first = 0;
-  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, s.link, &first);
+  n = walk_speculative(v, p, f, s, c.begin, c.end, c.begin, prev_c, n, score, &first);
   copy_scores(score, n, lane_scores(s.entering, lane + 1));
   if (walks_carry_first(s)) store_first(s, lane, first, n);
 }
