@@ -48,7 +48,7 @@ double median(std::vector<double> v) {
 // phase and pass (thread 0's view: the phase's slowest warp), as microseconds
 // at the SM's clock.
 void print_phase_profile(const kernels::LineModelParams& line, const kernels::LineModelArrays& in, const kernels::LineModelArrays& out,
-                         std::uint8_t* back, int width, int clock_khz, cudaStream_t stream) {
+                         std::uint8_t* back, int width, int clock_khz, cudaStream_t stream, const kernels::LineStageAhead* ahead) {
   static const char* const kNames[kc::kLinePhaseCount] = {"staging", "speculative", "rounds", "exact fallback", "first states",
                                                           "last states", "path", "runs", "drop short"};
   constexpr int kLaunches = 50;
@@ -56,8 +56,9 @@ void print_phase_profile(const kernels::LineModelParams& line, const kernels::Li
     kernels::LineModelView v;
     v.in = in, v.out = out, v.back = back, v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = width;
     kc::LinePhaseProfile sum{};
+    if (ahead != nullptr) kc::launch_line_stage_ahead(v, *ahead, stream);  // what the warp chain leaves the model
     for (int r = 0; r < kLaunches; ++r) {
-      const kc::LinePhaseProfile one = kc::line_model_block_phase_cycles(v, line, stream);
+      const kc::LinePhaseProfile one = kc::line_model_block_phase_cycles(v, line, stream, ahead);
       for (int a = 0; a <= kernels::kLinePasses; ++a)
         for (int b = 0; b < kc::kLinePhaseCount; ++b) sum.cycles[a][b] += one.cycles[a][b];
     }
@@ -133,15 +134,25 @@ int main(int argc, char** argv) {
   // The warp kernel; the block kernel with its speculative walks in 64 bits,
   // in 32 from the staged candidates and in 32 from the link table (the
   // default), in the same run.
+  // Then with pass 0 staged ahead (kernels::LineStageAhead) by a kernel of
+  // its own, as the processor runs them: timed with the model, and the
+  // model alone (staged once before the timed launches).
   struct Design {
     kc::LineKernel kernel;
     bool narrow, table;
+    int ahead;  // 0: the model stages; 1: the stage kernel timed with it; 2: the model alone after it
     const char* name;
   };
-  for (const Design& d : {Design{kc::LineKernel::Warp, true, true, "warp per frame        "},
-                          Design{kc::LineKernel::Block, false, false, "block, 64-bit walks   "},
-                          Design{kc::LineKernel::Block, true, false, "block, 32-bit walks   "},
-                          Design{kc::LineKernel::Block, true, true, "block, link table     "}}) {
+  const kernels::LineStageAhead ahead_size = kernels::line_stage_ahead(line, kWidth, nullptr);
+  const DeviceBuffer ahead_bytes = DeviceBuffer::allocate(std::max<std::size_t>(ahead_size.frame_bytes, 16) * kFrames, "staged ahead");
+  const kernels::LineStageAhead ahead = kernels::line_stage_ahead(line, kWidth, ahead_bytes.as<unsigned char>());
+  for (const Design& d : {Design{kc::LineKernel::Warp, true, true, 0, "warp per frame        "},
+                          Design{kc::LineKernel::Block, false, false, 0, "block, 64-bit walks   "},
+                          Design{kc::LineKernel::Block, true, false, 0, "block, 32-bit walks   "},
+                          Design{kc::LineKernel::Block, true, true, 0, "block, link table     "},
+                          Design{kc::LineKernel::Block, true, true, 1, "block, stage + model  "},
+                          Design{kc::LineKernel::Block, true, true, 2, "block, staged ahead   "}}) {
+    if (d.ahead > 0 && ahead.bytes == nullptr) continue;  // no link table at this K
     const kc::LineKernel design = d.kernel;
     const char* name = d.name;
     kc::set_line_model_narrow_walks(d.narrow);
@@ -152,9 +163,11 @@ int main(int argc, char** argv) {
       v.out = {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()};
       v.back = back.as<std::uint8_t>(), v.back_stride = static_cast<std::size_t>(frames), v.frames = frames, v.width = kWidth;
       std::vector<double> ms;
+      if (d.ahead) kc::launch_line_stage_ahead(v, ahead, stream.get());
       for (int r = 0; r < reps + 20; ++r) {
         STRIPELINE_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
-        kc::launch_line_model(v, line, stream.get(), design);
+        if (d.ahead == 1) kc::launch_line_stage_ahead(v, ahead, stream.get());  // timed with the model, as the processor runs it
+        kc::launch_line_model(v, line, stream.get(), design, d.ahead > 0 ? &ahead : nullptr);
         STRIPELINE_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
         STRIPELINE_CUDA_CHECK(cudaEventSynchronize(stop.get()));
         if (r >= 20) ms.push_back(static_cast<double>(elapsed_ms(start.get(), stop.get())));
@@ -175,13 +188,18 @@ int main(int argc, char** argv) {
   }
   int clock_khz = 0;
   STRIPELINE_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  for (const int way : {0, 1, 2}) {
+  for (const int way : {0, 1, 2, 3}) {
+    if (way == 3 && ahead.bytes == nullptr) continue;
     kc::set_line_model_narrow_walks(way > 0);
-    kc::set_line_model_link_table(way == 2);
-    std::printf("  the block kernel's speculative walks %s:\n", way == 0 ? "in 64 bits" : way == 1 ? "in 32 bits, staged candidates" : "from the link table");
+    kc::set_line_model_link_table(way >= 2);
+    std::printf("  the block kernel's speculative walks %s:\n", way == 0   ? "in 64 bits"
+                                                                : way == 1 ? "in 32 bits, staged candidates"
+                                                                : way == 2 ? "from the link table"
+                                                                           : "from the link table, pass 0 staged ahead");
     print_phase_profile(line, {pos.as<std::int32_t>(), inten.as<std::uint16_t>(), wid.as<std::uint16_t>(), q.as<std::uint16_t>(), count.as<std::uint8_t>()},
                         {opos.as<std::int32_t>(), oint.as<std::uint16_t>(), owid.as<std::uint16_t>(), oq.as<std::uint16_t>(), ocount.as<std::uint8_t>()},
-                        back.as<std::uint8_t>(), kWidth, clock_khz, stream.get());
+                        back.as<std::uint8_t>(), kWidth, clock_khz, stream.get(),
+                        way == 3 ? &ahead : nullptr);
   }
   return 0;
 }

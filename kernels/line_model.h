@@ -56,6 +56,7 @@ struct LineModelParams {
   std::int32_t intensity_cost_q8 = 0;   // Q8 levels per 8-bit level of intensity change (a fraction x 256)
   std::int32_t segment_cost_q8 = 16384; // Q8 levels to start a segment (and the cost of a break)
   std::int32_t min_length = 8;          // columns: shorter segments are dropped
+  bool operator==(const LineModelParams&) const = default;
 };
 
 // In: the candidates, K slots per column ([frame][slot][column], ProfileLayout

@@ -25,9 +25,14 @@
 // "one lane" run on lane 0 alone; "per state" ones on lanes 0..K.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/line_model.h"
+
+#if defined(__CUDACC__)
+#include <cuda_pipeline.h>  // lane_take_staged's asynchronous copies
+#endif
 
 namespace stripeline::kernels {
 
@@ -82,9 +87,25 @@ inline constexpr int kLineStagedSlots = 2;
 // The scratch of one frame laid out in two regions: `fixed` (8-byte
 // aligned, line_lane_fixed_bytes) and `columns` (2-byte aligned,
 // line_lane_column_bytes). Null bases only measure.
+// Where the staged candidates, their counts and the link table (when it
+// fits: `table`) lie in the fixed region: with the table, one span
+// [begin, end) (LineStageAhead copies it).
+struct LineStagedOffsets {
+  std::size_t begin = 0, fresh = 0, staged = 0, counts = 0, end = 0;
+  bool table = false;
+};
+STRIPELINE_HD void point_staged(LineModelLaneScratch& s, unsigned char* base, const LineStagedOffsets& o) {
+  s.staged = reinterpret_cast<line_model::Candidate*>(base + o.staged);
+  s.staged_count_mask = reinterpret_cast<std::uint16_t*>(base + o.counts);
+  if (o.table) {
+    s.link_pair = reinterpret_cast<std::int32_t*>(base + o.begin);
+    s.link_fresh = reinterpret_cast<std::int32_t*>(base + o.fresh);
+  }
+}
 struct LineLaneLayout {
   LineModelLaneScratch scratch;
   std::size_t fixed_bytes = 0, column_bytes = 0;
+  LineStagedOffsets staged;
 };
 STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lanes, unsigned char* fixed, unsigned char* columns) {
   LineLaneLayout out;
@@ -111,15 +132,13 @@ STRIPELINE_HD LineLaneLayout line_lane_layout(int candidates, int width, int lan
   const std::size_t table_at = (spec_bytes + 15) / 16 * 16, table_bytes = w * 6 * sizeof(std::int32_t);
   const bool table = s.staged_slots == kLineStagedSlots &&
                      table_at + table_bytes + w * (sizeof(line_model::Candidate) * kLineStagedSlots + 2) <= shared_bytes;
-  const std::size_t staged_at = table ? table_at + table_bytes : spec_bytes;
-  if (region != nullptr) {  // set even without staged slots: on the GPU a valid shared address (assume_staged_shared)
-    s.staged = reinterpret_cast<line_model::Candidate*>(region + staged_at);
-    s.staged_count_mask = reinterpret_cast<std::uint16_t*>(region + staged_at + w * sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots));
-    if (table) {
-      s.link_pair = reinterpret_cast<std::int32_t*>(region + table_at);
-      s.link_fresh = s.link_pair + 4 * w;
-    }
-  }
+  LineStagedOffsets& o = out.staged;
+  o.staged = table ? table_at + table_bytes : spec_bytes;
+  o.counts = o.staged + w * sizeof(line_model::Candidate) * static_cast<std::size_t>(s.staged_slots);
+  o.end = o.counts + w * sizeof(std::uint16_t);
+  o.table = table;
+  if (table) o.begin = table_at, o.fresh = table_at + 4 * w * sizeof(std::int32_t);
+  if (region != nullptr) point_staged(s, region, o);  // even without staged slots: on the GPU a valid shared address (assume_staged_shared)
   s.entering = reinterpret_cast<std::int64_t*>(take(fixed, 8 * (l + 1) * kLineStates));
   s.tail = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
   s.head = reinterpret_cast<std::uint16_t*>(take(fixed, 2 * l));
@@ -147,6 +166,43 @@ inline constexpr int kLineKernelLanes = 32;
 inline constexpr int kLineBlockLanes = 256;  // the block kernel's lanes (column arrays: the same bytes)
 inline std::size_t line_model_device_scratch_bytes(int candidates, int width, int frames) {
   return line_lane_layout(candidates, width, kLineKernelLanes, nullptr, nullptr).column_bytes * static_cast<std::size_t>(frames);
+}
+
+// Pass 0's staging done ahead (issue 24). The block kernel's 256 threads
+// staged a 2,048-column frame on one SM in ~6 of its ~26 us (on an H100):
+// each column's candidates loaded, made, and its four link entries costed,
+// eight columns a thread. A kernel of its own before it (four threads a
+// column, on every SM: line_model::stage_ahead_pair) stages the frame into
+// bytes laid out as the scratch's own span (LineStagedOffsets); the model
+// then copies the span into its shared memory (lane_take_staged; on sm_90
+// one bulk copy). The same functions on the same candidates: the same bytes
+// (LineModel.TheStagingAheadGivesTheSameScratch).
+struct LineStageAhead {
+  unsigned char* bytes = nullptr;  // frame f's span at bytes + f frame_bytes (offset `begin` of its layout at bytes); null: none
+  std::size_t frame_bytes = 0, begin = 0, end = 0;
+  LineModelLaneScratch at;  // frame 0's staged pointers into `bytes`, its staged slots and link
+  LineModelParams params;
+};
+// Frames of `width` columns ahead of the block kernel, into `bytes` (a
+// device allocation of frames x frame_bytes; null measures). None (bytes
+// and frame_bytes 0) where that layout has no link table or its narrow
+// link does not hold.
+inline LineStageAhead line_stage_ahead(const LineModelParams& p, int width, unsigned char* bytes) {
+  LineStageAhead a;
+  const LineLaneLayout l = line_lane_layout(p.candidates, width, kLineBlockLanes, nullptr, nullptr);
+  const line_model::NarrowLink link = line_model::narrow_link(p);
+  if (!l.staged.table || !link.ok) return a;
+  LineStagedOffsets from_zero = l.staged;  // the span first in a frame's bytes
+  from_zero.fresh -= l.staged.begin, from_zero.staged -= l.staged.begin, from_zero.counts -= l.staged.begin;
+  from_zero.end -= l.staged.begin, from_zero.begin = 0;
+  a.frame_bytes = (from_zero.end + 15) / 16 * 16;
+  a.begin = l.staged.begin, a.end = l.staged.end;
+  a.params = p;
+  a.at.staged_slots = l.scratch.staged_slots;
+  a.at.link = link;
+  a.bytes = bytes;
+  if (bytes != nullptr) point_staged(a.at, bytes, from_zero);
+  return a;
 }
 
 namespace line_model {
@@ -593,21 +649,40 @@ inline constexpr int kLineSpecRounds = 8;   // rounds of walks again before the 
 // segment_cost below 2^23, so it fits, and the step reads both with one
 // load.
 static_assert(kLineStagedSlots == 2, "the link table pairs two staged slots of each column");
+STRIPELINE_HD std::int32_t link_fresh_entry(const Candidate& b, const NarrowLink& link) { return b.strength - link.segment; }
+STRIPELINE_HD std::int32_t link_pair_entry(const Candidate& a, const Candidate& b, const NarrowLink& link) {
+  const std::uint32_t cost = narrow_link_cost(a, b, link);
+  const bool brk = cost > static_cast<std::uint32_t>(link.segment);
+  const std::int32_t gain = b.strength - (brk ? link.segment : static_cast<std::int32_t>(cost));
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(gain) << 1 | (brk ? 1u : 0u));
+}
 STRIPELINE_HD void link_entries(const Candidate* prev, int prev_n, const Candidate* cur, int cur_n, const NarrowLink& link, const LineModelLaneScratch& s,
                                 int x) {
   STRIPELINE_UNROLL
   for (int b = 0; b < kLineStagedSlots; ++b) {
     if (b >= cur_n) break;
-    s.link_fresh[2 * x + b] = cur[b].strength - link.segment;
+    s.link_fresh[2 * x + b] = link_fresh_entry(cur[b], link);
     STRIPELINE_UNROLL
     for (int a = 0; a < kLineStagedSlots; ++a) {
       if (a >= prev_n) break;
-      const std::uint32_t cost = narrow_link_cost(prev[a], cur[b], link);
-      const bool brk = cost > static_cast<std::uint32_t>(link.segment);
-      const std::int32_t gain = cur[b].strength - (brk ? link.segment : static_cast<std::int32_t>(cost));
-      s.link_pair[4 * x + 2 * b + a] = static_cast<std::int32_t>(static_cast<std::uint32_t>(gain) << 1 | (brk ? 1u : 0u));
+      s.link_pair[4 * x + 2 * b + a] = link_pair_entry(prev[a], cur[b], link);
     }
   }
+}
+
+// Column x staged (its scratch holding staged slots): its count beside its
+// mask, its first candidates and, with the table, its link entries from
+// its left neighbour's first candidates (n_left of them: 0 at column 0).
+STRIPELINE_HD void stage_column(const RawCandidate* raw, int n, unsigned mask, const RawCandidate* left, int n_left, const LineModelParams& p, bool table,
+                                const LineModelLaneScratch& s, int x) {
+  s.staged_count_mask[x] = static_cast<std::uint16_t>(static_cast<unsigned>(n) | mask << 8);
+  Candidate cur[kLineStagedSlots], prev[kLineStagedSlots];
+  STRIPELINE_UNROLL
+  for (int i = 0; i < kLineStagedSlots; ++i) {
+    if (i < s.staged_slots && i < n) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = cur[i] = make_candidate(raw[i], p);
+    if (i < n_left) prev[i] = make_candidate(left[i], p);
+  }
+  if (table) link_entries(prev, n_left, cur, n, s.link, s, x);
 }
 
 #if defined(__CUDA_ARCH__)
@@ -692,17 +767,69 @@ STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& 
       const int x = x0 + k * lanes;
       if (x >= v.width) break;
       if (pass == 0) s.mask[x] = 0;
-      if (s.staged_slots == 0) continue;
-      s.staged_count_mask[x] = static_cast<std::uint16_t>(static_cast<unsigned>(n[k]) | mask[k] << 8);
-      Candidate cur[kLineStagedSlots], prev[kLineStagedSlots];
-      STRIPELINE_UNROLL
-      for (int i = 0; i < kLineStagedSlots; ++i) {
-        if (i < s.staged_slots && i < n[k]) s.staged[static_cast<std::size_t>(x) * s.staged_slots + i] = cur[i] = make_candidate(raw[k][i], p);
-        if (i < n_left[k]) prev[i] = make_candidate(left[k][i], p);
-      }
-      if (table) link_entries(prev, n_left[k], cur, n[k], link, s, x);
+      if (s.staged_slots > 0) stage_column(raw[k], n[k], mask[k], left[k], n_left[k], p, table, s, x);
     }
   }
+}
+
+// The staging ahead (LineStageAhead), split four ways: pair j = (a, b) =
+// (j % 2, j / 2) of column x of frame f, from the view's candidates into
+// the frame's bytes: candidate b of x staged (a = 0), its fresh entry
+// (a = 0) and its pair with candidate a of x - 1; j = 0 also the count.
+// Four threads then wait for memory once, together, and make one or two
+// candidates each (the four ways write what stage_column writes).
+STRIPELINE_HD void stage_ahead_pair(const LineModelView& v, const LineStageAhead& ahead, int f, int x, int j) {
+  const LineModelParams& p = ahead.params;
+  LineModelLaneScratch s = ahead.at;
+  const std::size_t shift = static_cast<std::size_t>(f) * ahead.frame_bytes;
+  const int a = j % 2, b = j / 2;
+  const bool left = x > 0;
+  const int n = slots_filled(v, p, f, x), n_left = left ? slots_filled(v, p, f, x - 1) : 0;
+  const RawCandidate raw_b = raw_candidate(v, p, f, b, x);
+  const RawCandidate raw_a = left ? raw_candidate(v, p, f, a, x - 1) : RawCandidate{};
+  if (j == 0) reinterpret_cast<std::uint16_t*>(reinterpret_cast<unsigned char*>(s.staged_count_mask) + shift)[x] = static_cast<std::uint16_t>(n);
+  if (b >= n) return;
+  const Candidate cur = make_candidate(raw_b, p);
+  if (a == 0) {
+    if (b < s.staged_slots) reinterpret_cast<Candidate*>(reinterpret_cast<unsigned char*>(s.staged) + shift)[static_cast<std::size_t>(x) * s.staged_slots + b] = cur;
+    reinterpret_cast<std::int32_t*>(reinterpret_cast<unsigned char*>(s.link_fresh) + shift)[2 * x + b] = link_fresh_entry(cur, s.link);
+  }
+  if (a < n_left)
+    reinterpret_cast<std::int32_t*>(reinterpret_cast<unsigned char*>(s.link_pair) + shift)[4 * x + 2 * b + a] =
+        link_pair_entry(make_candidate(raw_a, p), cur, s.link);
+}
+STRIPELINE_HD void stage_ahead_column(const LineModelView& v, const LineStageAhead& ahead, int f, int x) {
+  for (int j = 0; j < 2 * kLineStagedSlots; ++j) stage_ahead_pair(v, ahead, f, x, j);
+}
+
+// Pass 0 clears the masks (per lane).
+STRIPELINE_HD void lane_clear_masks(const LineModelView& v, int lanes, int lane, const LineModelLaneScratch& s) {
+  for (int x = lane; x < v.width; x += lanes) s.mask[x] = 0;
+}
+
+// The model's part, pass 0 (per lane; then the kernel's barrier): frame
+// f's staged span copied from the bytes ahead into the scratch (whose link
+// table it needs), its masks cleared. (On sm_90 the kernel copies by one
+// bulk copy instead: line_model_kernels.cu.)
+STRIPELINE_HD void lane_take_staged(const LineModelView& v, const LineStageAhead& a, int f, int lanes, int lane, const LineModelLaneScratch& s) {
+  unsigned char* to = reinterpret_cast<unsigned char*>(s.link_pair);
+  const unsigned char* from = a.bytes + static_cast<std::size_t>(f) * a.frame_bytes;
+  const std::size_t bytes = a.end - a.begin, vectors = bytes / 16;
+  // On the GPU asynchronous copies (cp.async): a lane's loads all in flight
+  // at once, not one L2 round trip each.
+  for (std::size_t i = static_cast<std::size_t>(lane); i < vectors; i += static_cast<std::size_t>(lanes)) {
+#if defined(__CUDA_ARCH__)
+    __pipeline_memcpy_async(to + 16 * i, from + 16 * i, 16);
+#else
+    std::memcpy(to + 16 * i, from + 16 * i, 16);
+#endif
+  }
+#if defined(__CUDA_ARCH__)
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+#endif
+  for (std::size_t i = 16 * vectors + static_cast<std::size_t>(lane); i < bytes; i += static_cast<std::size_t>(lanes)) to[i] = from[i];
+  lane_clear_masks(v, lanes, lane, s);
 }
 
 STRIPELINE_HD std::int64_t* lane_scores(std::int64_t* base, int lane) { return base + static_cast<std::size_t>(lane) * kLineStates; }
@@ -935,8 +1062,12 @@ struct LineLaneStats {
 // The phases in order for one frame, lane after lane: what the block kernel
 // runs with its lanes side by side (tests/test_line_model.cpp checks it
 // against line_model_frame(), for any warm-up and number of rounds).
+// With `ahead` (lanes = kLineBlockLanes, the scratch's link table laid out
+// as `ahead` says), pass 0's staging as the processor has it: every
+// column staged ahead first (the extraction's part), then the model's.
 inline LineLaneStats line_model_frame_lanes(const LineModelView& v, const LineModelParams& p, int f, int lanes, const LineModelLaneScratch& scratch,
-                                            int warmup = line_model::kLineWarmup, int rounds = line_model::kLineSpecRounds) {
+                                            int warmup = line_model::kLineWarmup, int rounds = line_model::kLineSpecRounds,
+                                            const LineStageAhead* ahead = nullptr) {
   namespace lm = line_model;
   LineModelLaneScratch s = scratch;
   s.link = lm::narrow_link(p);
@@ -944,7 +1075,12 @@ inline LineLaneStats line_model_frame_lanes(const LineModelView& v, const LineMo
   if (v.width <= 0) return stats;
   const int used = lm::lanes_used(v.width, lanes);
   for (int pass = 0; pass < kLinePasses; ++pass) {
-    for (int lane = 0; lane < lanes; ++lane) lm::lane_stage(v, p, f, pass, lanes, lane, s);
+    if (pass == 0 && ahead != nullptr && ahead->bytes != nullptr && s.link_pair != nullptr) {  // as the block kernel
+      for (int x = 0; x < v.width; ++x) lm::stage_ahead_column(v, *ahead, f, x);
+      for (int lane = 0; lane < lanes; ++lane) lm::lane_take_staged(v, *ahead, f, lanes, lane, s);
+    } else {
+      for (int lane = 0; lane < lanes; ++lane) lm::lane_stage(v, p, f, pass, lanes, lane, s);
+    }
     for (int lane = 0; lane < lanes; ++lane) lm::lane_speculate(v, p, f, lanes, lane, s, warmup);
     bool exact = false;
     for (int round = 0; round < rounds; ++round) {

@@ -236,6 +236,8 @@ LaneMemory lane_memory(Backend backend, const BatchLayout& l, const ChainConfig&
   if (backend == Backend::Cuda) {  // stages/cuda/cuda_stages.cpp, CudaProcessorImpl's constructor
     m.device = l.bytes() + ProfileLayout::make(l.width, l.frames, p.slots, xyz).bytes + l.bytes();  // pixels, profiles, per-stage scratch
     if (k > 0) m.device += ProfileLayout::make(l.width, l.frames, k).bytes + kernels::line_model_device_scratch_bytes(k, l.width, l.frames);
+    // The staging ahead: the warp chain's frames (kernels::cuda::kWarpChainMaxFrames, 2 by default).
+    if (k > 0) m.device += kernels::line_stage_ahead(line, l.width, nullptr).frame_bytes * static_cast<std::size_t>(l.frames < 2 ? l.frames : 2);
     if (config.neighbour_check.columns > 0) m.device += static_cast<std::size_t>(l.width) * l.frames;
     return m;
   }

@@ -583,6 +583,61 @@ TEST(LineModel, TheLinkTableFitsTheProductionShape) {
   EXPECT_GT(scratch(8, 4096, kernels::kLineBlockLanes).staged_slots, 0);
 }
 
+// Pass 0's staging done ahead (kernels::LineStageAhead: four ways a column,
+// then the model's copy): the same bytes of scratch as the model staging
+// alone, masks cleared, on random frames (frame index 1 and 2 too: the
+// bytes' offsets), and the oracle's output through the whole model; none
+// where the layout has no link table.
+TEST(LineModel, TheStagingAheadGivesTheSameScratch) {
+  namespace lm = kernels::line_model;
+  const int lanes = kernels::kLineBlockLanes, k = 8;
+  std::uint64_t seed = 515;
+  for (int width : {2048, 2047, 1001, 5}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    Candidates c = random_candidates(3, width, k, seed++);
+    const kernels::LineModelParams p = params(k, 50.0, 8, 1.5, 6.0, 1.0, 6);
+    const kernels::LineLaneLayout size = kernels::line_lane_layout(k, width, lanes, nullptr, nullptr);
+    ASSERT_TRUE(size.staged.table);
+    const kernels::LineStageAhead measured = kernels::line_stage_ahead(p, width, nullptr);
+    ASSERT_GT(measured.frame_bytes, 0u);
+    std::vector<std::uint64_t> ahead_bytes(measured.frame_bytes * c.frames / 8);
+    const kernels::LineStageAhead ahead = kernels::line_stage_ahead(p, width, reinterpret_cast<unsigned char*>(ahead_bytes.data()));
+    const auto scratch = [&](std::vector<std::uint64_t>& fixed, std::vector<std::uint64_t>& columns) {
+      fixed.assign(size.fixed_bytes / 8, 0), columns.assign(size.column_bytes / 8, 0x0101010101010101ull);  // masks set: cleared by pass 0
+      kernels::LineModelLaneScratch s = kernels::line_lane_layout(k, width, lanes, reinterpret_cast<unsigned char*>(fixed.data()),
+                                                                  reinterpret_cast<unsigned char*>(columns.data()))
+                                            .scratch;
+      s.link = lm::narrow_link(p);
+      return s;
+    };
+    Output out(c.frames, width);
+    kernels::LineModelView v;
+    v.in = c.arrays(), v.out = out.arrays(), v.frames = c.frames, v.width = width;
+    for (int f = 0; f < c.frames; ++f) {
+      SCOPED_TRACE("frame " + std::to_string(f));
+      std::vector<std::uint64_t> fixed_alone, columns_alone, fixed_ahead, columns_ahead;
+      const kernels::LineModelLaneScratch alone = scratch(fixed_alone, columns_alone), staged = scratch(fixed_ahead, columns_ahead);
+      for (int lane = 0; lane < lanes; ++lane) lm::lane_stage(v, p, f, 0, lanes, lane, alone);
+      for (int x = 0; x < width; ++x) lm::stage_ahead_column(v, ahead, f, x);
+      for (int lane = 0; lane < lanes; ++lane) lm::lane_take_staged(v, ahead, f, lanes, lane, staged);
+      const auto* a = reinterpret_cast<const unsigned char*>(fixed_alone.data());
+      const auto* b = reinterpret_cast<const unsigned char*>(fixed_ahead.data());
+      for (std::size_t i = size.staged.begin; i < size.staged.end; ++i) ASSERT_EQ(a[i], b[i]) << "byte " << i - size.staged.begin << " of the span";
+      for (int x = 0; x < width; ++x) ASSERT_EQ(staged.mask[x], 0) << "column " << x;
+      EXPECT_EQ(columns_alone, columns_ahead);
+    }
+    // The whole model, pass 0 staged ahead, against the oracle.
+    Output expected(c.frames, width);
+    choose(c, p, &expected);
+    std::vector<std::uint64_t> fixed, columns;
+    const kernels::LineModelLaneScratch s = scratch(fixed, columns);
+    for (int f = 0; f < c.frames; ++f) kernels::line_model_frame_lanes(v, p, f, lanes, s, lm::kLineWarmup, lm::kLineSpecRounds, &ahead);
+    expect_same(out, expected);
+  }
+  EXPECT_EQ(kernels::line_stage_ahead(params(8, 50.0, 8, 1.5, 6.0, 1.0, 6), 4096, nullptr).frame_bytes, 0u) << "too wide: no table";
+  EXPECT_EQ(kernels::line_stage_ahead(params(2, 50.0, 8, 1.5, 6.0, 1.0, 6), 2048, nullptr).frame_bytes, 0u) << "K 2: no table";
+}
+
 // The table walks carry each chunk's first states (kernels/line_model_lanes.h,
 // first_through), so phase 4 runs only after the exact fallback: after the
 // speculative pass and its rounds, the carried states equal phase 4's
@@ -830,6 +885,18 @@ void check_kernels(int k, int width, int frames, bool configured, std::uint64_t&
       expect_same(d.output(), expected);
       if (::testing::Test::HasFailure()) return;
     }
+    // The block kernel with pass 0 staged ahead (kernels::LineStageAhead), where its layout has the link table.
+    const kernels::LineStageAhead size = kernels::line_stage_ahead(p, width, nullptr);
+    if (!configured || size.frame_bytes == 0) continue;
+    SCOPED_TRACE("block per frame, staged ahead");
+    const DeviceBuffer bytes = DeviceBuffer::allocate(size.frame_bytes * static_cast<std::size_t>(frames), "staged ahead");
+    const kernels::LineStageAhead ahead = kernels::line_stage_ahead(p, width, bytes.as<unsigned char>());
+    d.poison();
+    kernels::cuda::launch_line_stage_ahead(d.view, ahead, nullptr);
+    kernels::cuda::launch_line_model(d.view, p, nullptr, kernels::cuda::LineKernel::Block, &ahead);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_same(d.output(), expected);
+    if (::testing::Test::HasFailure()) return;
   }
 }
 }  // namespace
@@ -913,7 +980,8 @@ TEST_F(LineModelCuda, ProcessorMatchesCpuBitForBit) {
 #if STRIPELINE_HAVE_CUDA
   std::uint64_t seed = 11;
   for (PixelFormat format : {PixelFormat::Mono8, PixelFormat::Mono16})
-    for (auto [width, frames] : {std::array{2048, 1}, std::array{1937, 5}, std::array{2048, 17}, std::array{1937, 300}, std::array{2048, 300}})
+    for (auto [width, frames] : {std::array{2048, 1}, std::array{1937, 2}, std::array{1937, 5}, std::array{2048, 17}, std::array{1937, 300},
+                                 std::array{2048, 300}})
       for (int k : {2, 4, 8}) {
         SCOPED_TRACE(std::string(to_string(format)) + " width " + std::to_string(width) + " frames " + std::to_string(frames) + " K " + std::to_string(k));
         const Batch in = line_frames(width, frames, format, seed++);
@@ -933,6 +1001,14 @@ TEST_F(LineModelCuda, ProcessorMatchesCpuBitForBit) {
           gpu->process(in, got);
           std::string where;
           ASSERT_TRUE(same_profiles(expected, got, where)) << (fused ? "fused" : "per-stage") << ": " << where;
+        }
+        if (frames <= 2) {  // the warp chain's batches: pass 0 staged by the model itself too (staged ahead by default, above)
+          auto gpu = cuda::make_cuda_processor_ex(in.layout, config, cuda::CudaProcessorOptions{.stage_line_ahead = false});
+          ProfileBatch got(width, frames, 1, host_allocator_for(Backend::Cuda));
+          got.poison();
+          gpu->process(in, got);
+          std::string where;
+          ASSERT_TRUE(same_profiles(expected, got, where)) << "the model staging its pass 0: " << where;
         }
       }
 #else

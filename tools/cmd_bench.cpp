@@ -13,6 +13,7 @@
 #include <latch>
 #include <memory>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -730,15 +731,23 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     }
   }
 #if STRIPELINE_HAVE_CUDA
-  if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // what the line model's writes to the host save: the download as before
-    cuda::CudaProcessorOptions download;
-    download.line_model_to_host = false;
-    const PacedRun r = processor_alone(frame_shape, o, frames, 1, download);
-    std::printf("  batch of  1, 1 processor, profiles downloaded (line_model_to_host = false): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (device %.1f us)\n",
-                r.p50, r.p99, r.max, r.gpu_us);
-    Json j = r.latency_json();
-    j.field("device_us", r.gpu_us);
-    all.object("batch_1_processor_profiles_downloaded", j);
+  if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // what the line model's steps of the live path save, each undone alone
+    struct Variant {
+      const char* what;
+      const char* key;
+      cuda::CudaProcessorOptions options;
+    };
+    const Variant variants[] = {{"profiles downloaded (line_model_to_host = false)", "batch_1_processor_profiles_downloaded", {.line_model_to_host = false}},
+                                {"the line model stages its pass 0 (stage_line_ahead = false)", "batch_1_processor_model_stages_itself",
+                                 {.stage_line_ahead = false}}};
+    for (const Variant& v : variants) {
+      const PacedRun r = processor_alone(frame_shape, o, frames, 1, v.options);
+      std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (device %.1f us)\n", v.what, r.p50, r.p99, r.max,
+                  r.gpu_us);
+      Json j = r.latency_json();
+      j.field("device_us", r.gpu_us);
+      all.object(v.key, j);
+    }
   }
   if (backend == Backend::Cuda) {  // what timing the kernels of every batch would cost (time_every = 1)
     cuda::CudaProcessorOptions every;

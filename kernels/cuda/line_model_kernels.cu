@@ -294,6 +294,41 @@ __device__ __noinline__ void speculate(const LineModelView& v, const LineModelPa
 __device__ __noinline__ void walk_again(const LineModelView& v, const LineModelParams& p, int f, int lane, const LineModelLaneScratch& s) {
   lm::lane_walk_again(v, p, f, kBlockLanes, lane, s);
 }
+// Pass 0 staged ahead (LineStageAhead): the span copied in (the kernel's
+// barrier follows). On sm_90 by one bulk copy (the Tensor Memory
+// Accelerator: thread 0 issues it, an mbarrier counts its bytes in, every
+// thread waits on it): the lanes' 16-byte asynchronous copies took ~2.9 us
+// a frame for the 2,048-column frame's 116 KiB (call 3 of session 14).
+// Compiled on its own (inlined, the kernel spilled).
+__device__ __noinline__ void take_staged_ahead(const LineModelView& v, const LineStageAhead& ahead, int f, int lane, const LineModelLaneScratch& s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ __align__(8) std::uint64_t arrived;
+  const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&arrived));
+  unsigned char* to = reinterpret_cast<unsigned char*>(s.link_pair);
+  const unsigned char* from = ahead.bytes + static_cast<std::size_t>(f) * ahead.frame_bytes;
+  const std::size_t span = ahead.end - ahead.begin, bulk = span / 16 * 16;  // 16-byte multiples: the bulk copy's unit
+  if (lane == 0) {
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bar) : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the barrier's initialisation seen by the copy engine
+  }
+  __syncthreads();
+  if (lane == 0) {
+    std::uint64_t global = 0;
+    asm volatile("cvta.to.global.u64 %0, %1;" : "=l"(global) : "l"(from));
+    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(bar), "r"(static_cast<unsigned>(bulk)) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     static_cast<unsigned>(__cvta_generic_to_shared(to))),
+                 "l"(global), "r"(static_cast<unsigned>(bulk)), "r"(bar)
+                 : "memory");
+  }
+  for (std::size_t i = bulk + static_cast<std::size_t>(lane); i < span; i += kBlockLanes) to[i] = from[i];
+  lm::lane_clear_masks(v, kBlockLanes, lane, s);
+  for (unsigned done = 0; done == 0;)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar) : "memory");
+#else
+  lm::lane_take_staged(v, ahead, f, kBlockLanes, lane, s);
+#endif
+}
 // The exact forward pass (the fallback): transfer matrices, their scan, the back-pointers.
 __device__ __noinline__ void exact_forward_pass(const LineModelView& v, const LineModelParams& p, int f, int pass, int used, int lane,
                                                 const LineModelLaneScratch& s) {
@@ -338,7 +373,7 @@ struct PhaseClock {
 template <bool kTimed>
 __global__ void __launch_bounds__(kBlockLanes, 1)
     line_model_block_kernel(const __grid_constant__ LineModelView v, const __grid_constant__ LineModelParams p, unsigned char* global_columns,
-                            bool columns_shared) {
+                            bool columns_shared, const __grid_constant__ LineStageAhead ahead) {
   // The phases take the views and the scratch by reference (the compiled-
   // apart ones too), so they need addresses: the parameters' own
   // (__grid_constant__, read-only: no stack copy) and the scratch's in
@@ -362,7 +397,10 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   int pass = 0;
   for (; pass < kLinePasses; ++pass) {
     // The speculative forward pass (kernels/line_model_lanes.h), in rounds.
-    lm::lane_stage(v, p, f, pass, kBlockLanes, lane_id, s);
+    if (pass == 0 && ahead.bytes != nullptr && s.link_pair != nullptr)
+      take_staged_ahead(v, ahead, f, lane_id, s);
+    else
+      lm::lane_stage(v, p, f, pass, kBlockLanes, lane_id, s);
     __syncthreads();
     clock.mark(pass, 0);
     speculate(v, p, f, lane_id, s);
@@ -427,10 +465,25 @@ LineKernel line_kernel_for(const LineModelParams& params, int width) {
 }
 
 namespace {
-void launch(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel, bool timed) {
+// The staging ahead must be the block kernel's own layout for these
+// parameters (the processor builds both from the same): a mismatch would
+// copy the wrong bytes.
+void check_ahead(const LineStageAhead& ahead, const LineModelParams& params, int width) {
+  if (ahead.bytes == nullptr) return;
+  const LineStageAhead expected = line_stage_ahead(params, width, nullptr);
+  if (expected.frame_bytes == 0 || expected.begin != ahead.begin || expected.end != ahead.end || expected.frame_bytes != ahead.frame_bytes ||
+      !(params == ahead.params))
+    throw ::stripeline::RuntimeFailure("line model: the staging ahead was laid out for other parameters or " + std::to_string(width) +
+                                       "-column frames do not fit its layout");
+}
+
+void launch(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel, bool timed, const LineStageAhead* ahead) {
   if (view.frames <= 0 || view.width <= 0 || params.candidates <= 0) return;
   if (kernel == LineKernel::Auto) kernel = line_kernel_for(params, view.width);
   const bool block = kernel == LineKernel::Block;
+  const LineStageAhead none;
+  if (ahead == nullptr || !block) ahead = &none;  // the warp kernel stages itself
+  check_ahead(*ahead, params, view.width);
   const LineLaneLayout size = line_lane_layout(params.candidates, view.width, block ? kLineBlockLanes : kWarp, nullptr, nullptr);
   const std::size_t limit = block ? g_block_shared_limit.load() : g_shared_limit.load();
   if (size.fixed_bytes > limit) throw ::stripeline::RuntimeFailure("line model: the " + std::string(block ? "block" : "warp") + " kernel needs " +
@@ -439,10 +492,10 @@ void launch(const LineModelView& view, const LineModelParams& params, cudaStream
   const std::size_t shared = size.fixed_bytes + (columns_shared ? size.column_bytes : 0);
   const auto frames = static_cast<unsigned>(view.frames);
   if (block && timed) {
-    line_model_block_kernel<true><<<frames, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared);
+    line_model_block_kernel<true><<<frames, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared, *ahead);
     STRIPELINE_CUDA_CHECK_LAUNCH("line_model_block_kernel (timed)");
   } else if (block) {
-    line_model_block_kernel<false><<<frames, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared);
+    line_model_block_kernel<false><<<frames, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared, *ahead);
     STRIPELINE_CUDA_CHECK_LAUNCH("line_model_block_kernel");
   } else {
     line_model_kernel<<<frames, kWarp, shared, stream>>>(view, params, view.back, columns_shared);
@@ -450,10 +503,26 @@ void launch(const LineModelView& view, const LineModelParams& params, cudaStream
   }
 }
 
+// Four threads a column, a pair of candidates each (stage_ahead_pair).
+constexpr int kStageWays = 2 * kLineStagedSlots;
+__global__ void line_stage_ahead_kernel(const __grid_constant__ LineModelView v, const __grid_constant__ LineStageAhead ahead) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x), f = static_cast<int>(blockIdx.y);
+  if (t < v.width * kStageWays) lm::stage_ahead_pair(v, ahead, f, t / kStageWays, t % kStageWays);
+}
+
 }  // namespace
 
-void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel) {
-  launch(view, params, stream, kernel, false);
+void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel, const LineStageAhead* ahead) {
+  launch(view, params, stream, kernel, false, ahead);
+}
+
+void launch_line_stage_ahead(const LineModelView& view, const LineStageAhead& ahead, cudaStream_t stream) {
+  if (view.frames <= 0 || view.width <= 0 || ahead.bytes == nullptr) return;
+  check_ahead(ahead, ahead.params, view.width);
+  constexpr unsigned kThreads = 128;
+  const dim3 grid((static_cast<unsigned>(view.width) * kStageWays + kThreads - 1) / kThreads, static_cast<unsigned>(view.frames));
+  line_stage_ahead_kernel<<<grid, kThreads, 0, stream>>>(view, ahead);
+  STRIPELINE_CUDA_CHECK_LAUNCH("line_stage_ahead_kernel");
 }
 
 void set_line_model_warmup(int columns) {
@@ -468,11 +537,11 @@ void set_line_model_link_table(bool on) {
   STRIPELINE_CUDA_CHECK(cudaMemcpyToSymbol(g_link_table, &on, sizeof on));
 }
 
-LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream) {
+LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, const LineStageAhead* ahead) {
   static_assert(sizeof(LinePhaseCycles) == sizeof g_phase_cycles);
   const LinePhaseProfile zero{};
   STRIPELINE_CUDA_CHECK(cudaMemcpyToSymbolAsync(g_phase_cycles, zero.cycles, sizeof zero.cycles, 0, cudaMemcpyHostToDevice, stream));
-  launch(view, params, stream, LineKernel::Block, true);
+  launch(view, params, stream, LineKernel::Block, true, ahead);
   LinePhaseProfile out{};
   STRIPELINE_CUDA_CHECK(cudaMemcpyFromSymbolAsync(out.cycles, g_phase_cycles, sizeof out.cycles, 0, cudaMemcpyDeviceToHost, stream));
   STRIPELINE_CUDA_CHECK(cudaStreamSynchronize(stream));

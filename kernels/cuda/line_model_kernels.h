@@ -35,7 +35,14 @@ void configure_line_model(std::size_t max_bytes);
 enum class LineKernel { Auto, Warp, Block };
 LineKernel line_kernel_for(const LineModelParams& params, int width);
 
-void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel = LineKernel::Auto);
+// `ahead`: pass 0's staging done ahead (LineStageAhead, made for these
+// parameters and width; the block kernel's, the warp kernel ignores it).
+void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel = LineKernel::Auto,
+                       const LineStageAhead* ahead = nullptr);
+
+// The staging ahead of the view's frames (four threads a column, on every
+// SM), between the extraction and the model's block kernel given `ahead`.
+void launch_line_stage_ahead(const LineModelView& view, const LineStageAhead& ahead, cudaStream_t stream);
 
 // For the bench's profile of the block kernel (bench/line_model_kernel_bench):
 // one launch of a variant whose thread 0 reads clock64() at each phase
@@ -50,7 +57,8 @@ using LinePhaseCycles = unsigned long long[kLinePasses + 1][kLinePhaseCount];
 struct LinePhaseProfile {
   LinePhaseCycles cycles;
 };
-LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream);
+LinePhaseProfile line_model_block_phase_cycles(const LineModelView& view, const LineModelParams& params, cudaStream_t stream,
+                                               const LineStageAhead* ahead = nullptr);
 
 // For the bench: the columns each lane of the block kernel walks before its
 // chunk (kernels/line_model_lanes.h, kLineWarmup by default; any value gives

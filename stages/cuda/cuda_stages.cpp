@@ -285,6 +285,7 @@ class CudaProcessorImpl final : public CudaProcessor {
       candidates_ = std::make_unique<DeviceProfiles>(l.width, l.frames, extraction_params().slots);
       back_ = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(line_params().candidates, l.width, l.frames), "line model scratch");
       configure_line_model_once();
+      if (options.stage_line_ahead) set_up_staging_ahead(l.width);
     }
     if (checks_neighbours()) isolated_ = DeviceBuffer::allocate(static_cast<std::size_t>(l.width) * l.frames, "neighbour check marks");
     if (fused_)
@@ -348,11 +349,23 @@ class CudaProcessorImpl final : public CudaProcessor {
     if (timed_) last_ms_ = lane_.elapsed();
   }
 
+  // CudaProcessorOptions::stage_line_ahead: where the warp chain runs and
+  // the line model's block kernel follows with its link table.
+  void set_up_staging_ahead(int width) {
+    const kernels::LineModelParams& p = line_params();
+    if (warp_chain_max_frames_ == 0 || candidates_->view().slots != p.candidates || kc::line_kernel_for(p, width) != kc::LineKernel::Block) return;
+    const kernels::LineStageAhead size = kernels::line_stage_ahead(p, width, nullptr);
+    if (size.frame_bytes == 0) return;
+    ahead_bytes_ = DeviceBuffer::allocate(size.frame_bytes * static_cast<std::size_t>(warp_chain_max_frames_), "line model staged ahead");
+    ahead_ = kernels::line_stage_ahead(p, width, ahead_bytes_.as<unsigned char>());
+  }
+
   // The chain's kernels; the line model's output into `to_host`'s arrays
   // when given (line_model_writes_host), else into profiles_.
   void enqueue_kernels(int frames, ProfileBatch* to_host = nullptr) {
     if (frames <= 0) return;
     const cudaStream_t stream = lane_.stream();
+    const kernels::LineStageAhead* ahead = frames <= warp_chain_max_frames_ && ahead_.bytes != nullptr ? &ahead_ : nullptr;
     with_pixel_type(layout().format, [&](auto zero) {
       using T = decltype(zero);
       const auto pixels = device_frames<T>(in_, layout(), frames);
@@ -374,8 +387,10 @@ class CudaProcessorImpl final : public CudaProcessor {
       const kernels::LineModelArrays out = to_host != nullptr
                                                ? kernels::LineModelArrays{to_host->position, to_host->intensity, to_host->stripe_width, to_host->quality, to_host->count}
                                                : kernels::LineModelArrays{p.position, p.intensity, p.stripe_width, p.quality, p.count};
-      kc::launch_line_model(line_view({c.position, c.intensity, c.stripe_width, c.quality, c.count}, out, back_.as<std::uint8_t>(), static_cast<std::size_t>(frames), frames),
-                            line_params(), stream);
+      const kernels::LineModelView view =
+          line_view({c.position, c.intensity, c.stripe_width, c.quality, c.count}, out, back_.as<std::uint8_t>(), static_cast<std::size_t>(frames), frames);
+      if (ahead != nullptr) kc::launch_line_stage_ahead(view, *ahead, stream);
+      kc::launch_line_model(view, line_params(), stream, kc::LineKernel::Auto, ahead);
     }
     if (checks_neighbours()) {
       const kc::ProfileView& p = profiles_->view();
@@ -394,6 +409,8 @@ class CudaProcessorImpl final : public CudaProcessor {
   bool fused_ = false;
   int warp_chain_max_frames_ = 0;  // batches of at most this many frames run kc::warp_chain (0: none)
   bool line_model_to_host_ = true;  // CudaProcessorOptions::line_model_to_host
+  DeviceBuffer ahead_bytes_;           // the line model's pass 0 staged ahead (set_up_staging_ahead)
+  kernels::LineStageAhead ahead_;      // into ahead_bytes_; bytes null: none
   std::uint64_t time_every_ = 1;           // CudaProcessorOptions::time_every
   std::uint64_t low_latency_batches_ = 0;  // enqueued so far
   bool timed_ = true;                      // the batch in flight records the timing events

@@ -67,6 +67,12 @@ struct CudaProcessorOptions {
   // graph nodes). last_compute_ms() is then the most recent timed batch's.
   // 1: every batch timed.
   int time_every = 32;
+  // Batches the warp chain extracts, where the line model's block kernel
+  // follows with its link table: a kernel of its own stages the model's
+  // pass 0 on every SM first (kernels::LineStageAhead; four threads a
+  // column), which the model's single block did on one SM (~6 us a frame on
+  // an H100). false: the model stages (the bench compares).
+  bool stage_line_ahead = true;
 };
 
 // Validates config against layout (ConfigError), then sets up. Throws
