@@ -294,38 +294,44 @@ __device__ __noinline__ void speculate(const LineModelView& v, const LineModelPa
 __device__ __noinline__ void walk_again(const LineModelView& v, const LineModelParams& p, int f, int lane, const LineModelLaneScratch& s) {
   lm::lane_walk_again(v, p, f, kBlockLanes, lane, s);
 }
-// Pass 0 staged ahead (LineStageAhead): the span copied in (the kernel's
-// barrier follows). On sm_90 by one bulk copy (the Tensor Memory
-// Accelerator: thread 0 issues it, an mbarrier counts its bytes in, every
-// thread waits on it): the lanes' 16-byte asynchronous copies took ~2.9 us
-// a frame for the 2,048-column frame's 116 KiB (call 3 of session 14).
-// Compiled on its own (inlined, the kernel spilled).
-__device__ __noinline__ void take_staged_ahead(const LineModelView& v, const LineStageAhead& ahead, int f, int lane, const LineModelLaneScratch& s) {
+// Pass 0 staged ahead (LineStageAhead): the span copied into the fixed
+// region at `to` (the scratch's span). On sm_90 by one bulk copy (the Tensor
+// Memory Accelerator), issued by one thread at the kernel's start, beside
+// the scratch's set-up, an mbarrier counting its bytes in; the lanes'
+// 16-byte asynchronous copies took ~2.9 us a frame for the 2,048-column
+// frame's 116 KiB (call 3 of session 14), the bulk copy 2.4 us (call 4).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ __align__(8) std::uint64_t arrived;
-  const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&arrived));
+__device__ void issue_staged_copy(const LineStageAhead& ahead, int f, unsigned char* to, std::uint64_t* arrived) {
+  const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(arrived));
+  const unsigned bulk = static_cast<unsigned>((ahead.end - ahead.begin) / 16 * 16);  // 16-byte multiples: the bulk copy's unit
+  std::uint64_t from = 0;
+  asm volatile("cvta.to.global.u64 %0, %1;" : "=l"(from) : "l"(ahead.bytes + static_cast<std::size_t>(f) * ahead.frame_bytes));
+  asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bar) : "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the barrier's initialisation seen by the copy engine
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(bar), "r"(bulk) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(to))),
+               "l"(from), "r"(bulk), "r"(bar)
+               : "memory");
+}
+#endif
+// Then, every thread (after a barrier since the issue; the kernel's follows):
+// the bytes past the bulk copy's, the masks cleared, and the wait for it.
+// Elsewhere than sm_90 the whole copy here (lane_take_staged). Compiled on
+// its own (inlined, the kernel spilled).
+__device__ __noinline__ void take_staged_ahead(const LineModelView& v, const LineStageAhead& ahead, int f, int lane, const LineModelLaneScratch& s,
+                                               std::uint64_t* arrived) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   unsigned char* to = reinterpret_cast<unsigned char*>(s.link_pair);
   const unsigned char* from = ahead.bytes + static_cast<std::size_t>(f) * ahead.frame_bytes;
-  const std::size_t span = ahead.end - ahead.begin, bulk = span / 16 * 16;  // 16-byte multiples: the bulk copy's unit
-  if (lane == 0) {
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bar) : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the barrier's initialisation seen by the copy engine
-  }
-  __syncthreads();
-  if (lane == 0) {
-    std::uint64_t global = 0;
-    asm volatile("cvta.to.global.u64 %0, %1;" : "=l"(global) : "l"(from));
-    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(bar), "r"(static_cast<unsigned>(bulk)) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     static_cast<unsigned>(__cvta_generic_to_shared(to))),
-                 "l"(global), "r"(static_cast<unsigned>(bulk)), "r"(bar)
-                 : "memory");
-  }
-  for (std::size_t i = bulk + static_cast<std::size_t>(lane); i < span; i += kBlockLanes) to[i] = from[i];
+  const std::size_t span = ahead.end - ahead.begin;
+  for (std::size_t i = span / 16 * 16 + static_cast<std::size_t>(lane); i < span; i += kBlockLanes) to[i] = from[i];
   lm::lane_clear_masks(v, kBlockLanes, lane, s);
+  const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(arrived));
   for (unsigned done = 0; done == 0;)
     asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar) : "memory");
 #else
+  (void)arrived;
   lm::lane_take_staged(v, ahead, f, kBlockLanes, lane, s);
 #endif
 }
@@ -385,6 +391,14 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   PhaseClock<kTimed> clock;
   const int f = static_cast<int>(blockIdx.x), lane_id = static_cast<int>(threadIdx.x);
   const int warp = lane_id / kWarp, lane = lane_id % kWarp;
+  // Pass 0 staged ahead (launch checked the layout: the span at its
+  // offset in the fixed region, which starts the shared memory); its copy
+  // issued now, by warp 1's first lane, while lane 0 sets the scratch up.
+  const bool staged_ahead = ahead.bytes != nullptr && g_link_table;
+  __shared__ __align__(8) std::uint64_t staged_arrived;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (staged_ahead && lane_id == kWarp) issue_staged_copy(ahead, f, shared + ahead.begin, &staged_arrived);
+#endif
   if (lane_id == 0) {
     scratch = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
     scratch.narrow_walks = g_narrow_walks;
@@ -397,8 +411,8 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   int pass = 0;
   for (; pass < kLinePasses; ++pass) {
     // The speculative forward pass (kernels/line_model_lanes.h), in rounds.
-    if (pass == 0 && ahead.bytes != nullptr && s.link_pair != nullptr)
-      take_staged_ahead(v, ahead, f, lane_id, s);
+    if (pass == 0 && staged_ahead)
+      take_staged_ahead(v, ahead, f, lane_id, s, &staged_arrived);
     else
       lm::lane_stage(v, p, f, pass, kBlockLanes, lane_id, s);
     __syncthreads();
