@@ -84,9 +84,6 @@ struct LineModelLaneScratch {
 // scratch allows (real frames have about one a column).
 inline constexpr int kLineStagedSlots = 2;
 
-// The scratch of one frame laid out in two regions: `fixed` (8-byte
-// aligned, line_lane_fixed_bytes) and `columns` (2-byte aligned,
-// line_lane_column_bytes). Null bases only measure.
 // Where the staged candidates, their counts and the link table (when it
 // fits: `table`) lie in the fixed region: with the table, one span
 // [begin, end) (LineStageAhead copies it).
@@ -102,6 +99,9 @@ STRIPELINE_HD void point_staged(LineModelLaneScratch& s, unsigned char* base, co
     s.link_fresh = reinterpret_cast<std::int32_t*>(base + o.fresh);
   }
 }
+// The scratch of one frame laid out in two regions: `fixed` (8-byte
+// aligned, line_lane_fixed_bytes) and `columns` (2-byte aligned,
+// line_lane_column_bytes). Null bases only measure.
 struct LineLaneLayout {
   LineModelLaneScratch scratch;
   std::size_t fixed_bytes = 0, column_bytes = 0;
@@ -778,25 +778,27 @@ STRIPELINE_HD void lane_stage(const LineModelView& view, const LineModelParams& 
 // (a = 0) and its pair with candidate a of x - 1; j = 0 also the count.
 // Four threads then wait for memory once, together, and make one or two
 // candidates each (the four ways write what stage_column writes).
+template <class T>
+STRIPELINE_HD T* bytes_on(T* p, std::size_t bytes) {
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(p) + bytes);
+}
 STRIPELINE_HD void stage_ahead_pair(const LineModelView& v, const LineStageAhead& ahead, int f, int x, int j) {
   const LineModelParams& p = ahead.params;
-  LineModelLaneScratch s = ahead.at;
-  const std::size_t shift = static_cast<std::size_t>(f) * ahead.frame_bytes;
+  const LineModelLaneScratch& s = ahead.at;
+  const std::size_t shift = static_cast<std::size_t>(f) * ahead.frame_bytes;  // frame f's bytes
   const int a = j % 2, b = j / 2;
   const bool left = x > 0;
   const int n = slots_filled(v, p, f, x), n_left = left ? slots_filled(v, p, f, x - 1) : 0;
   const RawCandidate raw_b = raw_candidate(v, p, f, b, x);
   const RawCandidate raw_a = left ? raw_candidate(v, p, f, a, x - 1) : RawCandidate{};
-  if (j == 0) reinterpret_cast<std::uint16_t*>(reinterpret_cast<unsigned char*>(s.staged_count_mask) + shift)[x] = static_cast<std::uint16_t>(n);
+  if (j == 0) bytes_on(s.staged_count_mask, shift)[x] = static_cast<std::uint16_t>(n);
   if (b >= n) return;
   const Candidate cur = make_candidate(raw_b, p);
   if (a == 0) {
-    if (b < s.staged_slots) reinterpret_cast<Candidate*>(reinterpret_cast<unsigned char*>(s.staged) + shift)[static_cast<std::size_t>(x) * s.staged_slots + b] = cur;
-    reinterpret_cast<std::int32_t*>(reinterpret_cast<unsigned char*>(s.link_fresh) + shift)[2 * x + b] = link_fresh_entry(cur, s.link);
+    if (b < s.staged_slots) bytes_on(s.staged, shift)[static_cast<std::size_t>(x) * s.staged_slots + b] = cur;
+    bytes_on(s.link_fresh, shift)[2 * x + b] = link_fresh_entry(cur, s.link);
   }
-  if (a < n_left)
-    reinterpret_cast<std::int32_t*>(reinterpret_cast<unsigned char*>(s.link_pair) + shift)[4 * x + 2 * b + a] =
-        link_pair_entry(make_candidate(raw_a, p), cur, s.link);
+  if (a < n_left) bytes_on(s.link_pair, shift)[4 * x + 2 * b + a] = link_pair_entry(make_candidate(raw_a, p), cur, s.link);
 }
 STRIPELINE_HD void stage_ahead_column(const LineModelView& v, const LineStageAhead& ahead, int f, int x) {
   for (int j = 0; j < 2 * kLineStagedSlots; ++j) stage_ahead_pair(v, ahead, f, x, j);
@@ -1064,7 +1066,8 @@ struct LineLaneStats {
 // against line_model_frame(), for any warm-up and number of rounds).
 // With `ahead` (lanes = kLineBlockLanes, the scratch's link table laid out
 // as `ahead` says), pass 0's staging as the processor has it: every
-// column staged ahead first (the extraction's part), then the model's.
+// column staged ahead first (the stage kernel's part), then the model's
+// copy.
 inline LineLaneStats line_model_frame_lanes(const LineModelView& v, const LineModelParams& p, int f, int lanes, const LineModelLaneScratch& scratch,
                                             int warmup = line_model::kLineWarmup, int rounds = line_model::kLineSpecRounds,
                                             const LineStageAhead* ahead = nullptr) {
