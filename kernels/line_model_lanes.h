@@ -181,7 +181,8 @@ struct LineStageAhead {
   unsigned char* bytes = nullptr;  // frame f's span at bytes + f frame_bytes (offset `begin` of its layout at bytes); null: none
   std::size_t frame_bytes = 0, begin = 0, end = 0;
   LineModelLaneScratch at;  // frame 0's staged pointers into `bytes`, its staged slots and link
-  LineModelParams params;
+  LineModelParams params;   // with `width`, what the layout was made for
+  int width = 0;
 };
 // Frames of `width` columns ahead of the block kernel, into `bytes` (a
 // device allocation of frames x frame_bytes; null measures). None (bytes
@@ -198,6 +199,7 @@ inline LineStageAhead line_stage_ahead(const LineModelParams& p, int width, unsi
   a.frame_bytes = (from_zero.end + 15) / 16 * 16;
   a.begin = l.staged.begin, a.end = l.staged.end;
   a.params = p;
+  a.width = width;
   a.at.staged_slots = l.scratch.staged_slots;
   a.at.link = link;
   a.bytes = bytes;
