@@ -1,10 +1,12 @@
 #include "stages/chain.h"
 
+#include "kernels/cuda/warp_chain_limits.h"
 #include "kernels/line_model_lanes.h"
 #include "stages/cpu/cpu_kernels.h"
 
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -236,8 +238,9 @@ LaneMemory lane_memory(Backend backend, const BatchLayout& l, const ChainConfig&
   if (backend == Backend::Cuda) {  // stages/cuda/cuda_stages.cpp, CudaProcessorImpl's constructor
     m.device = l.bytes() + ProfileLayout::make(l.width, l.frames, p.slots, xyz).bytes + l.bytes();  // pixels, profiles, per-stage scratch
     if (k > 0) m.device += ProfileLayout::make(l.width, l.frames, k).bytes + kernels::line_model_device_scratch_bytes(k, l.width, l.frames);
-    // The staging ahead: the warp chain's frames (kernels::cuda::kWarpChainMaxFrames, 2 by default).
-    if (k > 0) m.device += kernels::line_stage_ahead(line, l.width, nullptr).frame_bytes * static_cast<std::size_t>(l.frames < 2 ? l.frames : 2);
+    // The staging ahead: the warp chain's frames.
+    if (k > 0)
+      m.device += kernels::line_stage_ahead(line, l.width, nullptr).frame_bytes * static_cast<std::size_t>(std::min(l.frames, kernels::cuda::kWarpChainMaxFrames));
     if (config.neighbour_check.columns > 0) m.device += static_cast<std::size_t>(l.width) * l.frames;
     return m;
   }

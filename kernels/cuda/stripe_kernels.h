@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/column_extract.h"
+#include "kernels/cuda/warp_chain_limits.h"
 #include "kernels/gaussian.h"
 
 namespace stripeline::kernels::cuda {
@@ -108,9 +109,7 @@ void fused_chain(FramesView<const T> in, const ChainParams& params, ProfileView 
 // candidates evaluated at once), for batches too small to fill the device
 // with a thread per column (the live path's batch of 1). The same bits as
 // fused_chain.
-inline constexpr int kWarpChainColumns = 4;      // columns per block (a warp each)
-inline constexpr int kWarpChainMaxHeight = 128;  // frame rows at most (4 a lane)
-inline constexpr int kWarpChainMaxFrames = 2;    // the processor's choice: batches of at most this many frames (faster up to 2 on an H100, docs/cuda.md)
+// Its limits: kernels/cuda/warp_chain_limits.h.
 
 // Whether warp_chain runs this chain (method adaptive, frames of 1..kWarpChainMaxHeight rows).
 bool warp_chain_supports(const ChainParams& params, int frame_height);
