@@ -163,11 +163,11 @@ STRIPELINE_HD int anchor_distance(int rows) { return (rows * 5 + 1) / 2; }
 // than `rise`, else the anchor pixel alone; and whether it is a valley
 // between stripes (lifted by both tails).
 template <class Column>
-STRIPELINE_HD bool anchor(const Column& col, int height, int peak, int dir, int distance, std::uint32_t rise, int& at_row,
-                          std::int32_t& background) {
+STRIPELINE_HD void anchor_walk(const Column& col, int height, int peak, int dir, int distance, std::uint32_t rise, bool& valley, int& lowest_at,
+                               int& outer_at, int& at) {
   std::uint32_t lowest = col(peak), outer_lowest = col(peak);
-  int lowest_at = peak, outer_at = peak, at = peak;
-  bool valley = false;
+  lowest_at = outer_at = at = peak;
+  valley = false;
   for (int k = 1; k <= distance; ++k) {
     const int y = peak + dir * k;
     if (y < 0 || y >= height) break;
@@ -186,6 +186,83 @@ STRIPELINE_HD bool anchor(const Column& col, int height, int peak, int dir, int 
     }
     at = y;
   }
+}
+
+// The loops of evaluate() and centre(), said once: ScalarLoops walks each row
+// by row (the oracle: the CPU, the per-thread kernels); the warp chain passes
+// a policy whose loops a warp takes a step at a time
+// (kernels/cuda/warp_loops.cuh), with the same results.
+struct ScalarLoops {
+  // From `from` in direction `dir`, at most `steps` rows while keep(row): the
+  // last row kept (`from` when none).
+  template <class Keep>
+  STRIPELINE_HD int extend(int from, int dir, int steps, const Keep& keep) const {
+    int k = 0;
+    while (k < steps && keep(from + dir * (k + 1))) ++k;
+    return from + dir * k;
+  }
+  template <class Column>
+  STRIPELINE_HD bool side_minimum(const Column& col, int height, int peak, std::uint32_t value, int dir, int radius, std::uint32_t& minimum,
+                                  int& at) const {
+    return adaptive::side_minimum(col, height, peak, value, dir, radius, minimum, at);
+  }
+  template <class Column>
+  STRIPELINE_HD void anchor_walk(const Column& col, int height, int peak, int dir, int distance, std::uint32_t rise, bool& valley,
+                                 int& lowest_at, int& outer_at, int& at) const {
+    adaptive::anchor_walk(col, height, peak, dir, distance, rise, valley, lowest_at, outer_at, at);
+  }
+  // sum |v[y+1] - v[y]| over [lo, hi).
+  template <class Column>
+  STRIPELINE_HD std::uint64_t abs_steps(const Column& col, int lo, int hi) const {
+    std::uint64_t sum = 0;
+    for (int y = lo; y < hi; ++y) {
+      const std::uint32_t a = col(y), b = col(y + 1);
+      sum += a > b ? a - b : b - a;
+    }
+    return sum;
+  }
+  // The largest unblurred excess over the background line in [first, last], at least 0.
+  template <class Raw>
+  STRIPELINE_HD std::int32_t raw_excess(const Raw& raw, const Stripe& s, int first, int last) const {
+    std::int32_t best = 0;
+    for (int y = first; y <= last; ++y) {
+      const std::int32_t u = static_cast<std::int32_t>(raw(y) << kQ) - background_at(s, y);
+      if (u > best) best = u;
+    }
+    return best;
+  }
+  // The row of the largest u in [first, last] (the topmost on ties) and that u.
+  template <class Column>
+  STRIPELINE_HD int u_argmax(const Column& col, int height, const Stripe& s, int first, int last, std::int32_t& um) const {
+    int ym = first;
+    um = u_at(col, height, s, ym);
+    for (int y = first + 1; y <= last; ++y) {
+      const std::int32_t u = u_at(col, height, s, y);
+      if (u > um) um = u, ym = y;
+    }
+    return ym;
+  }
+  // The centroid's sums over [lo, hi]: w = (u - level)^2 where u > level; sw = sum w, swy = sum w (y - lo).
+  template <class Column>
+  STRIPELINE_HD void centroid_sums(const Column& col, int height, const Stripe& s, int lo, int hi, std::int32_t level, std::int64_t& sw,
+                                   std::int64_t& swy) const {
+    sw = swy = 0;
+    for (int y = lo; y <= hi; ++y) {
+      std::int64_t w = u_at(col, height, s, y) - level;
+      if (w <= 0) continue;
+      w *= w;  // squared: the core counts, a one-sided tail (glow) little; w^2 < 2^41
+      sw += w;
+      swy += w * (y - lo);
+    }
+  }
+};
+
+template <class Column, class Loops = ScalarLoops>
+STRIPELINE_HD bool anchor(const Column& col, int height, int peak, int dir, int distance, std::uint32_t rise, int& at_row,
+                          std::int32_t& background, const Loops& loops = {}) {
+  bool valley = false;
+  int lowest_at = peak, outer_at = peak, at = peak;
+  loops.anchor_walk(col, height, peak, dir, distance, rise, valley, lowest_at, outer_at, at);
   return anchor_end(col, height, peak, dir, rise, valley, lowest_at, outer_at, at, at_row, background);
 }
 
@@ -211,9 +288,9 @@ STRIPELINE_HD std::uint32_t valley_rise(std::uint32_t prominence) { return promi
 // Steps 3 (from the anchors on) and 4: the background line, the contrast,
 // the run and the gates; sets s.valid. `inside()` returns sum |v[y+1] -
 // v[y]| over [anchor_lo, anchor_hi) (asked only with the noise gate on).
-template <class Column, class Raw, class Inside>
+template <class Column, class Raw, class Inside, class Loops = ScalarLoops>
 STRIPELINE_HD void line_and_gates(const Column& col, const Raw& raw, int height, Stripe& s, bool valley_lo, bool valley_hi, const ColumnParams& p,
-                                  std::uint64_t column_tv, const Inside& inside) {
+                                  std::uint64_t column_tv, const Inside& inside, const Loops& loops = {}) {
   const int peak = s.peak;
   if (s.anchor_lo == peak || s.anchor_hi == peak) return;
   // A valley next to another stripe is lifted by its tail: trust the other
@@ -246,10 +323,10 @@ STRIPELINE_HD void line_and_gates(const Column& col, const Raw& raw, int height,
 
   // The run at level around the peak, bounded.
   const std::int32_t level = static_cast<std::int32_t>((static_cast<std::int64_t>(s.contrast) * p.level_q8) >> 8);
-  s.first = peak;
-  while (s.first > 0 && peak - s.first < p.stripe_max_width && u_at(col, height, s, s.first - 1) >= level) --s.first;
-  s.last = peak;
-  while (s.last < height - 1 && s.last - peak < p.stripe_max_width && u_at(col, height, s, s.last + 1) >= level) ++s.last;
+  auto at_level = [&](int y) { return u_at(col, height, s, y) >= level; };
+  const int up = peak < p.stripe_max_width ? peak : p.stripe_max_width, down = height - 1 - peak;
+  s.first = loops.extend(peak, -1, up, at_level);
+  s.last = loops.extend(peak, +1, down < p.stripe_max_width ? down : p.stripe_max_width, at_level);
   if (s.last - s.first + 1 > p.stripe_max_width) return;
   {
     // A run wider than kWideRun must be brighter in proportion: contrast >=
@@ -271,49 +348,37 @@ STRIPELINE_HD void line_and_gates(const Column& col, const Raw& raw, int height,
   // pixel of the run at least half the contrast over the background line. A
   // blur across columns carries a lit neighbour's stripe into a column
   // that has none (an occlusion's first column).
-  {
-    std::int32_t best = 0;
-    for (int y = s.first; y <= s.last; ++y) {
-      const std::int32_t u = static_cast<std::int32_t>(raw(y) << kQ) - background_at(s, y);
-      if (u > best) best = u;
-    }
-    if (2 * best < s.contrast) return;
-  }
+  if (2 * loops.raw_excess(raw, s, s.first, s.last) < s.contrast) return;
   s.valid = true;
 }
 
 // Evaluates the candidate at `peak`: prominence, background, run and gates.
 // `column_tv` is sum |v[y+1] - v[y]| over the whole column.
-template <class Column, class Raw>
-STRIPELINE_HD Stripe evaluate(const Column& col, const Raw& raw, int height, int peak, const ColumnParams& p, std::uint64_t column_tv) {
+template <class Column, class Raw, class Loops = ScalarLoops>
+STRIPELINE_HD Stripe evaluate(const Column& col, const Raw& raw, int height, int peak, const ColumnParams& p, std::uint64_t column_tv,
+                              const Loops& loops = {}) {
   Stripe s;
   s.peak = peak;
   s.value = col(peak);
   const int radius = p.stripe_max_width;
   std::uint32_t min_lo = 0, min_hi = 0;
   int at_lo = peak, at_hi = peak;
-  const bool has_lo = side_minimum(col, height, peak, s.value, -1, radius, min_lo, at_lo);
-  const bool has_hi = side_minimum(col, height, peak, s.value, +1, radius, min_hi, at_hi);
+  const bool has_lo = loops.side_minimum(col, height, peak, s.value, -1, radius, min_lo, at_lo);
+  const bool has_hi = loops.side_minimum(col, height, peak, s.value, +1, radius, min_hi, at_hi);
   std::uint32_t base = 0;
   if (!prominence_gate(s, has_lo, has_hi, min_lo, min_hi, p, base)) return s;
 
   // Background anchors 2.5 half-widths out, the half-width measured at half
   // the prominence on each side.
   const std::uint32_t half = half_level(base, s.prominence), rise = valley_rise(s.prominence);
-  int lo = peak, hi = peak;
-  while (lo > 0 && peak - lo < radius && col(lo - 1) >= half) --lo;
-  while (hi < height - 1 && hi - peak < radius && col(hi + 1) >= half) ++hi;
-  const bool valley_lo = anchor(col, height, peak, -1, anchor_distance(peak - lo + 1), rise, s.anchor_lo, s.bg_lo);
-  const bool valley_hi = anchor(col, height, peak, +1, anchor_distance(hi - peak + 1), rise, s.anchor_hi, s.bg_hi);
-  auto inside = [&]() {
-    std::uint64_t sum = 0;
-    for (int y = s.anchor_lo; y < s.anchor_hi; ++y) {
-      const std::uint32_t a = col(y), b = col(y + 1);
-      sum += a > b ? a - b : b - a;
-    }
-    return sum;
-  };
-  line_and_gates(col, raw, height, s, valley_lo, valley_hi, p, column_tv, inside);
+  auto above_half = [&](int y) { return col(y) >= half; };
+  const int down = height - 1 - peak;
+  const int lo = loops.extend(peak, -1, peak < radius ? peak : radius, above_half);
+  const int hi = loops.extend(peak, +1, down < radius ? down : radius, above_half);
+  const bool valley_lo = anchor(col, height, peak, -1, anchor_distance(peak - lo + 1), rise, s.anchor_lo, s.bg_lo, loops);
+  const bool valley_hi = anchor(col, height, peak, +1, anchor_distance(hi - peak + 1), rise, s.anchor_hi, s.bg_hi, loops);
+  auto inside = [&]() { return loops.abs_steps(col, s.anchor_lo, s.anchor_hi); };
+  line_and_gates(col, raw, height, s, valley_lo, valley_hi, p, column_tv, inside, loops);
   return s;
 }
 
@@ -387,8 +452,8 @@ STRIPELINE_HD std::int32_t centroid_position(int lo, std::int64_t sw, std::int64
 }
 
 // The centre of an accepted stripe, 1/256 px.
-template <class Column, class Raw>
-STRIPELINE_HD std::int32_t centre(const Column& col, const Raw& raw, int height, const Stripe& s, const ColumnParams& p) {
+template <class Column, class Raw, class Loops = ScalarLoops>
+STRIPELINE_HD std::int32_t centre(const Column& col, const Raw& raw, int height, const Stripe& s, const ColumnParams& p, const Loops& loops = {}) {
   // A clipped core (unblurred pixels at the maximum; the blur rounds the
   // plateau off, so the blurred peak may no longer reach it), a saturated or
   // a flat top: the middle of its edges near the top, around the clipped
@@ -405,29 +470,19 @@ STRIPELINE_HD std::int32_t centre(const Column& col, const Raw& raw, int height,
 
   // The run's maximum of u (topmost on ties): background removed, the
   // candidate's own row may not be the top any more.
-  int ym = s.first;
-  std::int32_t um = u_at(col, height, s, ym);
-  for (int y = s.first + 1; y <= s.last; ++y) {
-    const std::int32_t u = u_at(col, height, s, y);
-    if (u > um) um = u, ym = y;
-  }
+  std::int32_t um = 0;
+  const int ym = loops.u_argmax(col, height, s, s.first, s.last, um);
 
   switch (p.estimator) {
     case SubpixelEstimator::Centroid: {
       // Background-subtracted centre of gravity of the contiguous pixels
       // above centroid_level x contrast around the run, inside the anchors.
       const std::int32_t level = centroid_level(s, p);
-      int lo = s.first, hi = s.last;
-      while (lo - 1 > s.anchor_lo && u_at(col, height, s, lo - 1) > level) --lo;
-      while (hi + 1 < s.anchor_hi && u_at(col, height, s, hi + 1) > level) ++hi;
+      auto above = [&](int y) { return u_at(col, height, s, y) > level; };
+      const int lo = loops.extend(s.first, -1, s.first - s.anchor_lo - 1, above);
+      const int hi = loops.extend(s.last, +1, s.anchor_hi - 1 - s.last, above);
       std::int64_t sw = 0, swy = 0;
-      for (int y = lo; y <= hi; ++y) {
-        std::int64_t w = u_at(col, height, s, y) - level;
-        if (w <= 0) continue;
-        w *= w;  // squared: the core counts, a one-sided tail (glow) little; w^2 < 2^41
-        sw += w;
-        swy += w * (y - lo);
-      }
+      loops.centroid_sums(col, height, s, lo, hi, level, sw, swy);
       if (sw <= 0) return ym * kPositionOne;
       return centroid_position(lo, sw, swy);
     }

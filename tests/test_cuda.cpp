@@ -73,11 +73,11 @@ void fill_random(Batch& b, std::uint64_t seed) {
   for (std::size_t i = 0; i < b.layout.pixels(); ++i) set_pixel(b, i, value(rng));
 }
 
-// Synthetic laser stripes: per column, `stripes` Gaussians (sigma 0.5..2.5 px,
-// amplitude 0.2..1.4 of full scale, so some saturate into plateaus) at rows
-// that wander from column to column and sometimes jump; low noise below the
-// threshold; some columns without any stripe (gaps).
-void fill_stripes(Batch& b, std::uint64_t seed, int stripes) {
+// Synthetic laser stripes: per column, `stripes` Gaussians (sigma 0.5 to
+// `widest` px, amplitude 0.2..1.4 of full scale, so some saturate into
+// plateaus) at rows that wander from column to column and sometimes jump; low
+// noise below the threshold; some columns without any stripe (gaps).
+void fill_stripes(Batch& b, std::uint64_t seed, int stripes, double widest = 2.5) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const int w = b.layout.width, h = b.layout.frame_height;
@@ -86,7 +86,7 @@ void fill_stripes(Batch& b, std::uint64_t seed, int stripes) {
   for (int f = 0; f < b.layout.frames; ++f) {
     for (int s = 0; s < stripes; ++s) {
       centre[s] = u(rng) * (h - 1);
-      sigma[s] = 0.5 + 2.0 * u(rng);
+      sigma[s] = 0.5 + (widest - 0.5) * u(rng);
       amplitude[s] = (0.2 + 1.2 * u(rng)) * full;
     }
     const std::size_t frame0 = static_cast<std::size_t>(f) * b.layout.frame_pixels();
@@ -547,6 +547,46 @@ TEST_F(CudaFused, TheWarpChainMatchesCpuOnEveryGeometry) {
           cpu->process(in, expected);
           warp->process(in, got);
           ASSERT_TRUE(same_profiles(expected, got)) << "warp chain, " << describe(in, m, config, stripes);
+        }
+        ++i;
+      }
+#endif
+}
+
+// The warp chain's walks taken by the whole warp (kernels/cuda/warp_loops.cuh)
+// where they run past one step a lane: stripes up to 12 px sigma and runs and
+// search radii up to 256 rows (walks of more than 32 steps, anchors far out,
+// valleys between stripes), in columns of one to three stripes (a warp's
+// candidates evaluated by the warp) and in noise (a lane each), against the
+// CPU.
+TEST_F(CudaFused, TheWarpChainsLongWalksMatchCpu) {
+#if STRIPELINE_HAVE_CUDA
+  int i = 0;
+  for (PixelFormat format : kFormats)
+    for (int height : {40, 64, 100, 128})
+      for (int max_width : {24, 40, 256}) {
+        const MethodCase& m = kMethods[kMethodCount - 1 - i % 6];  // the six adaptive methods are last
+        ASSERT_EQ(m.method, ColumnMethod::Adaptive);
+        ChainConfig config = make_config(m, i % 3 == 0 ? 0 : 5, i % 2 == 0, format, height, i % 4);
+        config.adaptive.max_width = max_width;
+        config.adaptive.noise_factor = i % 2 == 0 ? 4.0 : 0.0;
+        Batch in = make_batch(176, height, 2, 2, format);
+        cuda::CudaProcessorOptions forced;
+        forced.warp_chain_max_frames = 1000;
+        auto warp = cuda::make_cuda_processor_ex(in.layout, config, forced);
+        auto cpu = make_processor(Backend::Cpu, in.layout, config);
+        const int slots = output_slots(config, height);
+        for (int stripes : {0, 1, 2, 3}) {
+          const auto seed = static_cast<std::uint64_t>(9100 + 4 * i + stripes);
+          if (stripes == 0)
+            fill_random(in, seed);
+          else
+            fill_stripes(in, seed, stripes, 12.0);
+          ProfileBatch expected = make_profiles(in, slots), got = make_profiles(in, slots);
+          cpu->process(in, expected);
+          warp->process(in, got);
+          ASSERT_TRUE(same_profiles(expected, got)) << "warp chain, " << describe(in, m, config, stripes > 0) << ", " << stripes
+                                                    << " wide stripe(s), stripe_max_width " << max_width;
         }
         ++i;
       }

@@ -731,7 +731,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     }
   }
 #if STRIPELINE_HAVE_CUDA
-  if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // what the line model's steps of the live path save, each undone alone
+  if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // what the live path's steps save (the line model's, the warp evaluation), each undone alone
     struct Variant {
       const char* what;
       const char* key;
@@ -739,7 +739,9 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     };
     const Variant variants[] = {{"profiles downloaded (line_model_to_host = false)", "batch_1_processor_profiles_downloaded", {.line_model_to_host = false}},
                                 {"the line model stages its pass 0 (stage_line_ahead = false)", "batch_1_processor_model_stages_itself",
-                                 {.stage_line_ahead = false}}};
+                                 {.stage_line_ahead = false}},
+                                {"the warp chain's candidates a lane each (warp_evaluation = false)", "batch_1_processor_candidates_by_lanes",
+                                 {.warp_evaluation = false}}};
     for (const Variant& v : variants) {
       const PacedRun r = processor_alone(frame_shape, o, frames, 1, v.options);
       std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (device %.1f us)\n", v.what, r.p50, r.p99, r.max,

@@ -115,7 +115,9 @@ void fused_chain(FramesView<const T> in, const ChainParams& params, ProfileView 
 bool warp_chain_supports(const ChainParams& params, int frame_height);
 // Dynamic shared memory of one block (at most 48 KiB for any supported geometry).
 std::size_t warp_chain_shared_bytes(int bytes_per_pixel, int frame_height, int blur_size);
+// `by_warp`: a column's few candidates evaluated by the whole warp
+// (kWarpEvaluatedCandidates); false: a lane each, always (the bench compares).
 template <class T>
-void warp_chain(FramesView<const T> in, const ChainParams& params, ProfileView out, cudaStream_t stream);
+void warp_chain(FramesView<const T> in, const ChainParams& params, ProfileView out, cudaStream_t stream, bool by_warp = true);
 
 }  // namespace stripeline::kernels::cuda

@@ -12,17 +12,20 @@
 // Grid: one block per (frame, kWarpChainColumns columns), a warp per column.
 //  1. load (the block): the strip's rows plus the blur's halo, columns
 //     clamped (replicate), into shared memory, column by column;
-//  2. blur (the block): the horizontal pass per (row, column), then the
-//     vertical pass and the threshold: kernels/gaussian.h's blur_h, blur_v
-//     and apply_threshold themselves, so the bits are the CPU's;
+//  2. blur (per warp, its column): the horizontal pass, then the vertical
+//     pass and the threshold: kernels/gaussian.h's blur_h, blur_v and
+//     apply_threshold themselves, so the bits are the CPU's;
 //  3. per warp: the column's summary (lowest pixel, total variation, the
-//     brightest row) by warp reductions, the candidate rows by ballots, and
-//     each lane evaluates the candidates among its own rows
-//     (adaptive::evaluate) and centres the valid ones (adaptive::centre), all
-//     at once, into shared memory;
-//  4. lane 0 runs the CPU's scan (column_adaptive_scan: selection, the
-//     `all` method's kept stripes) over those results and stores the
-//     column (detail::store_column, as the fused kernel does).
+//     brightest row) by warp reductions, the candidate rows by ballots; the
+//     candidates evaluated (adaptive::evaluate) and the valid ones centred
+//     (adaptive::centre) into shared memory: up to kWarpEvaluatedCandidates
+//     by the whole warp, one after the other, each walk of the evaluation a
+//     ballot or a reduction over 32 rows at once (warp_loops.cuh); more (a
+//     noisy column) a lane each;
+//  4. the lanes empty slots 1.. of the column, a slot each; lane 0 runs the
+//     CPU's scan (column_adaptive_scan: selection, the `all` method's kept
+//     stripes) over those results and stores the column
+//     (detail::store_column, as the fused kernel does).
 // Every function of the extraction is the CPU's; only the order of
 // independent evaluations changes (evaluate and centre are pure functions of
 // the column and the row), so the output is the CPU's bit for bit
@@ -36,6 +39,7 @@
 #include "core/errors.h"
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/stripe_kernels.h"
+#include "kernels/cuda/warp_loops.cuh"
 
 namespace stripeline::kernels::cuda {
 
@@ -70,56 +74,61 @@ struct Layout {
   }
 };
 
-// 1 and 2: the strip's pixels, blurred and thresholded, into `value` (and
-// the unblurred ones, halo included, into `raw`).
+// 1: the strip's rows plus the blur's halo (radius r), columns clamped
+// (replicate), into `raw`, by the block: each thread one column of the strip,
+// every (blockDim / columns)-th row (coalesced: consecutive threads,
+// consecutive columns of a row).
 template <class T>
-__device__ void blur_strip(const T* __restrict__ frame, int width, int height, int x0, const ChainParams& p, const Layout& l, unsigned char* smem) {
-  const int r = p.taps.size / 2, cols = kColumns + 2 * r;
-  T* raw = reinterpret_cast<T*>(smem + l.raw);
-  std::uint32_t* mid = reinterpret_cast<std::uint32_t*>(smem + l.mid);
-  std::uint32_t* value = reinterpret_cast<std::uint32_t*>(smem + l.value);
-  __shared__ std::uint32_t taps[kMaxBlurSize];
-  if (threadIdx.x < kMaxBlurSize) taps[threadIdx.x] = p.taps.w[threadIdx.x];
+__device__ void load_strip(const T* __restrict__ frame, int width, int height, int x0, int r, const Layout& l, unsigned char* smem) {
   constexpr int kAtOnce = 4;  // loads in flight per thread before their stores
-  const int total = height * cols;
-  for (int i0 = threadIdx.x; i0 < total; i0 += kAtOnce * blockDim.x) {  // coalesced: consecutive threads, consecutive columns
-    T pixel[kAtOnce];
+  const int cols = kColumns + 2 * r, rows_a_pass = static_cast<int>(blockDim.x) / cols;
+  const int j = static_cast<int>(threadIdx.x) % cols, y0 = static_cast<int>(threadIdx.x) / cols;
+  if (y0 < rows_a_pass) {  // the threads past the last whole row of a pass idle
+    const T* src = frame + clamp_index(x0 - r + j, width);
+    T* dst = reinterpret_cast<T*>(smem + l.raw) + j * height;
+    for (int ya = y0; ya < height; ya += kAtOnce * rows_a_pass) {
+      T pixel[kAtOnce];
 #pragma unroll
-    for (int k = 0; k < kAtOnce; ++k) {
-      const int i = i0 + k * blockDim.x, y = i / cols, j = i - y * cols;
-      if (i < total) pixel[k] = frame[static_cast<std::size_t>(y) * width + clamp_index(x0 - r + j, width)];
-    }
+      for (int k = 0; k < kAtOnce; ++k)
+        if (const int y = ya + k * rows_a_pass; y < height) pixel[k] = src[static_cast<std::size_t>(y) * width];
 #pragma unroll
-    for (int k = 0; k < kAtOnce; ++k) {
-      const int i = i0 + k * blockDim.x, y = i / cols, j = i - y * cols;
-      if (i < total) raw[j * height + y] = pixel[k];
+      for (int k = 0; k < kAtOnce; ++k)
+        if (const int y = ya + k * rows_a_pass; y < height) dst[y] = pixel[k];
     }
   }
   __syncthreads();
-  const int n = height * kColumns;
+}
+
+// 2: column c of the strip blurred and thresholded into `value` by its own
+// warp (the horizontal pass reads raw columns c .. c + 2r, loaded by the
+// block; the vertical pass only the warp's own `mid` column): no barrier of
+// the block.
+template <class T>
+__device__ void blur_column(int c, int lane, int width, int height, int x0, const ChainParams& p, const std::uint32_t* taps, const Layout& l,
+                            unsigned char* smem) {
+  const int r = p.taps.size / 2;
+  T* raw = reinterpret_cast<T*>(smem + l.raw);
+  std::uint32_t* mid = reinterpret_cast<std::uint32_t*>(smem + l.mid) + c * height;
+  std::uint32_t* value = reinterpret_cast<std::uint32_t*>(smem + l.value) + c * height;
   if (p.taps.size == 0) {
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {  // [column][row] alike; the raw pixels thresholded too, as the fused kernel's
-      const std::uint32_t v = apply_threshold(raw[i], p.zero_below);
-      value[i] = v;
-      raw[i] = static_cast<T>(v);
+    for (int y = lane; y < height; y += kLanes) {  // [column][row] alike; the raw pixels thresholded too, as the fused kernel's
+      const std::uint32_t v = apply_threshold(raw[c * height + y], p.zero_below);
+      value[y] = v;
+      raw[c * height + y] = static_cast<T>(v);
     }
-    __syncthreads();
+    __syncwarp();
     return;
   }
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const int c = i / height, y = i - c * height;
+  for (int y = lane; y < height; y += kLanes) {
     // raw column j holds global column clamp(x0 - r + j): blur_h's clamped column gx is raw column gx - x0 + r.
     const T* row = raw + y;
-    mid[i] = p.taps.across ? blur_h([&](int gx) { return row[(gx - x0 + r) * height]; }, x0 + c, width, taps, p.taps.size)
+    mid[y] = p.taps.across ? blur_h([&](int gx) { return row[(gx - x0 + r) * height]; }, x0 + c, width, taps, p.taps.size)
                            : blur_h_none(row[(c + r) * height]);
   }
-  __syncthreads();
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const int c = i / height, y = i - c * height;
-    const std::uint32_t* column = mid + c * height;
-    value[i] = apply_threshold(blur_v([&](int yy) { return column[yy]; }, y, height, taps, p.taps.size), p.zero_below);
-  }
-  __syncthreads();
+  __syncwarp();
+  for (int y = lane; y < height; y += kLanes)
+    value[y] = apply_threshold(blur_v([&](int yy) { return mid[yy]; }, y, height, taps, p.taps.size), p.zero_below);
+  __syncwarp();
 }
 
 // The column's summary (adaptive::summarise's) from the lanes' rows.
@@ -152,17 +161,60 @@ __device__ adaptive::ColumnSummary warp_summary(const Column& col, int height, i
   return s;
 }
 
+// Each candidate row of the ballots evaluated (and centred when valid) by the
+// whole warp, one after the other (detail::WarpLoops); lane 0 stores them.
+template <class Column, class Raw>
+__device__ void evaluate_by_warp(const Column& col, const Raw& raw, int height, const ColumnParams& cp, std::uint64_t tv, const unsigned* ballot,
+                                 int lane, adaptive::Stripe* stripes, std::int32_t* centres, unsigned* masks) {
+  const detail::WarpLoops loops(lane);
+  for (int m = 0; m < kMasks; ++m)
+    for (unsigned rows = ballot[m]; rows != 0; rows &= rows - 1) {
+      const int y = m * kLanes + __ffs(static_cast<int>(rows)) - 1;
+      const adaptive::Stripe s = adaptive::evaluate(col, raw, height, y, cp, tv, loops);
+      const std::int32_t position = s.valid ? adaptive::centre(col, raw, height, s, cp, loops) : 0;
+      if (lane != 0) continue;
+      stripes[y] = s;
+      if (s.valid) centres[y] = position, masks[kMasks + m] |= 1u << (y % kLanes);
+    }
+}
+
+// The k-th candidate row by lane k, each alone (adaptive::ScalarLoops).
+template <class Column, class Raw>
+__device__ void evaluate_by_lanes(const Column& col, const Raw& raw, int height, const ColumnParams& cp, std::uint64_t tv, const unsigned* ballot,
+                                  int total, int lane, adaptive::Stripe* stripes, std::int32_t* centres, unsigned* masks) {
+  for (int k = lane; k < total; k += kLanes) {
+    int y = 0;
+    for (int m = 0, rank = k; m < kMasks; ++m) {  // the k-th set bit over the ballots
+      const int here = __popc(ballot[m]);
+      if (rank < here) {
+        y = m * kLanes + static_cast<int>(__fns(ballot[m], 0, rank + 1));
+        break;
+      }
+      rank -= here;
+    }
+    const adaptive::Stripe s = adaptive::evaluate(col, raw, height, y, cp, tv);
+    stripes[y] = s;
+    if (s.valid) {
+      centres[y] = adaptive::centre(col, raw, height, s, cp);
+      atomicOr(&masks[kMasks + y / kLanes], 1u << (y % kLanes));
+    }
+  }
+}
+
 template <class T>
 __global__ void __launch_bounds__(kColumns * kLanes)
-    warp_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out) {
+    warp_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out, int by_warp_up_to) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Layout l(height, p.taps.size / 2, static_cast<int>(sizeof(T)));
   const int f = blockIdx.x / strips;
   const int x0 = (blockIdx.x - f * strips) * kColumns;
-  blur_strip<T>(in + static_cast<std::size_t>(f) * height * width, width, height, x0, p, l, smem);
+  __shared__ std::uint32_t taps[kMaxBlurSize];
+  if (threadIdx.x < kMaxBlurSize) taps[threadIdx.x] = p.taps.w[threadIdx.x];
+  load_strip<T>(in + static_cast<std::size_t>(f) * height * width, width, height, x0, p.taps.size / 2, l, smem);
 
   const int c = threadIdx.x / kLanes, lane = threadIdx.x % kLanes, x = x0 + c;
-  if (x >= width) return;  // the whole warp: no barrier follows
+  if (x >= width) return;  // the whole warp: no barrier of the block follows
+  blur_column<T>(c, lane, width, height, x0, p, taps, l, smem);
   const std::uint32_t* value = reinterpret_cast<const std::uint32_t*>(smem + l.value) + c * height;
   const T* raw_column = reinterpret_cast<const T*>(smem + l.raw) + (c + p.taps.size / 2) * height;
   adaptive::Stripe* stripes = reinterpret_cast<adaptive::Stripe*>(smem + l.stripe) + c * height;
@@ -172,8 +224,8 @@ __global__ void __launch_bounds__(kColumns * kLanes)
   auto raw = [raw_column](int y) -> std::uint32_t { return raw_column[y]; };
   const ColumnParams& cp = p.column;
 
-  // 3. Every candidate of the column evaluated (and centred when valid), the
-  // k-th candidate row by lane k (a column rarely has more than 32).
+  // 3. Every candidate of the column evaluated (and centred when valid): a
+  // few by the whole warp, one after the other; more, a lane each.
   adaptive::ColumnSummary summary;
   if (height >= 2) {
     summary = warp_summary(col, height, lane);
@@ -187,24 +239,13 @@ __global__ void __launch_bounds__(kColumns * kLanes)
       if (lane == 0) masks[m] = ballot[m], masks[kMasks + m] = 0;
     }
     __syncwarp();
-    for (int k = lane; k < total; k += kLanes) {
-      int y = 0;
-      for (int m = 0, rank = k; m < kMasks; ++m) {  // the k-th set bit over the ballots
-        const int here = __popc(ballot[m]);
-        if (rank < here) {
-          y = m * kLanes + static_cast<int>(__fns(ballot[m], 0, rank + 1));
-          break;
-        }
-        rank -= here;
-      }
-      const adaptive::Stripe s = adaptive::evaluate(col, raw, height, y, cp, summary.tv);
-      stripes[y] = s;
-      if (s.valid) {
-        centres[y] = adaptive::centre(col, raw, height, s, cp);
-        atomicOr(&masks[kMasks + y / kLanes], 1u << (y % kLanes));
-      }
-    }
+    if (total <= by_warp_up_to)
+      evaluate_by_warp(col, raw, height, cp, summary.tv, ballot, lane, stripes, centres, masks);
+    else
+      evaluate_by_lanes(col, raw, height, cp, summary.tv, ballot, total, lane, stripes, centres, masks);
   }
+  // Slots 1.. emptied a lane each; lane 0's emits below overwrite them.
+  for (int slot = 1 + lane; slot < out.slots; slot += kLanes) detail::clear_slot(out, f, x, slot);
   __syncwarp();
   if (lane != 0) return;
 
@@ -225,7 +266,8 @@ __global__ void __launch_bounds__(kColumns * kLanes)
   auto evaluate = [&](int y) { return is_evaluated(y) ? stripes[y] : adaptive::evaluate(col, raw, height, y, cp, summary.tv); };
   auto centre = [&](const adaptive::Stripe& s) { return is_evaluated(s.peak) ? centres[s.peak] : adaptive::centre(col, raw, height, s, cp); };
   detail::store_column(
-      [&](const auto& emit) { return height < 2 ? 0 : column_adaptive_scan(col, height, cp, emit, summary, next, evaluate, centre); }, out, f, x);
+      [&](const auto& emit) { return height < 2 ? 0 : column_adaptive_scan(col, height, cp, emit, summary, next, evaluate, centre); }, out, f, x,
+      /*cleared=*/true);
 }
 
 template <class T>
@@ -244,7 +286,7 @@ bool warp_chain_supports(const ChainParams& p, int frame_height) {
 }
 
 template <class T>
-void warp_chain(FramesView<const T> in, const ChainParams& p, ProfileView out, cudaStream_t stream) {
+void warp_chain(FramesView<const T> in, const ChainParams& p, ProfileView out, cudaStream_t stream, bool by_warp) {
   if (in.frames <= 0 || in.width <= 0 || in.frame_height <= 0) return;
   if (!warp_chain_supports(p, in.frame_height))
     throw ConfigError("warp chain: method or frame height " + std::to_string(in.frame_height) + " not supported (expected adaptive, at most " +
@@ -252,12 +294,13 @@ void warp_chain(FramesView<const T> in, const ChainParams& p, ProfileView out, c
   const int strips = (in.width + kColumns - 1) / kColumns;
   const unsigned blocks = static_cast<unsigned>(in.frames) * static_cast<unsigned>(strips);
   const std::size_t shared = warp_chain_shared_bytes(static_cast<int>(sizeof(T)), in.frame_height, p.taps.size);
-  warp_chain_kernel<T><<<blocks, kColumns * kLanes, shared, stream>>>(in.data, in.width, in.frame_height, strips, p, out);
+  warp_chain_kernel<T><<<blocks, kColumns * kLanes, shared, stream>>>(in.data, in.width, in.frame_height, strips, p, out,
+                                                                          by_warp ? kWarpEvaluatedCandidates : 0);
   STRIPELINE_CUDA_CHECK_LAUNCH(std::string("warp_chain_kernel<") + type_name<T>() + "> (" + std::to_string(blocks) + " blocks, " +
                                std::to_string(shared) + " bytes of shared memory)");
 }
 
-template void warp_chain<std::uint8_t>(FramesView<const std::uint8_t>, const ChainParams&, ProfileView, cudaStream_t);
-template void warp_chain<std::uint16_t>(FramesView<const std::uint16_t>, const ChainParams&, ProfileView, cudaStream_t);
+template void warp_chain<std::uint8_t>(FramesView<const std::uint8_t>, const ChainParams&, ProfileView, cudaStream_t, bool);
+template void warp_chain<std::uint16_t>(FramesView<const std::uint16_t>, const ChainParams&, ProfileView, cudaStream_t, bool);
 
 }  // namespace stripeline::kernels::cuda

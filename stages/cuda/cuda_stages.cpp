@@ -279,6 +279,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     warp_chain_max_frames_ = fused_ && kc::warp_chain_supports(chain_, l.frame_height)
                                  ? (options.warp_chain_max_frames < 0 ? kc::kWarpChainMaxFrames : options.warp_chain_max_frames)
                                  : 0;
+    warp_evaluation_ = options.warp_evaluation;
     in_ = DeviceBuffer::allocate(l.bytes(), "batch pixels");
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
     if (models_line()) {
@@ -371,7 +372,7 @@ class CudaProcessorImpl final : public CudaProcessor {
       const auto pixels = device_frames<T>(in_, layout(), frames);
       const kc::ProfileView& extracted = models_line() ? candidates_->view() : profiles_->view();
       if (frames <= warp_chain_max_frames_) {
-        kc::warp_chain<T>(pixels, chain_, extracted, stream);
+        kc::warp_chain<T>(pixels, chain_, extracted, stream, warp_evaluation_);
       } else if (fused_) {
         kc::fused_chain<T>(pixels, chain_, extracted, stream);
       } else if (chain_.taps.size > 0) {
@@ -408,6 +409,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   kc::ChainParams chain_;
   bool fused_ = false;
   int warp_chain_max_frames_ = 0;  // batches of at most this many frames run kc::warp_chain (0: none)
+  bool warp_evaluation_ = true;     // CudaProcessorOptions::warp_evaluation
   bool line_model_to_host_ = true;  // CudaProcessorOptions::line_model_to_host
   DeviceBuffer ahead_bytes_;           // the line model's pass 0 staged ahead (set_up_staging_ahead)
   kernels::LineStageAhead ahead_;      // into ahead_bytes_; bytes null: none

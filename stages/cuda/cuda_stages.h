@@ -73,6 +73,11 @@ struct CudaProcessorOptions {
   // column), which the model's single block did on one SM (~6 us a frame on
   // an H100). false: the model stages (the bench compares).
   bool stage_line_ahead = true;
+  // The warp chain evaluates a column's few candidates (at most
+  // kernels::cuda::kWarpEvaluatedCandidates) with the whole warp, each walk a
+  // ballot or a reduction over 32 rows; false: a lane each, one row after the
+  // other (the bench compares).
+  bool warp_evaluation = true;
 };
 
 // Validates config against layout (ConfigError), then sets up. Throws
