@@ -829,6 +829,7 @@ TEST_F(CudaProcessor, LowLatencyBatchesReplayedAsGraphsMatchCpu) {
   auto cpu = make_processor(Backend::Cpu, in.layout, config);
   cuda::CudaProcessorOptions every_third;
   every_third.time_every = 3;  // rounds 0, 3 and 6 timed: a graph with the timing events and one without
+  every_third.time_interval_ms = 0;
   auto graphs = cuda::make_cuda_processor_ex(in.layout, config, every_third);
   ChainConfig calls = config;
   calls.cuda_graphs = false;

@@ -751,13 +751,21 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       all.object(v.key, j);
     }
   }
-  if (backend == Backend::Cuda) {  // what timing the kernels of every batch would cost (time_every = 1)
-    cuda::CudaProcessorOptions every;
-    every.time_every = 1;
-    const PacedRun r = processor_alone(frame_shape, o, frames, 1, every);
-    std::printf("  batch of  1, 1 processor, every batch's kernels timed (time_every = 1): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", r.p50,
-                r.p99, r.max);
-    all.object("batch_1_processor_every_batch_timed", r.latency_json());
+  if (backend == Backend::Cuda) {  // what timing the kernels costs: of every batch, of none after the first (the default: one in 100 ms)
+    struct Timing {
+      int every;
+      const char* what;
+      const char* key;
+    };
+    for (const Timing& t : {Timing{1, "every batch's kernels timed (time_interval_ms = 0)", "batch_1_processor_every_batch_timed"},
+                            Timing{1 << 30, "no batch's kernels timed after the first (time_every = 2^30)", "batch_1_processor_first_batch_timed"}}) {
+      cuda::CudaProcessorOptions timing;
+      timing.time_every = t.every;
+      timing.time_interval_ms = 0;
+      const PacedRun r = processor_alone(frame_shape, o, frames, 1, timing);
+      std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", t.what, r.p50, r.p99, r.max);
+      all.object(t.key, r.latency_json());
+    }
   }
 #endif
   if (backend == Backend::Cuda) {  // the same frames on dedicated threads, no pipeline

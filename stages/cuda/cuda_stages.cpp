@@ -6,6 +6,7 @@
 #include "stages/factory.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -275,6 +276,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     fused_ = options.allow_fused && shared <= max_shared_bytes_per_block();
     line_model_to_host_ = options.line_model_to_host;
     time_every_ = options.time_every < 1 ? 1 : static_cast<std::uint64_t>(options.time_every);
+    time_interval_ = std::chrono::duration<double, std::milli>(options.time_interval_ms > 0 ? options.time_interval_ms : 0.0);
     // A few frames leave the fused kernel's thread per column on a few SMs: a warp per column instead (stripe_kernels.h).
     warp_chain_max_frames_ = fused_ && kc::warp_chain_supports(chain_, l.frame_height)
                                  ? (options.warp_chain_max_frames < 0 ? kc::kWarpChainMaxFrames : options.warp_chain_max_frames)
@@ -317,12 +319,23 @@ class CudaProcessorImpl final : public CudaProcessor {
  private:
   void enqueue(const Batch& in, ProfileBatch& out) override {
     const ScopedDevice on_device = device_.scope();
-    timed_ = in.frames > kLowLatencyFrames || low_latency_batches_++ % time_every_ == 0;
+    timed_ = in.frames > kLowLatencyFrames || time_low_latency_batch();
     const auto calls = [&] { enqueue_calls(in, out); };
     if (const GraphExec* graph = graphs_.get(in, out, timed_, [&] { return lane_.capture(calls); }))
       graph->launch(lane_.stream());
     else
       calls();
+  }
+
+  // Whether this low-latency batch records the timing events
+  // (CudaProcessorOptions::time_every, time_interval_ms).
+  bool time_low_latency_batch() {
+    if (low_latency_batches_++ % time_every_ != 0) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (timed_once_ && now - last_timed_ < time_interval_) return false;
+    timed_once_ = true;
+    last_timed_ = now;
+    return true;
   }
 
   // The batch's work, call by call (what a graph records).
@@ -415,6 +428,9 @@ class CudaProcessorImpl final : public CudaProcessor {
   kernels::LineStageAhead ahead_;      // into ahead_bytes_; bytes null: none
   std::uint64_t time_every_ = 1;           // CudaProcessorOptions::time_every
   std::uint64_t low_latency_batches_ = 0;  // enqueued so far
+  std::chrono::duration<double, std::milli> time_interval_{0.0};  // CudaProcessorOptions::time_interval_ms
+  std::chrono::steady_clock::time_point last_timed_{};
+  bool timed_once_ = false;
   bool timed_ = true;                      // the batch in flight records the timing events
   double last_ms_ = 0.0;
   DeviceBuffer in_, scratch_, isolated_, back_;

@@ -62,11 +62,14 @@ struct CudaProcessorOptions {
   // coalesced, unlike an extraction kernel's column by column). false: the
   // download as for every other batch (the bench compares).
   bool line_model_to_host = true;
-  // Low-latency batches (of at most 16 frames) time their kernels one batch
-  // in this many: the two timing events cost a frame ~4 us on an H100 (two
-  // graph nodes). last_compute_ms() is then the most recent timed batch's.
-  // 1: every batch timed.
-  int time_every = 32;
+  // Low-latency batches (of at most 16 frames) time their kernels at most one
+  // batch in `time_every` and at most once in `time_interval_ms` (the first
+  // always): the two timing events cost a frame ~5 us on an H100 (two graph
+  // nodes), and one batch in 32 timed showed in the p99 of a frame alone
+  // (docs/cuda.md). last_compute_ms() is then the most recent timed batch's.
+  // time_every = 1 with time_interval_ms = 0: every batch timed.
+  int time_every = 1;
+  double time_interval_ms = 100.0;
   // Batches the warp chain extracts, where the line model's block kernel
   // follows with its link table: a kernel of its own stages the model's
   // pass 0 on every SM first (kernels::LineStageAhead; four threads a
