@@ -107,9 +107,8 @@ void fused_chain(FramesView<const T> in, const ChainParams& params, ProfileView 
 // The chain for a few frames (warp_chain.cu): the same blur -> threshold ->
 // adaptive extraction, a warp per column (the rows split over its lanes, a
 // column's few candidates evaluated by the whole warp), for batches too small
-// to fill the device
-// with a thread per column (the live path's batch of 1). The same bits as
-// fused_chain.
+// to fill the device with a thread per column (the live path's batch of 1).
+// The same bits as fused_chain.
 // Its limits: kernels/cuda/warp_chain_limits.h.
 
 // Whether warp_chain runs this chain (method adaptive, frames of 1..kWarpChainMaxHeight rows).
