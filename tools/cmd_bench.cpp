@@ -731,41 +731,37 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     }
   }
 #if STRIPELINE_HAVE_CUDA
+  struct Variant {  // one processor back to back with other options
+    const char* what;
+    const char* key;
+    cuda::CudaProcessorOptions options;
+  };
+  auto alone = [&](const Variant& v, bool device) {
+    const PacedRun r = processor_alone(frame_shape, o, frames, 1, v.options);
+    Json j = r.latency_json();
+    if (device) {
+      std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (device %.1f us)\n", v.what, r.p50, r.p99, r.max,
+                  r.gpu_us);
+      j.field("device_us", r.gpu_us);
+    } else {
+      std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", v.what, r.p50, r.p99, r.max);
+    }
+    all.object(v.key, j);
+  };
   if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // what the live path's steps save (the line model's, the warp evaluation), each undone alone
-    struct Variant {
-      const char* what;
-      const char* key;
-      cuda::CudaProcessorOptions options;
-    };
     const Variant variants[] = {{"profiles downloaded (line_model_to_host = false)", "batch_1_processor_profiles_downloaded", {.line_model_to_host = false}},
                                 {"the line model stages its pass 0 (stage_line_ahead = false)", "batch_1_processor_model_stages_itself",
                                  {.stage_line_ahead = false}},
                                 {"the warp chain's candidates a lane each (warp_evaluation = false)", "batch_1_processor_candidates_by_lanes",
                                  {.warp_evaluation = false}}};
-    for (const Variant& v : variants) {
-      const PacedRun r = processor_alone(frame_shape, o, frames, 1, v.options);
-      std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (device %.1f us)\n", v.what, r.p50, r.p99, r.max,
-                  r.gpu_us);
-      Json j = r.latency_json();
-      j.field("device_us", r.gpu_us);
-      all.object(v.key, j);
-    }
+    for (const Variant& v : variants) alone(v, true);
   }
   if (backend == Backend::Cuda) {  // what timing the kernels costs: of every batch, of none after the first (the default: one in 100 ms)
-    struct Timing {
-      int every;
-      const char* what;
-      const char* key;
-    };
-    for (const Timing& t : {Timing{1, "every batch's kernels timed (time_interval_ms = 0)", "batch_1_processor_every_batch_timed"},
-                            Timing{1 << 30, "no batch's kernels timed after the first (time_every = 2^30)", "batch_1_processor_first_batch_timed"}}) {
-      cuda::CudaProcessorOptions timing;
-      timing.time_every = t.every;
-      timing.time_interval_ms = 0;
-      const PacedRun r = processor_alone(frame_shape, o, frames, 1, timing);
-      std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", t.what, r.p50, r.p99, r.max);
-      all.object(t.key, r.latency_json());
-    }
+    const Variant timings[] = {{"every batch's kernels timed (time_interval_ms = 0)", "batch_1_processor_every_batch_timed",
+                                {.time_every = 1, .time_interval_ms = 0}},
+                               {"no batch's kernels timed after the first (time_every = 2^30)", "batch_1_processor_first_batch_timed",
+                                {.time_every = 1 << 30, .time_interval_ms = 0}}};
+    for (const Variant& v : timings) alone(v, false);
   }
 #endif
   if (backend == Backend::Cuda) {  // the same frames on dedicated threads, no pipeline
