@@ -53,6 +53,7 @@ struct ColumnParams {
   std::uint32_t saturation = 255;     // a peak at this value is a saturated (flat) top
   std::int32_t dog_radius = 0;        // steger: derivative taps dog[1..radius] (dog[-j] = -dog[j], dog[0] = 0)
   std::int32_t dog[kMaxDerivativeRadius + 1] = {};
+  bool operator==(const ColumnParams&) const = default;
 };
 
 // Signed integer division rounded half away from zero (d > 0).

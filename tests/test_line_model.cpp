@@ -18,6 +18,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/errors.h"
@@ -435,9 +436,9 @@ DeviceBuffer device_copy(const std::vector<T>& v, const char* what) {
 // Synthetic frames for the processors: a laser line that wanders, steps and
 // breaks, over a printed-looking background (bright bands with edges across
 // many columns), speckle and occluded gaps. 8 or 16 bits.
-Batch line_frames(int width, int frames, PixelFormat format, std::uint64_t seed) {
+Batch line_frames(int width, int frames, PixelFormat format, std::uint64_t seed, HostAllocator alloc = &allocate_host) {
   const int h = 52;
-  Batch b(BatchLayout{width, h, frames, format}, &allocate_host);
+  Batch b(BatchLayout{width, h, frames, format}, alloc);
   b.frames = frames;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -1011,6 +1012,159 @@ TEST_F(LineModelCuda, ProcessorMatchesCpuBitForBit) {
           ASSERT_TRUE(same_profiles(expected, got, where)) << "the model staging its pass 0: " << where;
         }
       }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The live path's persistent engine (stages/cuda/live_engine.h): frames alone
+// in pinned batches, profiles into pinned host batches, as the pipeline's
+// batch of 1 has them. Each frame against the CPU processor's.
+class LiveEngineCuda : public test::CudaTest {};
+
+#if STRIPELINE_HAVE_CUDA
+namespace {
+// Frames in a pinned batch of one, profiles into pinned batches of one, as
+// the pipeline's batch of 1 has them (allocated before any engine starts:
+// a pinned free waits for the device's running kernels).
+struct LiveFrames {
+  Batch all, one;
+  ProfileBatch expected, got;
+  LiveFrames(int width, PixelFormat format, int frames, std::uint64_t seed)
+      : all(line_frames(width, frames, format, seed)),
+        one(BatchLayout{width, all.layout.frame_height, 1, format}, host_allocator_for(Backend::Cuda)),
+        expected(width, 1, 1, &allocate_host),
+        got(width, 1, 1, host_allocator_for(Backend::Cuda)) {
+    one.frames = 1;
+  }
+  // Frames [first, first + count) one at a time through `gpu`, each against
+  // `cpu`'s on the same batch; false with `where` set.
+  bool match(BatchProcessor& cpu, BatchProcessor& gpu, int first, int count, std::string& where) {
+    for (int f = first; f < first + count; ++f) {
+      std::memcpy(one.pixels.data(), all.frame_data(f), one.pixels.size());
+      expected.poison();
+      got.poison();
+      cpu.process(one, expected);
+      gpu.process(one, got);
+      if (!same_profiles(expected, got, where)) return where = "frame " + std::to_string(f) + ": " + where, false;
+    }
+    return true;
+  }
+};
+
+const cuda::CudaProcessorOptions kLive{.persistent_live = true};
+
+ChainConfig live_chain(int candidates) {
+  ChainConfig c;
+  c.line_model.enabled = true;
+  c.line_model.candidates = candidates;
+  return c;
+}
+}  // namespace
+#endif
+
+// Widths whose frames are and are not a multiple of 16 bytes, 8 and 16 bits,
+// K 4 and 8: the CPU's bits, and no graph captured (the engine ran them).
+TEST_F(LiveEngineCuda, FramesAloneMatchCpuBitForBit) {
+#if STRIPELINE_HAVE_CUDA
+  std::uint64_t seed = 71;
+  for (PixelFormat format : {PixelFormat::Mono8, PixelFormat::Mono16})
+    for (int width : {2048, 1937})
+      for (int k : {4, 8}) {
+        SCOPED_TRACE(std::string(to_string(format)) + " width " + std::to_string(width) + " K " + std::to_string(k));
+        const BatchLayout layout{width, 52, 1, format};
+        LiveFrames frames(width, format, 40, seed++);
+        auto cpu = make_processor(Backend::Cpu, layout, live_chain(k));
+        auto gpu = cuda::make_cuda_processor_ex(layout, live_chain(k), kLive);
+        std::string where;
+        ASSERT_TRUE(frames.match(*cpu, *gpu, 0, 40, where)) << where;
+        EXPECT_EQ(gpu->graphs(), 0);
+        EXPECT_GE(gpu->live_launches(), 1u);  // more where the host takes over 10 ms between frames (a sanitizer): idle ends
+      }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// Three processors on three threads share the device's engine (frames in
+// the order submitted, a chain overlapping the model before it): each
+// frame the CPU's bits.
+TEST_F(LiveEngineCuda, ProcessorsOnThreadsShareTheEngine) {
+#if STRIPELINE_HAVE_CUDA
+  const BatchLayout layout{2048, 52, 1, PixelFormat::Mono8};
+  std::vector<std::unique_ptr<cuda::CudaProcessor>> gpus;
+  std::vector<std::unique_ptr<BatchProcessor>> cpus;
+  std::vector<std::unique_ptr<LiveFrames>> frames;
+  for (int t = 0; t < 3; ++t) {
+    gpus.push_back(cuda::make_cuda_processor_ex(layout, live_chain(8), kLive));
+    cpus.push_back(make_processor(Backend::Cpu, layout, live_chain(8)));
+    frames.push_back(std::make_unique<LiveFrames>(2048, PixelFormat::Mono8, 150, 300 + t));
+  }
+  std::vector<std::string> failures(3);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&, t] {
+      std::string where;
+      if (!frames[t]->match(*cpus[t], *gpus[t], 0, 150, where)) failures[t] = where;
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < 3; ++t) {
+    EXPECT_EQ(failures[t], "") << "thread " << t;
+    EXPECT_EQ(gpus[t]->graphs(), 0) << "thread " << t;
+    EXPECT_GE(gpus[t]->live_launches(), 1u) << "thread " << t;
+  }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// Idle past LiveChainArgs::idle_ns (10 ms) the kernels end by themselves
+// (so a cudaFree elsewhere is not held); the next frame starts them again.
+TEST_F(LiveEngineCuda, AnIdleEngineEndsAndStartsAgain) {
+#if STRIPELINE_HAVE_CUDA
+  const BatchLayout layout{2048, 52, 1, PixelFormat::Mono8};
+  LiveFrames frames(2048, PixelFormat::Mono8, 20, 91);
+  auto cpu = make_processor(Backend::Cpu, layout, live_chain(8));
+  auto gpu = cuda::make_cuda_processor_ex(layout, live_chain(8), kLive);
+  std::string where;
+  ASSERT_TRUE(frames.match(*cpu, *gpu, 0, 5, where)) << where;
+  EXPECT_EQ(gpu->live_launches(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(frames.match(*cpu, *gpu, 5, 5, where)) << where;
+  EXPECT_EQ(gpu->live_launches(), 2u);
+  // A free of device memory right after frames returns once they idle (it
+  // waits for every kernel of the device); the next frames start them again.
+  DeviceBuffer spare = DeviceBuffer::allocate(1 << 20, "spare");
+  ASSERT_TRUE(frames.match(*cpu, *gpu, 10, 5, where)) << where;
+  spare.reset();
+  ASSERT_TRUE(frames.match(*cpu, *gpu, 15, 5, where)) << where;
+  EXPECT_GE(gpu->live_launches(), 3u);
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// One engine a device: a processor of another configuration while it runs
+// keeps its graphs, with the CPU's bits too; once the first is gone, the
+// second configuration gets an engine of its own.
+TEST_F(LiveEngineCuda, AnotherConfigurationKeepsItsGraphs) {
+#if STRIPELINE_HAVE_CUDA
+  const BatchLayout layout{2048, 52, 1, PixelFormat::Mono8};
+  LiveFrames frames(2048, PixelFormat::Mono8, 15, 101);
+  auto cpu8 = make_processor(Backend::Cpu, layout, live_chain(8));
+  auto cpu4 = make_processor(Backend::Cpu, layout, live_chain(4));
+  auto first = cuda::make_cuda_processor_ex(layout, live_chain(8), kLive);
+  auto other = cuda::make_cuda_processor_ex(layout, live_chain(4), kLive);
+  std::string where;
+  ASSERT_TRUE(frames.match(*cpu8, *first, 0, 5, where)) << where;
+  ASSERT_TRUE(frames.match(*cpu4, *other, 5, 5, where)) << where;
+  EXPECT_EQ(other->live_launches(), 0u);
+  EXPECT_GT(other->graphs(), 0);
+  first.reset();
+  auto later = cuda::make_cuda_processor_ex(layout, live_chain(4), kLive);
+  ASSERT_TRUE(frames.match(*cpu4, *later, 10, 5, where)) << where;
+  EXPECT_EQ(later->live_launches(), 1u);
+  EXPECT_EQ(later->graphs(), 0);
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif

@@ -669,14 +669,19 @@ PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::u
 // spinning until its next frame's arrival; latency = done - arrival. No
 // hand-over between threads, no pool, no sink: what a dedicated-thread live
 // path could reach on this host (issue 24).
-PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, double rate, std::uint64_t frames, int threads) {
+PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, double rate, std::uint64_t frames, int threads
+#if STRIPELINE_HAVE_CUDA
+                           ,
+                           const cuda::CudaProcessorOptions& options = {}
+#endif
+) {
   PacedRun r;
 #if STRIPELINE_HAVE_CUDA
   std::vector<double> lat(frames, 0.0);
   std::latch ready(threads);
   std::atomic<std::int64_t> start_ns{0};
   auto run = [&](int t) {
-    OneFrameProcessor p(frame_shape, o);
+    OneFrameProcessor p(frame_shape, o, options);
     ready.arrive_and_wait();
     if (t == 0) start_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>((clock::now() + std::chrono::milliseconds(2)).time_since_epoch()).count());
     while (start_ns.load() == 0) {
@@ -749,7 +754,8 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     all.object(v.key, j);
   };
   if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // what the live path's steps save (the line model's, the warp evaluation), each undone alone
-    const Variant variants[] = {{"profiles downloaded (line_model_to_host = false)", "batch_1_processor_profiles_downloaded", {.line_model_to_host = false}},
+    const Variant variants[] = {{"the persistent engine (persistent_live = true)", "batch_1_processor_persistent_engine", {.persistent_live = true}},
+                                {"profiles downloaded (line_model_to_host = false)", "batch_1_processor_profiles_downloaded", {.line_model_to_host = false}},
                                 {"the line model stages its pass 0 (stage_line_ahead = false)", "batch_1_processor_model_stages_itself",
                                  {.stage_line_ahead = false}},
                                 {"the warp chain's candidates a lane each (warp_evaluation = false)", "batch_1_processor_candidates_by_lanes",
@@ -772,6 +778,16 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       all.object("batch_1_dedicated_threads_" + std::to_string(threads), r.latency_json());
     }
   }
+#if STRIPELINE_HAVE_CUDA
+  if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // the persistent engine (stages/cuda/live_engine.h) at the camera's rate
+    for (int threads : {1, 2}) {
+      const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads, {.persistent_live = true});
+      std::printf("  batch of  1, %d dedicated thread(s), the persistent engine (persistent_live = true): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames)\n",
+                  threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames));
+      all.object("batch_1_engine_threads_" + std::to_string(threads), r.latency_json());
+    }
+  }
+#endif
   if (backend == Backend::Cuda) {  // the lane threads' count (the runs above: the automatic count, kLaneThreadsAuto)
     for (int lanes : {2, 3, 4}) {
       const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Threads, lanes);

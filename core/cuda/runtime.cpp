@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 
@@ -91,6 +92,15 @@ float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {
 
 // ---------------------------------------------------------------------------
 namespace {
+
+// Every kernel loaded when CUDA starts (unless the environment already says
+// how): with lazy loading, CUDA's default on Linux since 12.2, a kernel's
+// first launch may synchronise the context, and so wait for whatever runs,
+// the live engine's resident kernels included (stages/cuda/live_engine.h),
+// which in turn wait for frames. Set before main: the driver reads it when
+// it starts.
+const bool g_eager_modules = ::setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
+
 
 std::string error_text(const char* call, cudaError_t e) {
   return std::string(call) + ": " + cudaGetErrorString(e) + " (cuda error " + std::to_string(static_cast<int>(e)) + ")";

@@ -6,6 +6,8 @@
 
 #include "core/cuda/check.h"
 #include "kernels/cuda/line_model_kernels.h"
+#include "kernels/cuda/live_kernels.h"
+#include "kernels/cuda/live_sync.cuh"
 #include "kernels/line_model_lanes.h"
 
 namespace stripeline::kernels::cuda {
@@ -24,6 +26,7 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr std::size_t kDefaultShared = 48 * 1024, kMostShared = 56 * 1024;
 std::atomic<std::size_t> g_shared_limit{kDefaultShared};
 std::atomic<std::size_t> g_block_shared_limit{0};  // 0 until configure_line_model: the block kernel unused
+std::atomic<std::size_t> g_live_shared_limit{0};   // the persistent model's, likewise
 
 // Frame f's scratch: the fixed part at the start of shared memory, the
 // column arrays after it or, when they do not fit, in the global scratch.
@@ -376,43 +379,21 @@ struct PhaseClock {
   }
 };
 
+// Frame f of the block kernel: the passes' phases over the candidates of
+// `v`, then the write into `written`'s out arrays (the kernel's: `v`; the
+// persistent one's: its request's). Returns the passes run (kLinePasses
+// when every pass dropped a segment). Every thread of the block.
 template <bool kTimed>
-__global__ void __launch_bounds__(kBlockLanes, 1)
-    line_model_block_kernel(const __grid_constant__ LineModelView v, const __grid_constant__ LineModelParams p, unsigned char* global_columns,
-                            bool columns_shared, const __grid_constant__ LineStageAhead ahead) {
-  // The phases take the views and the scratch by reference (the compiled-
-  // apart ones too), so they need addresses: the parameters' own
-  // (__grid_constant__, read-only: no stack copy) and the scratch's in
-  // shared memory. On the stack, every byte store (a back-pointer, a mask)
-  // made the phases load them again, from local memory at L2 latency.
-  extern __shared__ __align__(16) unsigned char shared[];  // 16: the link table's vector loads
-  __shared__ BlockScan scan;
-  __shared__ LineModelLaneScratch scratch;
-  PhaseClock<kTimed> clock;
-  const int f = static_cast<int>(blockIdx.x), lane_id = static_cast<int>(threadIdx.x);
-  const int warp = lane_id / kWarp, lane = lane_id % kWarp;
-  // Pass 0 staged ahead (launch checked the layout: the span at its
-  // offset in the fixed region, which starts the shared memory); its copy
-  // issued now, by warp 1's first lane, while lane 0 sets the scratch up.
-  const bool staged_ahead = ahead.bytes != nullptr && g_link_table;
-  __shared__ __align__(8) std::uint64_t staged_arrived;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (staged_ahead && lane_id == kWarp) issue_staged_copy(ahead, f, shared + ahead.begin, &staged_arrived);
-#endif
-  if (lane_id == 0) {
-    scratch = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
-    scratch.narrow_walks = g_narrow_walks;
-    scratch.link = lm::narrow_link(p);
-    if (!g_link_table) scratch.link_pair = scratch.link_fresh = nullptr;
-  }
-  __syncthreads();
-  const LineModelLaneScratch& s = scratch;
+__device__ __forceinline__ int model_frame(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, BlockScan& scan,
+                                           bool staged_ahead, const LineStageAhead& ahead, std::uint64_t* staged_arrived, PhaseClock<kTimed>& clock,
+                                           const LineModelView& written) {
+  const int lane_id = static_cast<int>(threadIdx.x), warp = lane_id / kWarp, lane = lane_id % kWarp;
   const int used = lm::lanes_used(v.width, kBlockLanes);
   int pass = 0;
   for (; pass < kLinePasses; ++pass) {
     // The speculative forward pass (kernels/line_model_lanes.h), in rounds.
     if (pass == 0 && staged_ahead)
-      take_staged_ahead(v, ahead, f, lane_id, s, &staged_arrived);
+      take_staged_ahead(v, ahead, f, lane_id, s, staged_arrived);
     else
       lm::lane_stage(v, p, f, pass, kBlockLanes, lane_id, s);
     __syncthreads();
@@ -454,10 +435,115 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     clock.mark(pass, 8);
     if (!again) break;
   }
-  lm::lane_write(v, p, f, kBlockLanes, lane_id, s);
+  lm::lane_write(written, p, f, kBlockLanes, lane_id, s);
+  return pass;
+}
+
+template <bool kTimed>
+__global__ void __launch_bounds__(kBlockLanes, 1)
+    line_model_block_kernel(const __grid_constant__ LineModelView v, const __grid_constant__ LineModelParams p, unsigned char* global_columns,
+                            bool columns_shared, const __grid_constant__ LineStageAhead ahead) {
+  // The phases take the views and the scratch by reference (the compiled-
+  // apart ones too), so they need addresses: the parameters' own
+  // (__grid_constant__, read-only: no stack copy) and the scratch's in
+  // shared memory. On the stack, every byte store (a back-pointer, a mask)
+  // made the phases load them again, from local memory at L2 latency.
+  extern __shared__ __align__(16) unsigned char shared[];  // 16: the link table's vector loads
+  __shared__ BlockScan scan;
+  __shared__ LineModelLaneScratch scratch;
+  PhaseClock<kTimed> clock;
+  const int f = static_cast<int>(blockIdx.x), lane_id = static_cast<int>(threadIdx.x);
+  // Pass 0 staged ahead (launch checked the layout: the span at its
+  // offset in the fixed region, which starts the shared memory); its copy
+  // issued now, by warp 1's first lane, while lane 0 sets the scratch up.
+  const bool staged_ahead = ahead.bytes != nullptr && g_link_table;
+  __shared__ __align__(8) std::uint64_t staged_arrived;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (staged_ahead && lane_id == kWarp) issue_staged_copy(ahead, f, shared + ahead.begin, &staged_arrived);
+#endif
+  if (lane_id == 0) {
+    scratch = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
+    scratch.narrow_walks = g_narrow_walks;
+    scratch.link = lm::narrow_link(p);
+    if (!g_link_table) scratch.link_pair = scratch.link_fresh = nullptr;
+  }
+  __syncthreads();
+  const int pass = model_frame<kTimed>(v, p, f, scratch, scan, staged_ahead, ahead, &staged_arrived, clock, v);
   clock.mark(kLinePasses, 0);
   if constexpr (kTimed)
     if (threadIdx.x == 0) atomicAdd(&g_phase_cycles[kLinePasses][1], static_cast<unsigned long long>(pass < kLinePasses ? pass + 1 : pass));
+}
+
+// Thread 0: waits for every chain block to have started; false (the stop
+// raised) when they have not within the chain's idle time: the chain's
+// launch is held up (another thread's call waiting for the device, which
+// waits for this kernel), so this kernel ends and the host launches both
+// again.
+__device__ bool chain_started(const LiveModelArgs& a) {
+  const std::uint64_t since = live::now_ns();
+  const std::uint32_t all = a.chain_blocks + 1;
+  while (live::load_relaxed_gpu(&a.state->alive) < all) {
+    if (live::load_relaxed_gpu(&a.state->stop) != 0) return false;
+    if (live::now_ns() - since > a.idle_ns) {
+      live::store_relaxed_gpu(&a.state->stop, 1);
+      return false;
+    }
+    __nanosleep(100);
+  }
+  return true;
+}
+
+// The live path's persistent model (live_kernels.h): the block kernel's
+// frame for every frame the chain kernel hands over, until the stop. `v`
+// reads the chain's candidates (one frame); each frame's profiles go to its
+// request's host arrays.
+__global__ void __launch_bounds__(kBlockLanes, 1)
+    live_line_model_kernel(const __grid_constant__ LineModelView v, const __grid_constant__ LineModelParams p, unsigned char* global_columns,
+                           bool columns_shared, const __grid_constant__ LiveModelArgs a) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  __shared__ BlockScan scan;
+  __shared__ LineModelLaneScratch scratch;
+  __shared__ LineModelView written;  // v with the frame's output arrays
+  __shared__ std::uint64_t start_ns;
+  PhaseClock<false> clock;
+  bool ok = true;  // thread 0's, each barrier_or below gives every thread its answer
+  if (threadIdx.x == 0) {
+    scratch = frame_scratch(p, v.width, kBlockLanes, 0, shared, global_columns, columns_shared);
+    scratch.narrow_walks = g_narrow_walks;
+    scratch.link = lm::narrow_link(p);
+    if (!g_link_table) scratch.link_pair = scratch.link_fresh = nullptr;
+    written = v;
+    atomicAdd(&a.state->alive, 1u);
+    ok = chain_started(a);
+  }
+  if (__syncthreads_or(!ok)) return;
+  __shared__ __align__(8) std::uint64_t staged_arrived;
+  const bool staged_ahead = a.ahead.bytes != nullptr && g_link_table;
+  for (std::uint64_t n = 1;; ++n) {
+    if (threadIdx.x == 0) {
+      ok = live::wait_at_least(&a.state->staged, static_cast<std::uint64_t>(a.chain_blocks) * n, a.state, /*idle=*/true);
+      if (ok) {
+        const LiveState::Current& c = a.state->current[n & 1];
+        written.out = c.out;
+        start_ns = c.start_ns;
+      }
+    }
+    if (__syncthreads_or(!ok)) return;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (staged_ahead && threadIdx.x == 0) issue_staged_copy(a.ahead, 0, shared + a.ahead.begin, &staged_arrived);
+    __syncthreads();  // the barrier's initialisation before any thread waits on it
+#endif
+    model_frame<false>(v, p, 0, scratch, scan, staged_ahead, a.ahead, &staged_arrived, clock, written);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();  // the block's profiles in host memory before the frame is said done
+      live::store_release_gpu(&a.state->modelled, n);
+      const std::uint64_t ticket = a.first_ticket + n - 1;
+      const auto slot = static_cast<int>(ticket % kLiveSlots);
+      a.mailbox->device_ns[slot] = live::now_ns() - start_ns;
+      live::store_release_sys(&a.mailbox->done[slot], ticket);
+    }
+  }
 }
 }  // namespace
 
@@ -471,6 +557,11 @@ void configure_line_model(std::size_t max_bytes) {
   STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(line_model_block_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(block_bytes)));
   STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(line_model_block_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(block_bytes)));
   g_block_shared_limit.store(block_bytes);
+  cudaFuncAttributes live{};
+  STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&live, live_line_model_kernel));
+  const std::size_t live_bytes = max_bytes > live.sharedSizeBytes ? max_bytes - live.sharedSizeBytes : 0;
+  STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(live_line_model_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(live_bytes)));
+  g_live_shared_limit.store(live_bytes);
 }
 
 LineKernel line_kernel_for(const LineModelParams& params, int width) {
@@ -528,6 +619,23 @@ __global__ void line_stage_ahead_kernel(const __grid_constant__ LineModelView v,
 
 void launch_line_model(const LineModelView& view, const LineModelParams& params, cudaStream_t stream, LineKernel kernel, const LineStageAhead* ahead) {
   launch(view, params, stream, kernel, false, ahead);
+}
+
+void load_live_line_model_kernel() {
+  cudaFuncAttributes a{};
+  STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&a, live_line_model_kernel));
+}
+
+void launch_live_line_model(const LineModelView& view, const LineModelParams& params, const LiveModelArgs& args, cudaStream_t stream) {
+  const LineLaneLayout size = line_lane_layout(params.candidates, view.width, kLineBlockLanes, nullptr, nullptr);
+  const std::size_t limit = g_live_shared_limit.load();
+  if (view.frames != 1 || size.fixed_bytes > limit)
+    throw ::stripeline::RuntimeFailure("live line model: needs one frame's view and " + std::to_string(size.fixed_bytes) + " bytes of shared memory (" +
+                                       std::to_string(limit) + " configured), has " + std::to_string(view.frames) + " frames");
+  const bool columns_shared = size.fixed_bytes + size.column_bytes <= limit;
+  const std::size_t shared = size.fixed_bytes + (columns_shared ? size.column_bytes : 0);
+  live_line_model_kernel<<<1, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared, args);
+  STRIPELINE_CUDA_CHECK_LAUNCH("live_line_model_kernel");
 }
 
 void launch_line_stage_ahead(const LineModelView& view, const LineStageAhead& ahead, cudaStream_t stream) {

@@ -50,6 +50,7 @@ struct BlurTaps {
   int size = 0;  // 0 = off, else odd 3..15
   std::uint32_t w[kMaxBlurSize] = {};
   bool across = true;  // false: along the columns only (GaussianTaps::across)
+  bool operator==(const BlurTaps&) const = default;
 };
 BlurTaps to_blur_taps(const GaussianTaps& taps);
 
@@ -58,6 +59,7 @@ struct ChainParams {
   BlurTaps taps;               // blur (size 0: none)
   std::uint32_t zero_below = 0;  // threshold stage: pixels < zero_below become 0 (0: stage off)
   ColumnParams column;         // extraction (column.slots = profile slots)
+  bool operator==(const ChainParams&) const = default;
 };
 
 // 0 when this build has a kernel image the current device can run, else the error.

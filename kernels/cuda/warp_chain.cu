@@ -38,6 +38,8 @@
 #include "core/cuda/check.h"
 #include "core/errors.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/live_kernels.h"
+#include "kernels/cuda/live_sync.cuh"
 #include "kernels/cuda/stripe_kernels.h"
 #include "kernels/cuda/warp_loops.cuh"
 
@@ -79,7 +81,7 @@ struct Layout {
 // every (blockDim / columns)-th row (coalesced: consecutive threads,
 // consecutive columns of a row).
 template <class T>
-__device__ void load_strip(const T* __restrict__ frame, int width, int height, int x0, int r, const Layout& l, unsigned char* smem) {
+__device__ void load_strip(const T* frame, int width, int height, int x0, int r, const Layout& l, unsigned char* smem) {
   constexpr int kAtOnce = 4;  // loads in flight per thread before their stores
   const int cols = kColumns + 2 * r, rows_a_pass = static_cast<int>(blockDim.x) / cols;
   const int j = static_cast<int>(threadIdx.x) % cols, y0 = static_cast<int>(threadIdx.x) / cols;
@@ -201,16 +203,16 @@ __device__ void evaluate_by_lanes(const Column& col, const Raw& raw, int height,
   }
 }
 
-template <class T>
-__global__ void __launch_bounds__(kColumns * kLanes)
-    warp_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out, int by_warp_up_to) {
-  extern __shared__ __align__(16) unsigned char smem[];
+// A strip of kColumns columns of one frame, steps 1 to 4, by one block
+// (`taps`: the blur's weights in shared memory). `may_store(lane)`, called
+// by every lane of a column's warp before its first store, says whether it
+// may store (the persistent kernel waits there for the model to have read
+// the frame before; false: stopped, the column is left).
+template <class T, class MayStore>
+__device__ __forceinline__ void chain_strip(const T* frame, int width, int height, int x0, int f, const ChainParams& p, const ProfileView& out,
+                                            int by_warp_up_to, unsigned char* smem, const std::uint32_t* taps, const MayStore& may_store) {
   const Layout l(height, p.taps.size / 2, static_cast<int>(sizeof(T)));
-  const int f = blockIdx.x / strips;
-  const int x0 = (blockIdx.x - f * strips) * kColumns;
-  __shared__ std::uint32_t taps[kMaxBlurSize];
-  if (threadIdx.x < kMaxBlurSize) taps[threadIdx.x] = p.taps.w[threadIdx.x];
-  load_strip<T>(in + static_cast<std::size_t>(f) * height * width, width, height, x0, p.taps.size / 2, l, smem);
+  load_strip<T>(frame, width, height, x0, p.taps.size / 2, l, smem);
 
   const int c = threadIdx.x / kLanes, lane = threadIdx.x % kLanes, x = x0 + c;
   if (x >= width) return;  // the whole warp: no barrier of the block follows
@@ -244,6 +246,7 @@ __global__ void __launch_bounds__(kColumns * kLanes)
     else
       evaluate_by_lanes(col, raw, height, cp, summary.tv, ballot, total, lane, stripes, centres, masks);
   }
+  if (!may_store(lane)) return;
   // Slots 1.. emptied a lane each; lane 0's emits below overwrite them.
   for (int slot = 1 + lane; slot < out.slots; slot += kLanes) detail::clear_slot(out, f, x, slot);
   __syncwarp();
@@ -268,6 +271,138 @@ __global__ void __launch_bounds__(kColumns * kLanes)
   detail::store_column(
       [&](const auto& emit) { return height < 2 ? 0 : column_adaptive_scan(col, height, cp, emit, summary, next, evaluate, centre); }, out, f, x,
       /*cleared=*/true);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kColumns * kLanes)
+    warp_chain_kernel(const T* __restrict__ in, int width, int height, int strips, ChainParams p, ProfileView out, int by_warp_up_to) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int f = blockIdx.x / strips;
+  const int x0 = (blockIdx.x - f * strips) * kColumns;
+  __shared__ std::uint32_t taps[kMaxBlurSize];
+  if (threadIdx.x < kMaxBlurSize) taps[threadIdx.x] = p.taps.w[threadIdx.x];  // seen after load_strip's barrier
+  chain_strip<T>(in + static_cast<std::size_t>(f) * height * width, width, height, x0, f, p, out, by_warp_up_to, smem, taps,
+                 [](int) { return true; });
+}
+
+// The live path's persistent chain (live_kernels.h): block b takes strip b
+// of every frame the mailbox hands over, until the stop.
+namespace live_chain {
+
+// Block 0's thread 0: waits for the ticket's request; false when stopped,
+// or when none came for a.idle_ns and the host has not written it since
+// (LiveMailbox::parked): the stop raised for every block and the model.
+__device__ bool take_request(const LiveChainArgs& a, std::uint64_t ticket) {
+  const std::uint64_t* seq = &a.mailbox->request[ticket % kLiveSlots].seq;
+  const std::uint64_t since = live::now_ns();
+  for (;;) {
+    if (live::load_relaxed_gpu(&a.state->stop) != 0) return false;
+    if (live::load_acquire_sys(seq) == ticket) return true;
+    if (live::now_ns() - since < a.idle_ns) continue;
+    live::store_release_sys(&a.mailbox->parked, ticket);
+    live::fence_sc_sys();
+    if (live::load_acquire_sys(seq) == ticket) {  // the host wrote it meanwhile: on
+      live::store_release_sys(&a.mailbox->parked, 0);
+      return true;
+    }
+    live::store_relaxed_gpu(&a.state->stop, 1);
+    return false;
+  }
+}
+
+// Frame n's start: block 0's thread 0 waits for the request in the mailbox,
+// keeps its fields in the state and raises `go`; every block waits for `go`.
+// Returns the frame's host pixels in every thread (null: stopped).
+__device__ const void* begin_frame(const LiveChainArgs& a, std::uint64_t n) {
+  __shared__ const void* host_pixels;
+  if (threadIdx.x == 0) {
+    bool ok = true;
+    if (blockIdx.x == 0) {
+      ok = take_request(a, a.first_ticket + n - 1);
+      if (ok) {
+        const LiveRequest& r = a.mailbox->request[(a.first_ticket + n - 1) % kLiveSlots];
+        LiveState::Current& c = a.state->current[n & 1];
+        c.start_ns = live::now_ns();
+        c.pixels = r.pixels;
+        c.out = r.out;
+        live::store_release_gpu(&a.state->go, n);
+      }
+    } else {
+      ok = live::wait_at_least(&a.state->go, n, a.state, /*idle=*/true);
+    }
+    host_pixels = ok ? a.state->current[n & 1].pixels : nullptr;
+  }
+  __syncthreads();
+  return host_pixels;
+}
+
+// The block's share of the frame's 16-byte units, host -> device (the last
+// block also the bytes past the last whole unit), then the wait for every
+// block's share. False: stopped.
+__device__ bool copy_frame(const LiveChainArgs& a, const unsigned char* host, unsigned char* device, std::uint64_t n) {
+  const std::size_t units = a.frame_bytes / 16, per_block = (units + gridDim.x - 1) / gridDim.x;
+  const std::size_t begin = per_block * blockIdx.x, end = begin + per_block < units ? begin + per_block : units;
+  for (std::size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    reinterpret_cast<uint4*>(device)[i] = reinterpret_cast<const uint4*>(host)[i];
+  if (blockIdx.x == gridDim.x - 1)
+    for (std::size_t i = units * 16 + threadIdx.x; i < a.frame_bytes; i += blockDim.x) device[i] = host[i];
+  __syncthreads();
+  __shared__ bool ok;
+  if (threadIdx.x == 0) {
+    live::arrive(&a.state->copied);
+    ok = live::wait_at_least(&a.state->copied, static_cast<std::uint64_t>(gridDim.x) * n, a.state);
+  }
+  __syncthreads();
+  return ok;
+}
+
+// After the block's strip: every strip stored (a wait on `chained`), then
+// the block's share of the model's pass 0 staged (stage_ahead_pair, four
+// threads a column), then `staged`. False: stopped.
+__device__ bool stage_frame(const LiveChainArgs& a, std::uint64_t n) {
+  __shared__ bool ok;
+  if (threadIdx.x == 0) {
+    live::arrive(&a.state->chained);
+    ok = a.ahead.bytes == nullptr || live::wait_at_least(&a.state->chained, static_cast<std::uint64_t>(gridDim.x) * n, a.state);
+  }
+  __syncthreads();
+  if (!ok) return false;
+  if (a.ahead.bytes != nullptr) {
+    constexpr int kWays = 2 * kLineStagedSlots;
+    const int items = a.width * kWays, per_block = (items + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+    for (int i = static_cast<int>(blockIdx.x) * per_block + static_cast<int>(threadIdx.x), end = min(items, (static_cast<int>(blockIdx.x) + 1) * per_block);
+         i < end; i += static_cast<int>(blockDim.x))
+      line_model::stage_ahead_pair(a.view, a.ahead, 0, i / kWays, i % kWays);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) live::arrive(&a.state->staged);
+  return true;
+}
+
+}  // namespace live_chain
+
+template <class T>
+__global__ void __launch_bounds__(kColumns * kLanes, 4) live_chain_kernel(const __grid_constant__ LiveChainArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ std::uint32_t taps[kMaxBlurSize];
+  if (threadIdx.x < kMaxBlurSize) taps[threadIdx.x] = a.chain.taps.w[threadIdx.x];
+  if (threadIdx.x == 0) atomicAdd(&a.state->alive, 1u);
+  const int x0 = static_cast<int>(blockIdx.x) * kColumns;
+  for (std::uint64_t n = 1;; ++n) {
+    const void* host = live_chain::begin_frame(a, n);
+    if (host == nullptr) return;
+    unsigned char* pixels = a.pixels + (n & 1) * a.frame_stride;  // frame n - 2's half: every block has loaded it (the copy of n - 1 waited for all)
+    if (!live_chain::copy_frame(a, static_cast<const unsigned char*>(host), pixels, n)) return;
+    // Frame n - 1's candidates are the model's until it is done with them.
+    auto may_store = [&](int lane) {
+      bool ok = true;
+      if (lane == 0) ok = live::wait_at_least(&a.state->modelled, n - 1, a.state);
+      return __shfl_sync(kAll, ok ? 1 : 0, 0) != 0;
+    };
+    chain_strip<T>(reinterpret_cast<const T*>(pixels), a.width, a.height, x0, 0, a.chain, a.candidates, a.by_warp_up_to, smem, taps, may_store);
+    __syncthreads();
+    if (!live_chain::stage_frame(a, n)) return;
+  }
 }
 
 template <class T>
@@ -302,5 +437,30 @@ void warp_chain(FramesView<const T> in, const ChainParams& p, ProfileView out, c
 
 template void warp_chain<std::uint8_t>(FramesView<const std::uint8_t>, const ChainParams&, ProfileView, cudaStream_t, bool);
 template void warp_chain<std::uint16_t>(FramesView<const std::uint16_t>, const ChainParams&, ProfileView, cudaStream_t, bool);
+
+unsigned live_chain_blocks(int width) { return static_cast<unsigned>((width + kColumns - 1) / kColumns); }
+
+void load_live_kernels() {
+  cudaFuncAttributes a{};
+  STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&a, live_chain_kernel<std::uint8_t>));
+  STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&a, live_chain_kernel<std::uint16_t>));
+  load_live_line_model_kernel();
+}
+
+template <class T>
+void launch_live_chain(const LiveChainArgs& a, cudaStream_t stream) {
+  if (!warp_chain_supports(a.chain, a.height) || a.frame_bytes != static_cast<std::size_t>(a.width) * a.height * sizeof(T) ||
+      a.frame_stride < a.frame_bytes || a.frame_stride % 16 != 0)
+    throw ConfigError("live chain: " + std::to_string(a.width) + "x" + std::to_string(a.height) +
+                      " frames not supported (expected the adaptive method, at most " + std::to_string(kWarpChainMaxHeight) +
+                      " rows, two frames' device memory at a 16-byte multiple apart)");
+  const unsigned blocks = live_chain_blocks(a.width);
+  const std::size_t shared = warp_chain_shared_bytes(static_cast<int>(sizeof(T)), a.height, a.chain.taps.size);
+  live_chain_kernel<T><<<blocks, kColumns * kLanes, shared, stream>>>(a);
+  STRIPELINE_CUDA_CHECK_LAUNCH(std::string("live_chain_kernel<") + type_name<T>() + "> (" + std::to_string(blocks) + " blocks)");
+}
+
+template void launch_live_chain<std::uint8_t>(const LiveChainArgs&, cudaStream_t);
+template void launch_live_chain<std::uint16_t>(const LiveChainArgs&, cudaStream_t);
 
 }  // namespace stripeline::kernels::cuda

@@ -3,6 +3,7 @@
 // only enqueue copies and kernels on the lane's stream.
 #include "stages/cuda/cuda_stages.h"
 #include "stages/cuda/heightmap_filters_cuda.h"
+#include "stages/cuda/live_engine.h"
 #include "stages/factory.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -282,6 +284,7 @@ class CudaProcessorImpl final : public CudaProcessor {
                                  ? (options.warp_chain_max_frames < 0 ? kc::kWarpChainMaxFrames : options.warp_chain_max_frames)
                                  : 0;
     warp_evaluation_ = options.warp_evaluation;
+    persistent_live_ = options.persistent_live;
     in_ = DeviceBuffer::allocate(l.bytes(), "batch pixels");
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
     if (models_line()) {
@@ -297,7 +300,10 @@ class CudaProcessorImpl final : public CudaProcessor {
       scratch_ = DeviceBuffer::allocate(l.bytes(), "blurred pixels (per-stage path)");
   }
 
-  ~CudaProcessorImpl() override { device_.enter_for_teardown(); }
+  ~CudaProcessorImpl() override {
+    device_.enter_for_teardown();
+    if (live_) live_->pause();  // its kernels would hold the frees of the buffers below
+  }
 
   double compute_only(int frames) override {
     wait();
@@ -315,10 +321,15 @@ class CudaProcessorImpl final : public CudaProcessor {
   cudaStream_t stream() const override { return lane_.stream(); }
   bool fused() const override { return fused_; }
   int graphs() const override { return graphs_.size(); }
+  std::uint64_t live_launches() const override { return live_ != nullptr ? live_->launches() : 0; }
 
  private:
   void enqueue(const Batch& in, ProfileBatch& out) override {
     const ScopedDevice on_device = device_.scope();
+    if (goes_live(in, out)) {
+      live_ticket_ = live_->submit(in.pixels.data(), {out.position, out.intensity, out.stripe_width, out.quality, out.count});
+      return;
+    }
     timed_ = in.frames > kLowLatencyFrames || time_low_latency_batch();
     const auto calls = [&] { enqueue_calls(in, out); };
     if (const GraphExec* graph = graphs_.get(in, out, timed_, [&] { return lane_.capture(calls); }))
@@ -358,7 +369,27 @@ class CudaProcessorImpl final : public CudaProcessor {
            out.storage().pinned() && out.slots == 1 && out.width == layout().width;
   }
 
+  // CudaProcessorOptions::persistent_live: a frame alone, the line model
+  // writing the host's profiles, its block kernel after the warp chain; the
+  // engine attached at the first such batch (every processor of the run set
+  // up by then), none when it cannot run here.
+  bool goes_live(const Batch& in, const ProfileBatch& out) {
+    if (!persistent_live_ || in.frames != 1 || warp_chain_max_frames_ < 1 || !in.pixels.pinned() || !line_model_writes_host(in, out) ||
+        kc::line_kernel_for(line_params(), layout().width) != kc::LineKernel::Block)
+      return false;
+    if (!live_tried_) {
+      live_tried_ = true;
+      live_ = LiveEngine::attach({device_.ordinal(), layout().width, layout().frame_height, static_cast<int>(bytes_per_pixel(layout().format)), chain_,
+                                  line_params(), warp_evaluation_});
+    }
+    return live_ != nullptr;
+  }
+
   void complete() override {
+    if (live_ticket_ != 0) {
+      last_ms_ = live_->wait(std::exchange(live_ticket_, 0));
+      return;
+    }
     lane_.wait();  // event waits and timings need no current device
     if (timed_) last_ms_ = lane_.elapsed();
   }
@@ -423,6 +454,10 @@ class CudaProcessorImpl final : public CudaProcessor {
   bool fused_ = false;
   int warp_chain_max_frames_ = 0;  // batches of at most this many frames run kc::warp_chain (0: none)
   bool warp_evaluation_ = true;     // CudaProcessorOptions::warp_evaluation
+  bool persistent_live_ = true;     // CudaProcessorOptions::persistent_live
+  bool live_tried_ = false;         // LiveEngine::attach asked (once)
+  std::shared_ptr<LiveEngine> live_;  // the device's persistent engine, when it runs this chain
+  std::uint64_t live_ticket_ = 0;   // the frame handed to it (0: none)
   bool line_model_to_host_ = true;  // CudaProcessorOptions::line_model_to_host
   DeviceBuffer ahead_bytes_;           // the line model's pass 0 staged ahead (set_up_staging_ahead)
   kernels::LineStageAhead ahead_;      // into ahead_bytes_; bytes null: none

@@ -17,6 +17,7 @@
 // processor per lane).
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "stages/chain.h"
@@ -44,6 +45,10 @@ class CudaProcessor : public BatchProcessor {
   // slot and batch size (ChainConfig::cuda_graphs); 0 when off, or after a
   // capture failed (then batches are enqueued call by call).
   virtual int graphs() const = 0;
+  // Times the device's persistent engine (CudaProcessorOptions::persistent_live)
+  // launched its kernels for this processor's frames and others': 0 when
+  // this processor's frames have not gone to one.
+  virtual std::uint64_t live_launches() const = 0;
 
  protected:
   using BatchProcessor::BatchProcessor;
@@ -81,6 +86,15 @@ struct CudaProcessorOptions {
   // ballot or a reduction over 32 rows; false: a lane each, one row after the
   // other (the bench compares).
   bool warp_evaluation = true;
+  // Batches of one frame whose profiles the line model writes to the host
+  // (line_model_to_host) go to the device's persistent engine
+  // (stages/cuda/live_engine.h): resident kernels fed through pinned memory,
+  // no launch, copy or event a frame. Where it cannot run (another
+  // configuration holds the device, its blocks not all resident) the graphs
+  // as before. Off by default: while it runs, the graphs' kernels of larger
+  // batches and any call that waits for the device wait for it to idle
+  // (docs/cuda.md, "The persistent engine"); the bench measures it.
+  bool persistent_live = false;
 };
 
 // Validates config against layout (ConfigError), then sets up. Throws

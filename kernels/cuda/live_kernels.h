@@ -1,0 +1,128 @@
+#pragma once
+// The live path's persistent kernels (issue 24): a frame's chain and line
+// model without a launch, a copy engine or a driver call per frame.
+//
+// Two kernels stay resident for the engine's life (stages/cuda/live_engine.h
+// starts and stops them), each on its own stream:
+//  - the chain (warp_chain.cu): one block per strip of kWarpChainColumns
+//    columns, every block resident. Block 0's thread 0 polls the host's
+//    mailbox (pinned, mapped) for request n; then every block copies its
+//    share of the frame's pixels from the host's pinned frame into device
+//    memory (16-byte loads over the bus), waits for all shares (a counter),
+//    and runs the warp chain's own code on its strip into the candidates;
+//    then, once every strip is stored, stages the model's pass 0 (as the
+//    graphs' stage kernel does);
+//  - the line model (line_model_kernels.cu): one block of kLineBlockLanes
+//    that waits for every block's staging of frame n, copies it in, runs the
+//    block kernel's own phases and writes the profiles into the request's pinned host arrays,
+//    then the frame's number into the mailbox, which the host polls.
+// The chain of frame n + 1 overlaps the model of frame n: its warps wait for
+// the model's frame n only before they store their columns.
+//
+// Every wait polls a counter that only grows (frame n: "at least n"), so no
+// counter is ever reset; each also watches the stop flag (device memory, set
+// by the host with a copy on a stream of its own), so a stop ends both
+// kernels wherever they wait. The host never launches or copies per frame.
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/stripe_kernels.h"
+#include "kernels/line_model_lanes.h"
+
+namespace stripeline::kernels::cuda {
+
+inline constexpr int kLiveSlots = 16;  // requests in flight at most (the host's ring)
+
+// One frame asked of the engine, in the mailbox (host memory, written by the
+// host: the fields first, `seq` last, with release order).
+struct LiveRequest {
+  std::uint64_t seq = 0;            // t when this slot holds ticket t's request
+  const void* pixels = nullptr;     // the frame: pinned host memory, device-readable
+  LineModelArrays out;              // its profiles: pinned host arrays of one frame
+  std::uint64_t reserved = 0;
+};
+
+// Pinned, mapped host memory shared by the host and both kernels.
+struct LiveMailbox {
+  LiveRequest request[kLiveSlots];      // ticket t in slot t % kLiveSlots
+  std::uint64_t done[kLiveSlots] = {};  // the model writes t there once ticket t's profiles are in
+  std::uint64_t device_ns[kLiveSlots] = {};  // its time on the device: request seen -> profiles written (globaltimer)
+  // The chain's block 0 writes t here when it ends for want of ticket t (no
+  // request for LiveChainArgs::idle_ns), then reads the slot once more; the
+  // host writes ticket t's seq, then reads this (each a store, a full fence,
+  // a load: one of them sees the other). The host that sees t here starts
+  // the kernels again; the kernel that sees the request writes 0 and goes on.
+  std::uint64_t parked = 0;
+};
+
+// Device memory of the kernels' own hand-overs (zeroed before the launch).
+struct LiveState {
+  std::uint64_t go = 0;        // the frame every chain block may take (block 0 raises it)
+  std::uint64_t copied = 0;    // chain blocks that copied their share (summed over frames)
+  std::uint64_t chained = 0;   // chain blocks that stored their strip (summed over frames)
+  std::uint64_t staged = 0;    // chain blocks that staged their share of the model's pass 0 (summed over frames)
+  std::uint64_t modelled = 0;  // the last frame the model wrote
+  std::uint32_t stop = 0;      // the host raises it (a copy on its own stream) to end both kernels
+  std::uint32_t alive = 0;     // blocks started (both kernels): the host checks they are all resident
+  struct Current {             // frame n's request as block 0 took it, at [n & 1]
+    const void* pixels = nullptr;
+    LineModelArrays out;
+    std::uint64_t start_ns = 0;
+  } current[2];
+};
+
+// The chain kernel's arguments: `pixels` is device memory for two frames
+// (frame n copied into half n & 1), `candidates` the extraction's output
+// (one frame, the line model's candidate slots).
+struct LiveChainArgs {
+  LiveMailbox* mailbox = nullptr;  // device address of the mapped mailbox
+  LiveState* state = nullptr;      // zeroed before each launch: the kernels count frames 1, 2, ... from it
+  std::uint64_t first_ticket = 1;  // the request the launch's frame 1 is (the host's tickets run on across launches)
+  unsigned char* pixels = nullptr;
+  std::size_t frame_bytes = 0;     // width * height * bytes a pixel (the host's frame: 16-byte aligned)
+  std::size_t frame_stride = 0;    // the two frames' distance in `pixels`: a multiple of 16, at least frame_bytes
+  int width = 0, height = 0;
+  ChainParams chain;
+  ProfileView candidates;
+  int by_warp_up_to = kWarpEvaluatedCandidates;
+  // The model's pass 0 staged by the chain's blocks once every strip is
+  // stored (line_model_lanes.h, LineStageAhead: four threads a column), as
+  // the stage kernel does for the graphs; bytes null: the model stages it.
+  LineModelView view;  // the candidates, for the staging
+  LineStageAhead ahead;
+  // Without a request for this long both kernels end (LiveMailbox::parked):
+  // while they run, a cudaFree or cudaFreeHost anywhere on the device waits
+  // for them, so an idle engine must not hold the device.
+  std::uint64_t idle_ns = 10'000'000;
+};
+
+// The model kernel's: `view` reads the candidates (frames = 1) and its
+// `out` is unused (each frame's comes with its request).
+struct LiveModelArgs {
+  LiveMailbox* mailbox = nullptr;
+  LiveState* state = nullptr;
+  std::uint64_t first_ticket = 1;
+  unsigned chain_blocks = 0;  // blocks of the chain kernel: frame n is in once `staged` reaches n times this
+  LineStageAhead ahead;       // LiveChainArgs::ahead's: the span the model copies (bytes null: it stages itself)
+  std::uint64_t idle_ns = 10'000'000;  // the chain's blocks not all started by then: both kernels end (the host starts them again)
+};
+
+// The chain kernel's blocks for frames of this width (one a strip).
+unsigned live_chain_blocks(int width);
+
+// Loads both kernels now (cudaFuncGetAttributes): a first launch may have to
+// load its kernel, which may wait for the context's running kernels, the
+// other persistent one among them (CUDA's lazy loading).
+void load_live_kernels();
+
+// Launches the persistent kernels (each returns once the state's stop is
+// set). ASYNCHRONOUS; the caller checks the blocks are all alive. The model
+// needs configure_line_model (line_model_kernels.h) first; its view's
+// `back` is the scratch for one frame.
+template <class T>
+void launch_live_chain(const LiveChainArgs& args, cudaStream_t stream);
+void launch_live_line_model(const LineModelView& view, const LineModelParams& params, const LiveModelArgs& args, cudaStream_t stream);
+void load_live_line_model_kernel();  // load_live_kernels' part in line_model_kernels.cu
+
+}  // namespace stripeline::kernels::cuda

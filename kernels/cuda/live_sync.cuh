@@ -1,0 +1,63 @@
+#pragma once
+// The persistent kernels' hand-overs (live_kernels.h): loads and stores with
+// the PTX memory model's scopes, and the waits on counters that only grow.
+// Device code only.
+#include <cstdint>
+
+#include "kernels/cuda/live_kernels.h"
+
+namespace stripeline::kernels::cuda::live {
+
+// Acquire: what the writer stored before its release (or its fence and
+// counter) is seen by this thread's later loads, and, after a barrier of
+// the block, by every thread of it.
+__device__ __forceinline__ std::uint64_t load_acquire_gpu(const std::uint64_t* p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ std::uint64_t load_acquire_sys(const std::uint64_t* p) {  // host memory the host writes
+  std::uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ std::uint32_t load_relaxed_gpu(const std::uint32_t* p) {
+  std::uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_relaxed_gpu(std::uint32_t* p, std::uint32_t v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void fence_sc_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
+__device__ __forceinline__ void store_release_gpu(std::uint64_t* p, std::uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void store_release_sys(std::uint64_t* p, std::uint64_t v) {  // host memory the host polls
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ std::uint64_t now_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Spins until *counter >= target (true) or the stop flag rises (false).
+// `idle`: a wait between frames (nanosleeps between polls, leaving the SM's
+// issue slots to other kernels); else a wait inside a frame (no sleep).
+__device__ __forceinline__ bool wait_at_least(const std::uint64_t* counter, std::uint64_t target, const LiveState* state, bool idle = false) {
+  for (;;) {
+    if (load_acquire_gpu(counter) >= target) return true;
+    if (load_relaxed_gpu(&state->stop) != 0) return false;
+    if (idle) __nanosleep(100);
+  }
+}
+
+// A block's arrival on a counter summed over frames (its stores before it
+// made visible device-wide first). Thread 0, after a barrier of the block.
+__device__ __forceinline__ void arrive(std::uint64_t* counter) {
+  __threadfence();
+  atomicAdd(reinterpret_cast<unsigned long long*>(counter), 1ull);
+}
+
+}  // namespace stripeline::kernels::cuda::live

@@ -1,0 +1,234 @@
+// The live path's persistent engine. See live_engine.h.
+#include "stages/cuda/live_engine.h"
+
+#include <atomic>
+#include <chrono>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "core/cuda/check.h"
+#include "core/errors.h"
+#include "core/profile_layout.h"
+#include "kernels/cuda/line_model_kernels.h"
+
+namespace stripeline::cuda {
+
+namespace kc = kernels::cuda;
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+constexpr auto kStartTimeout = std::chrono::seconds(2);  // every block resident by then, or never
+constexpr auto kFrameTimeout = std::chrono::seconds(5);  // a frame takes microseconds (under compute-sanitizer, up to ~1 s)
+
+std::uint64_t load_acquire(std::uint64_t& word) { return std::atomic_ref<std::uint64_t>(word).load(std::memory_order_acquire); }
+
+// Spins until `done()`; false after `timeout`. Past 100 ms it says so once
+// (`what` names the wait): a frame takes microseconds.
+template <class Done>
+bool spin_until(const Done& done, clock::duration timeout, const char* what) {
+  const auto start = clock::now(), deadline = start + timeout;
+  bool said = false;
+  for (std::uint32_t i = 0;; ++i) {
+    if (done()) return true;
+    if ((i & 0xFFF) != 0) continue;
+    const auto now = clock::now();
+    if (now > deadline) return false;
+    if (!said && now - start > std::chrono::milliseconds(100)) said = true, spdlog::warn("live engine: {} for over 100 ms", what);
+  }
+}
+
+// One engine a device: the running ones, by device.
+std::mutex g_engines_mutex;
+std::vector<std::pair<int, std::weak_ptr<LiveEngine>>> g_engines;
+
+}  // namespace
+
+std::shared_ptr<LiveEngine> LiveEngine::attach(const LiveEngineKey& key) {
+  const std::lock_guard lock(g_engines_mutex);
+  for (auto& [device, weak] : g_engines)
+    if (device == key.device)
+      if (std::shared_ptr<LiveEngine> running = weak.lock()) return running->key() == key ? running : nullptr;
+  std::shared_ptr<LiveEngine> engine(new LiveEngine(key));
+  {
+    const std::lock_guard submit(engine->submit_mutex_);
+    if (!engine->start(1)) return nullptr;
+  }
+  std::erase_if(g_engines, [&](const auto& e) { return e.first == key.device; });
+  g_engines.emplace_back(key.device, engine);
+  return engine;
+}
+
+LiveEngine::LiveEngine(const LiveEngineKey& key)
+    : key_(key),
+      mailbox_(allocate_pinned(sizeof(kc::LiveMailbox))),
+      stop_word_(allocate_pinned(3 * sizeof(std::uint32_t))),
+      state_(DeviceBuffer::allocate(sizeof(kc::LiveState), "live engine state")),
+      chain_stream_(Stream::create()),
+      model_stream_(Stream::create()),
+      control_stream_(Stream::create()) {
+  new (mailbox_.data()) kc::LiveMailbox{};
+  kc::load_live_kernels();
+  const std::size_t frame_bytes = static_cast<std::size_t>(key.width) * key.height * key.bytes_per_pixel;
+  const std::size_t frame_stride = ProfileLayout::align_up(frame_bytes);
+  pixels_ = DeviceBuffer::allocate(2 * frame_stride, "live engine pixels");
+  const ProfileLayout candidates = ProfileLayout::make(key.width, 1, key.line.candidates);
+  candidates_ = DeviceBuffer::allocate(candidates.bytes, "live engine candidates");
+  back_ = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(key.line.candidates, key.width, 1), "live engine line model scratch");
+
+  chain_args_.mailbox = &mailbox();
+  chain_args_.state = state_.as<kc::LiveState>();
+  chain_args_.pixels = pixels_.as<unsigned char>();
+  chain_args_.frame_bytes = frame_bytes;
+  chain_args_.frame_stride = frame_stride;
+  chain_args_.width = key.width;
+  chain_args_.height = key.height;
+  chain_args_.chain = key.chain;
+  kc::ProfileView& c = chain_args_.candidates;
+  c.position = candidates_.at_byte<std::int32_t>(candidates.position_offset);
+  c.intensity = candidates_.at_byte<std::uint16_t>(candidates.intensity_offset);
+  c.stripe_width = candidates_.at_byte<std::uint16_t>(candidates.width_offset);
+  c.quality = candidates_.at_byte<std::uint16_t>(candidates.quality_offset);
+  c.count = candidates_.at_byte<std::uint8_t>(candidates.count_offset);
+  c.width = key.width;
+  c.slots = key.line.candidates;
+  chain_args_.by_warp_up_to = key.warp_evaluation ? kc::kWarpEvaluatedCandidates : 0;
+
+  model_args_.mailbox = chain_args_.mailbox;
+  model_args_.state = chain_args_.state;
+  model_args_.chain_blocks = kc::live_chain_blocks(key.width);
+  model_args_.idle_ns = chain_args_.idle_ns;
+  const kernels::LineStageAhead size = kernels::line_stage_ahead(key.line, key.width, nullptr);
+  if (size.frame_bytes > 0) {  // the model's pass 0 staged by the chain's blocks (else the model stages it)
+    staged_ = DeviceBuffer::allocate(size.frame_bytes, "live engine staged pass 0");
+    chain_args_.ahead = model_args_.ahead = kernels::line_stage_ahead(key.line, key.width, staged_.as<unsigned char>());
+  }
+  view_.in = {c.position, c.intensity, c.stripe_width, c.quality, c.count};
+  view_.back = back_.as<std::uint8_t>();
+  view_.back_stride = 1;
+  view_.frames = 1;
+  view_.width = key.width;
+  chain_args_.view = view_;
+}
+
+LiveEngine::~LiveEngine() {
+  const std::lock_guard lock(submit_mutex_);
+  stop();
+}
+
+bool LiveEngine::start(std::uint64_t first_ticket) {
+  // The model's block first (it takes a whole SM), then the chain's. A
+  // launch may be held up by another thread's call that waits for the whole
+  // device (a free), which waits for the launched kernel: then the model's
+  // block ends by itself (chain_started) and both go again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (launch(first_ticket)) return true;
+    stop();
+  }
+  spdlog::warn("live engine: its blocks did not all start together on device {}; frames go by CUDA graphs", key_.device);
+  return false;
+}
+
+bool LiveEngine::launch(std::uint64_t first_ticket) {
+  STRIPELINE_CUDA_CHECK(cudaMemsetAsync(state_.data(), 0, sizeof(kc::LiveState), control_stream_.get()));
+  STRIPELINE_CUDA_CHECK(cudaStreamSynchronize(control_stream_.get()));
+  first_ = chain_args_.first_ticket = model_args_.first_ticket = first_ticket;
+  running_ = true;  // from here on stop() ends what was launched
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  kc::launch_live_line_model(view_, key_.line, model_args_, model_stream_.get());
+  if (key_.bytes_per_pixel == 1)
+    kc::launch_live_chain<std::uint8_t>(chain_args_, chain_stream_.get());
+  else
+    kc::launch_live_chain<std::uint16_t>(chain_args_, chain_stream_.get());
+  // Every block resident and none stopped, or the waits between them would never end.
+  auto* words = reinterpret_cast<std::uint32_t*>(stop_word_.data());  // [1] stop, [2] alive, as LiveState has them
+  const std::uint32_t blocks = kc::live_chain_blocks(key_.width) + 1;
+  return spin_until(
+      [&] {
+        STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(words + 1, &state_.as<kc::LiveState>()->stop, 2 * sizeof *words, cudaMemcpyDeviceToHost,
+                                              control_stream_.get()));
+        STRIPELINE_CUDA_CHECK(cudaStreamSynchronize(control_stream_.get()));
+        return words[1] != 0 || words[2] == blocks;
+      },
+      kStartTimeout, "waiting for its blocks to start") &&
+         words[1] == 0;
+}
+
+void LiveEngine::stop() noexcept {
+  if (!running_) return;
+  running_ = false;
+  auto* word = reinterpret_cast<std::uint32_t*>(stop_word_.data());
+  *word = 1;
+  STRIPELINE_CUDA_LOG(cudaMemcpyAsync(&state_.as<kc::LiveState>()->stop, word, sizeof *word, cudaMemcpyHostToDevice, control_stream_.get()));
+  STRIPELINE_CUDA_LOG(cudaStreamSynchronize(control_stream_.get()));
+  STRIPELINE_CUDA_LOG(cudaStreamSynchronize(chain_stream_.get()));
+  STRIPELINE_CUDA_LOG(cudaStreamSynchronize(model_stream_.get()));
+}
+
+std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArrays& out) {
+  if (reinterpret_cast<std::uintptr_t>(pixels) % 16 != 0)
+    throw RuntimeFailure("live engine: the frame's pixels are not 16-byte aligned (expected a pinned batch's first frame)");
+  const std::lock_guard lock(submit_mutex_);
+  if (!running_ && !start(submitted_ + 1))
+    throw RuntimeFailure("live engine: its kernels could not all be resident on device " + std::to_string(key_.device));
+  const std::uint64_t ticket = ++submitted_;
+  kc::LiveMailbox& m = mailbox();
+  const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
+  constexpr auto kSlots = static_cast<std::uint64_t>(kc::kLiveSlots);
+  if (ticket > kSlots && !spin_until([&] { return load_acquire(m.done[slot]) + kSlots >= ticket; }, kFrameTimeout, "waiting for a free slot"))
+    throw RuntimeFailure("live engine: ticket " + std::to_string(ticket - kSlots) + " not done after 5 s (its slot is needed)");
+  kc::LiveRequest& r = m.request[slot];
+  r.pixels = pixels;
+  r.out = out;
+  std::atomic_ref<std::uint64_t>(r.seq).store(ticket, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // then the park: LiveMailbox::parked says why
+  if (load_acquire(m.parked) == ticket) resume_after_park(ticket);
+  return ticket;
+}
+
+// The chain's block 0 parked waiting for `ticket` (LiveMailbox::parked):
+// either it saw the request after all (parked goes back to 0) or both
+// kernels end; then they start again from this ticket.
+void LiveEngine::resume_after_park(std::uint64_t ticket) {
+  kc::LiveMailbox& m = mailbox();
+  auto ended = [](cudaStream_t s) {
+    const cudaError_t e = cudaStreamQuery(s);
+    if (e != cudaErrorNotReady) STRIPELINE_CUDA_CHECK(e);
+    return e == cudaSuccess;
+  };
+  const bool settled = spin_until(
+      [&] { return load_acquire(m.parked) != ticket || (ended(chain_stream_.get()) && ended(model_stream_.get())); }, kFrameTimeout,
+      "waiting for its parked kernels");
+  if (!settled) throw RuntimeFailure("live engine: its kernels neither ended nor took ticket " + std::to_string(ticket) + " within 5 s");
+  if (load_acquire(m.parked) != ticket) return;
+  running_ = false;
+  std::atomic_ref<std::uint64_t>(m.parked).store(0, std::memory_order_release);
+  if (!start(ticket)) throw RuntimeFailure("live engine: its kernels could not all be resident on device " + std::to_string(key_.device));
+}
+
+double LiveEngine::wait(std::uint64_t ticket) {
+  kc::LiveMailbox& m = mailbox();
+  const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
+  if (!spin_until([&] { return load_acquire(m.done[slot]) >= ticket; }, kFrameTimeout, "waiting for a frame")) {
+    for (cudaStream_t s : {chain_stream_.get(), model_stream_.get()})
+      if (const cudaError_t e = cudaStreamQuery(s); e != cudaErrorNotReady) STRIPELINE_CUDA_CHECK(e);
+    throw RuntimeFailure("live engine: ticket " + std::to_string(ticket) + " not done after 5 s");
+  }
+  return static_cast<double>(m.device_ns[slot]) * 1e-6;
+}
+
+void LiveEngine::pause() {
+  const std::lock_guard lock(submit_mutex_);
+  if (!running_) return;
+  kc::LiveMailbox& m = mailbox();
+  const std::uint64_t last = submitted_;
+  if (last >= first_ && !spin_until([&] { return load_acquire(m.done[last % kc::kLiveSlots]) >= last; }, kFrameTimeout, "pausing"))
+    spdlog::warn("live engine: ticket {} not done after 5 s; stopping its kernels anyway", last);
+  stop();
+}
+
+}  // namespace stripeline::cuda

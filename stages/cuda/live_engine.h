@@ -1,0 +1,97 @@
+#pragma once
+// The live path's persistent engine (issue 24): a frame's chain and line
+// model on kernels that stay resident (kernels/cuda/live_kernels.h), fed
+// through a mailbox in pinned host memory. A frame costs the host two
+// stores and a spin: no launch, no copy, no event, no driver call.
+//
+// Why: with CUDA graphs a frame alone cost the host ~10 us beyond its
+// kernels (the graph's launch, the upload by the copy engine, the event),
+// and the driver's calls were where the tails came from (docs/cuda.md).
+//
+// One engine a device at a time, shared by the processors that ask for the
+// same key (the lane threads' processors of one run): its chain kernel keeps
+// a block on every strip of the frame, all resident. Frames are processed in
+// the order submit() numbered them; the chain of one overlaps the model of
+// the one before.
+//
+// While its kernels run, whatever waits for the whole device (cudaFree,
+// cudaFreeHost, cudaDeviceSynchronize) waits for them: they end by
+// themselves after 10 ms without a frame (LiveChainArgs::idle_ns), and the
+// next submit() starts them again (~0.1 ms). The processors pause it before
+// they free their buffers (pause()).
+//
+// Thread-safety: submit() and wait() from any threads; pause() from one
+// whose processor is going away (no submit() of its own in flight).
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "core/cuda/runtime.h"
+#include "kernels/cuda/live_kernels.h"
+#include "kernels/line_model.h"
+
+namespace stripeline::cuda {
+
+// What the kernels are made for: processors share an engine when equal.
+struct LiveEngineKey {
+  int device = 0;
+  int width = 0, height = 0, bytes_per_pixel = 1;
+  kernels::cuda::ChainParams chain;
+  kernels::LineModelParams line;
+  bool warp_evaluation = true;
+  bool operator==(const LiveEngineKey&) const = default;
+};
+
+class LiveEngine {
+ public:
+  // The engine of `key` on its device (made current by the caller): the
+  // running one when its key is this one, else a new one. Null when another
+  // key's engine runs there, or when the kernels cannot all be resident (a
+  // warning says why): the caller goes on with its graphs.
+  static std::shared_ptr<LiveEngine> attach(const LiveEngineKey& key);
+
+  ~LiveEngine();
+  LiveEngine(const LiveEngine&) = delete;
+  LiveEngine& operator=(const LiveEngine&) = delete;
+
+  // Hands one frame over: `pixels` (pinned host memory, width x height) in,
+  // its profiles out into `out` (pinned host arrays of one frame, one slot).
+  // Starts the kernels when paused. Returns the frame's ticket for wait().
+  std::uint64_t submit(const void* pixels, const kernels::LineModelArrays& out);
+  // Spins until the ticket's profiles are in `out`; returns its device time
+  // in ms (request seen -> profiles written). Throws RuntimeFailure when the
+  // frame is not done within 5 s (the kernels stopped or failed).
+  double wait(std::uint64_t ticket);
+  // Ends the kernels once every submitted frame is done (submit() starts them
+  // again): before the caller frees device or pinned memory.
+  void pause();
+
+  const LiveEngineKey& key() const { return key_; }
+  // Launches of the kernels so far (the first, and one after each pause or idle end).
+  std::uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
+
+ private:
+  explicit LiveEngine(const LiveEngineKey& key);
+  bool start(std::uint64_t first_ticket);   // launches both kernels (a few tries); false (stopped) when they do not all start
+  bool launch(std::uint64_t first_ticket);  // one try: true when every block started and none stopped
+  void resume_after_park(std::uint64_t ticket);
+  void stop() noexcept;
+  kernels::cuda::LiveMailbox& mailbox() const { return *reinterpret_cast<kernels::cuda::LiveMailbox*>(mailbox_.data()); }
+
+  LiveEngineKey key_;
+  HostBuffer mailbox_;     // kernels::cuda::LiveMailbox, pinned
+  HostBuffer stop_word_;   // pinned: [0] the stop's value, [1] and [2] the state's stop and alive read back
+  DeviceBuffer state_, pixels_, candidates_, back_, staged_;
+  kernels::cuda::LiveChainArgs chain_args_;
+  kernels::cuda::LiveModelArgs model_args_;
+  kernels::LineModelView view_;
+  Stream chain_stream_, model_stream_, control_stream_;
+  std::mutex submit_mutex_;       // numbers and publishes requests; starts and pauses
+  std::uint64_t submitted_ = 0;   // the last ticket handed out (under submit_mutex_)
+  std::uint64_t first_ = 1;       // the first ticket of the kernels' current launch
+  bool running_ = false;          // under submit_mutex_
+  std::atomic<std::uint64_t> launches_{0};
+};
+
+}  // namespace stripeline::cuda
