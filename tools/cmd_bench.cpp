@@ -504,6 +504,7 @@ struct PacedRun {
   std::uint64_t frames = 0, dropped = 0, backlog = 0;  // frames timed; dropped by the bound; most frames seen waiting at a fill
   double gpu_us = 0;  // the device's time per batch (the processor's events around the kernels), mean over the run
   LiveStats live;
+  std::string engine_phases;  // the persistent engine's (CudaProcessor::live_report), when it ran the frames
   // p50, p99, max and frames of these latencies (us).
   void take(std::vector<double> us) {
     std::sort(us.begin(), us.end());
@@ -652,6 +653,7 @@ PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::u
     if (into == nullptr) return;
     into->take(std::move(us));
     into->gpu_us = frames > 0 ? device_us / static_cast<double>(frames) : 0.0;
+    into->engine_phases = static_cast<const cuda::CudaProcessor&>(*p.processor).live_report();
   };
   std::vector<std::thread> others;
   for (int t = 1; t < threads; ++t) others.emplace_back(run, nullptr);
@@ -747,6 +749,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     if (device) {
       std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (device %.1f us)\n", v.what, r.p50, r.p99, r.max,
                   r.gpu_us);
+      if (!r.engine_phases.empty()) std::printf("    the engine's device time: %s\n", r.engine_phases.c_str());
       j.field("device_us", r.gpu_us);
     } else {
       std::printf("  batch of  1, 1 processor, %s: a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", v.what, r.p50, r.p99, r.max);

@@ -526,6 +526,7 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
         const LiveState::Current& c = a.state->current[n & 1];
         written.out = c.out;
         start_ns = c.start_ns;
+        live::stamp(a.mailbox, a.first_ticket, n, 3);
       }
     }
     if (__syncthreads_or(!ok)) return;
@@ -536,6 +537,7 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     model_frame<false>(v, p, 0, scratch, scan, staged_ahead, a.ahead, &staged_arrived, clock, written);
     __syncthreads();
     if (threadIdx.x == 0) {
+      live::stamp(a.mailbox, a.first_ticket, n, 4);
       __threadfence_system();  // the block's profiles in host memory before the frame is said done
       live::store_release_gpu(&a.state->modelled, n);
       const std::uint64_t ticket = a.first_ticket + n - 1;

@@ -33,6 +33,12 @@
 namespace stripeline::kernels::cuda {
 
 inline constexpr int kLiveSlots = 16;  // requests in flight at most (the host's ring)
+// Where a frame's device time goes (%globaltimer, ns), in LiveMailbox::stamps:
+// the request seen (the chain's block 0), every share of the frame copied
+// (block 0 past the wait), every strip stored (block 0 past the wait), the
+// staging seen by the model, the profiles written (the model, before its
+// fence). device_ns ends at the frame's number written, after that fence.
+inline constexpr int kLiveStamps = 5;
 
 // One frame asked of the engine, in the mailbox (host memory, written by the
 // host: the fields first, `seq` last, with release order).
@@ -48,6 +54,7 @@ struct LiveMailbox {
   LiveRequest request[kLiveSlots];      // ticket t in slot t % kLiveSlots
   std::uint64_t done[kLiveSlots] = {};  // the model writes t there once ticket t's profiles are in
   std::uint64_t device_ns[kLiveSlots] = {};  // its time on the device: request seen -> profiles written (globaltimer)
+  std::uint64_t stamps[kLiveSlots][kLiveStamps] = {};  // kLiveStamps says which
   // The chain's block 0 writes t here when it ends for want of ticket t (no
   // request for LiveChainArgs::idle_ns), then reads the slot once more; the
   // host writes ticket t's seq, then reads this (each a store, a full fence,

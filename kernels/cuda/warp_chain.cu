@@ -323,6 +323,7 @@ __device__ const void* begin_frame(const LiveChainArgs& a, std::uint64_t n) {
         const LiveRequest& r = a.mailbox->request[(a.first_ticket + n - 1) % kLiveSlots];
         LiveState::Current& c = a.state->current[n & 1];
         c.start_ns = live::now_ns();
+        a.mailbox->stamps[(a.first_ticket + n - 1) % kLiveSlots][0] = c.start_ns;
         c.pixels = r.pixels;
         c.out = r.out;
         live::store_release_gpu(&a.state->go, n);
@@ -351,6 +352,7 @@ __device__ bool copy_frame(const LiveChainArgs& a, const unsigned char* host, un
   if (threadIdx.x == 0) {
     live::arrive(&a.state->copied);
     ok = live::wait_at_least(&a.state->copied, static_cast<std::uint64_t>(gridDim.x) * n, a.state);
+    if (blockIdx.x == 0) live::stamp(a.mailbox, a.first_ticket, n, 1);
   }
   __syncthreads();
   return ok;
@@ -364,6 +366,7 @@ __device__ bool stage_frame(const LiveChainArgs& a, std::uint64_t n) {
   if (threadIdx.x == 0) {
     live::arrive(&a.state->chained);
     ok = a.ahead.bytes == nullptr || live::wait_at_least(&a.state->chained, static_cast<std::uint64_t>(gridDim.x) * n, a.state);
+    if (blockIdx.x == 0) live::stamp(a.mailbox, a.first_ticket, n, 2);
   }
   __syncthreads();
   if (!ok) return false;

@@ -322,6 +322,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   bool fused() const override { return fused_; }
   int graphs() const override { return graphs_.size(); }
   std::uint64_t live_launches() const override { return live_ != nullptr ? live_->launches() : 0; }
+  std::string live_report() const override { return live_ != nullptr ? live_->phase_report() : std::string(); }
 
  private:
   void enqueue(const Batch& in, ProfileBatch& out) override {

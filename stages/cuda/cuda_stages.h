@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "stages/chain.h"
 #include "stages/stages.h"
@@ -49,6 +50,9 @@ class CudaProcessor : public BatchProcessor {
   // launched its kernels for this processor's frames and others': 0 when
   // this processor's frames have not gone to one.
   virtual std::uint64_t live_launches() const = 0;
+  // Where the persistent engine's frames spent their device time
+  // (LiveEngine::phase_report); empty without one.
+  virtual std::string live_report() const = 0;
 
  protected:
   using BatchProcessor::BatchProcessor;

@@ -1,8 +1,10 @@
 // The live path's persistent engine. See live_engine.h.
 #include "stages/cuda/live_engine.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <new>
 #include <string>
 #include <thread>
@@ -218,7 +220,37 @@ double LiveEngine::wait(std::uint64_t ticket) {
       if (const cudaError_t e = cudaStreamQuery(s); e != cudaErrorNotReady) STRIPELINE_CUDA_CHECK(e);
     throw RuntimeFailure("live engine: ticket " + std::to_string(ticket) + " not done after 5 s");
   }
+  record_phases(ticket);
   return static_cast<double>(m.device_ns[slot]) * 1e-6;
+}
+
+// Ticket's phases from the mailbox's stamps: each stamp's time since the one
+// before, and the fence and the frame's number after the last.
+void LiveEngine::record_phases(std::uint64_t ticket) {
+  const kc::LiveMailbox& m = mailbox();
+  const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
+  const std::uint64_t* t = m.stamps[slot];
+  std::array<std::uint32_t, kc::kLiveStamps>& p = phases_[ticket % kPhaseFrames];
+  for (int k = 1; k < kc::kLiveStamps; ++k) p[static_cast<std::size_t>(k - 1)] = static_cast<std::uint32_t>(t[k] - t[k - 1]);
+  p[kc::kLiveStamps - 1] = static_cast<std::uint32_t>(m.device_ns[slot] - (t[kc::kLiveStamps - 1] - t[0]));
+  waited_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string LiveEngine::phase_report() const {
+  const std::size_t n = std::min<std::size_t>(waited_.load(std::memory_order_relaxed), kPhaseFrames);
+  if (n == 0) return {};
+  static constexpr const char* kNames[kc::kLiveStamps] = {"request seen -> frame copied", "-> strips stored", "-> staging seen by the model",
+                                                          "-> profiles written", "-> frame said done"};
+  std::string out;
+  for (std::size_t k = 0; k < kc::kLiveStamps; ++k) {
+    std::vector<std::uint32_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = phases_[i][k];
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2), v.end());
+    char part[96];
+    std::snprintf(part, sizeof part, "%s%s %.1f us", out.empty() ? "" : ", ", kNames[k], v[n / 2] * 1e-3);
+    out += part;
+  }
+  return out + " (medians of " + std::to_string(n) + " frames)";
 }
 
 void LiveEngine::pause() {

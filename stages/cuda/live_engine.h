@@ -22,10 +22,13 @@
 //
 // Thread-safety: submit() and wait() from any threads; pause() from one
 // whose processor is going away (no submit() of its own in flight).
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "core/cuda/runtime.h"
 #include "kernels/cuda/live_kernels.h"
@@ -68,6 +71,9 @@ class LiveEngine {
   void pause();
 
   const LiveEngineKey& key() const { return key_; }
+  // Where the frames' device time went, medians over the last frames waited
+  // for (kernels::cuda::kLiveStamps): a line for the bench; empty before any.
+  std::string phase_report() const;
   // Launches of the kernels so far (the first, and one after each pause or idle end).
   std::uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
 
@@ -76,6 +82,7 @@ class LiveEngine {
   bool start(std::uint64_t first_ticket);   // launches both kernels (a few tries); false (stopped) when they do not all start
   bool launch(std::uint64_t first_ticket);  // one try: true when every block started and none stopped
   void resume_after_park(std::uint64_t ticket);
+  void record_phases(std::uint64_t ticket);
   void stop() noexcept;
   kernels::cuda::LiveMailbox& mailbox() const { return *reinterpret_cast<kernels::cuda::LiveMailbox*>(mailbox_.data()); }
 
@@ -92,6 +99,11 @@ class LiveEngine {
   std::uint64_t first_ = 1;       // the first ticket of the kernels' current launch
   bool running_ = false;          // under submit_mutex_
   std::atomic<std::uint64_t> launches_{0};
+  // The phases of the last kPhaseFrames tickets waited for (ns; by ticket, so
+  // threads waiting for their own tickets write apart), for phase_report().
+  static constexpr std::size_t kPhaseFrames = 4096;
+  std::vector<std::array<std::uint32_t, kernels::cuda::kLiveStamps>> phases_ = std::vector<std::array<std::uint32_t, kernels::cuda::kLiveStamps>>(kPhaseFrames);
+  std::atomic<std::uint64_t> waited_{0};
 };
 
 }  // namespace stripeline::cuda
