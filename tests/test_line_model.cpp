@@ -1118,6 +1118,32 @@ TEST_F(LiveEngineCuda, ProcessorsOnThreadsShareTheEngine) {
 #endif
 }
 
+// Four threads each make their processor and pinned batches while the
+// others' frames already run on the engine (as the bench's processors
+// alone do): set-up calls that wait for the device wait for an idle end,
+// and a chain launch held up by them makes the model's block end and both
+// start again; every frame still the CPU's bits.
+TEST_F(LiveEngineCuda, ProcessorsMadeWhileItRunsShareIt) {
+#if STRIPELINE_HAVE_CUDA
+  const BatchLayout layout{2048, 52, 1, PixelFormat::Mono8};
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      LiveFrames frames(2048, PixelFormat::Mono8, 100, 400 + t);
+      auto cpu = make_processor(Backend::Cpu, layout, live_chain(8));
+      auto gpu = cuda::make_cuda_processor_ex(layout, live_chain(8), kLive);
+      std::string where;
+      if (!frames.match(*cpu, *gpu, 0, 100, where)) failures[t] = where;
+      if (gpu->graphs() != 0) failures[t] += " (graphs captured: the engine did not take every frame)";
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
 // Idle past LiveChainArgs::idle_ns (10 ms) the kernels end by themselves
 // (so a cudaFree elsewhere is not held); the next frame starts them again.
 TEST_F(LiveEngineCuda, AnIdleEngineEndsAndStartsAgain) {
