@@ -505,6 +505,7 @@ struct PacedRun {
   double gpu_us = 0;  // the device's time per batch (the processor's events around the kernels), mean over the run
   LiveStats live;
   std::string engine_phases;  // the persistent engine's (CudaProcessor::live_report), when it ran the frames
+  std::uint64_t engine_launches = 0;  // its kernels' launches by the run's end (the first, then one after each idle end)
   // p50, p99, max and frames of these latencies (us).
   void take(std::vector<double> us) {
     std::sort(us.begin(), us.end());
@@ -696,6 +697,7 @@ PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, doub
       p.process();
       lat[i] = std::chrono::duration<double, std::micro>(clock::now() - due).count();
     }
+    if (t == 0) r.engine_launches = static_cast<const cuda::CudaProcessor&>(*p.processor).live_launches();
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(run, t);
@@ -785,8 +787,9 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
   if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // the persistent engine (stages/cuda/live_engine.h) at the camera's rate
     for (int threads : {1, 2}) {
       const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads, {.persistent_live = true});
-      std::printf("  batch of  1, %d dedicated thread(s), the persistent engine (persistent_live = true): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames)\n",
-                  threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames));
+      std::printf("  batch of  1, %d dedicated thread(s), the persistent engine (persistent_live = true): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; "
+                  "its kernels launched %llu times)\n",
+                  threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.engine_launches));
       all.object("batch_1_engine_threads_" + std::to_string(threads), r.latency_json());
     }
   }
