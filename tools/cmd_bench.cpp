@@ -604,7 +604,7 @@ struct OneFrameProcessor {
   BatchLayout one;
   Batch in;
   ProfileBatch out;
-  std::unique_ptr<BatchProcessor> processor;
+  std::unique_ptr<cuda::CudaProcessor> processor;
   OneFrameProcessor(const Shape& frame_shape, const BenchOptions& o, const cuda::CudaProcessorOptions& options = {})
       : one(one_frame(frame_shape)),
         in(one, host_allocator_for(Backend::Cuda)),
@@ -654,7 +654,7 @@ PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::u
     if (into == nullptr) return;
     into->take(std::move(us));
     into->gpu_us = frames > 0 ? device_us / static_cast<double>(frames) : 0.0;
-    into->engine_phases = static_cast<const cuda::CudaProcessor&>(*p.processor).live_report();
+    into->engine_phases = p.processor->live_report();
   };
   std::vector<std::thread> others;
   for (int t = 1; t < threads; ++t) others.emplace_back(run, nullptr);
@@ -697,7 +697,7 @@ PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, doub
       p.process();
       lat[i] = std::chrono::duration<double, std::micro>(clock::now() - due).count();
     }
-    if (t == 0) r.engine_launches = static_cast<const cuda::CudaProcessor&>(*p.processor).live_launches();
+    if (t == 0) r.engine_launches = p.processor->live_launches();
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(run, t);

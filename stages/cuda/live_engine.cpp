@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <new>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -70,6 +69,7 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
       mailbox_(allocate_pinned(sizeof(kc::LiveMailbox))),
       stop_word_(allocate_pinned(3 * sizeof(std::uint32_t))),
       state_(DeviceBuffer::allocate(sizeof(kc::LiveState), "live engine state")),
+      candidates_(key.width, 1, key.line.candidates),
       chain_stream_(Stream::create()),
       model_stream_(Stream::create()),
       control_stream_(Stream::create()) {
@@ -78,8 +78,6 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
   const std::size_t frame_bytes = static_cast<std::size_t>(key.width) * key.height * key.bytes_per_pixel;
   const std::size_t frame_stride = ProfileLayout::align_up(frame_bytes);
   pixels_ = DeviceBuffer::allocate(2 * frame_stride, "live engine pixels");
-  const ProfileLayout candidates = ProfileLayout::make(key.width, 1, key.line.candidates);
-  candidates_ = DeviceBuffer::allocate(candidates.bytes, "live engine candidates");
   back_ = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(key.line.candidates, key.width, 1), "live engine line model scratch");
 
   chain_args_.mailbox = &mailbox();
@@ -90,14 +88,7 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
   chain_args_.width = key.width;
   chain_args_.height = key.height;
   chain_args_.chain = key.chain;
-  kc::ProfileView& c = chain_args_.candidates;
-  c.position = candidates_.at_byte<std::int32_t>(candidates.position_offset);
-  c.intensity = candidates_.at_byte<std::uint16_t>(candidates.intensity_offset);
-  c.stripe_width = candidates_.at_byte<std::uint16_t>(candidates.width_offset);
-  c.quality = candidates_.at_byte<std::uint16_t>(candidates.quality_offset);
-  c.count = candidates_.at_byte<std::uint8_t>(candidates.count_offset);
-  c.width = key.width;
-  c.slots = key.line.candidates;
+  const kc::ProfileView& c = chain_args_.candidates = candidates_.view();
   chain_args_.by_warp_up_to = key.warp_evaluation ? kc::kWarpEvaluatedCandidates : 0;
 
   model_args_.mailbox = chain_args_.mailbox;

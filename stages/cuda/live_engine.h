@@ -32,6 +32,7 @@
 
 #include "core/cuda/runtime.h"
 #include "kernels/cuda/live_kernels.h"
+#include "stages/cuda/device_profiles.h"
 #include "kernels/line_model.h"
 
 namespace stripeline::cuda {
@@ -89,7 +90,8 @@ class LiveEngine {
   LiveEngineKey key_;
   HostBuffer mailbox_;     // kernels::cuda::LiveMailbox, pinned
   HostBuffer stop_word_;   // pinned: [0] the stop's value, [1] and [2] the state's stop and alive read back
-  DeviceBuffer state_, pixels_, candidates_, back_, staged_;
+  DeviceBuffer state_, pixels_, back_, staged_;
+  DeviceProfiles candidates_;  // the chain's output, the model's input: one frame, the model's candidate slots
   kernels::cuda::LiveChainArgs chain_args_;
   kernels::cuda::LiveModelArgs model_args_;
   kernels::LineModelView view_;
