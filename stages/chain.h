@@ -92,6 +92,11 @@ struct ChainConfig {
   // (stages/cuda/cuda_stages.cpp). No effect on results; false enqueues them
   // call by call (bench compares both).
   bool cuda_graphs = true;
+  // CUDA, frames alone with the line model writing the host's profiles (the
+  // live path): the device's persistent engine (stages/cuda/live_engine.h),
+  // resident kernels fed through pinned memory, instead of a graph a frame.
+  // No effect on results; false: the graphs (bench compares both).
+  bool persistent_engine = true;
 };
 
 const char* to_string(ColumnMethod m);

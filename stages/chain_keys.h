@@ -31,6 +31,7 @@ inline constexpr const char* stripe_max_width = "stripe_max_width";  // Adaptive
 inline constexpr const char* steger_sigma = "steger_sigma";
 inline constexpr const char* pixel_bits = "pixel_bits";
 inline constexpr const char* cuda_graphs = "cuda_graphs";  // ChainConfig::cuda_graphs
+inline constexpr const char* persistent_engine = "persistent_engine";  // ChainConfig::persistent_engine
 // the neighbour check (NeighbourCheckConfig)
 inline constexpr const char* neighbour_columns = "neighbour_columns";  // NeighbourCheckConfig::columns
 inline constexpr const char* neighbour_step = "neighbour_step";        // NeighbourCheckConfig::step

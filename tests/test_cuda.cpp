@@ -825,6 +825,7 @@ TEST_F(CudaProcessor, LowLatencyBatchesReplayedAsGraphsMatchCpu) {
   const HostAllocator pinned = host_allocator_for(Backend::Cuda);
   ChainConfig config;  // the default chain (adaptive), with the line model
   config.line_model.enabled = true;
+  config.persistent_engine = false;  // frames alone by the graphs too (the engine's own tests: LiveEngineCuda.*)
   Batch in = make_batch(1936, 52, 1, 16, PixelFormat::Mono8, pinned);
   auto cpu = make_processor(Backend::Cpu, in.layout, config);
   cuda::CudaProcessorOptions every_third;

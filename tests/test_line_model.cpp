@@ -1170,6 +1170,46 @@ TEST_F(LiveEngineCuda, AnIdleEngineEndsAndStartsAgain) {
 #endif
 }
 
+// A batch of several frames beside the engine (the live path batching when
+// it falls behind) holds it: its kernels end (else the batch's kernels
+// would wait for them to idle, which frames coming keep them from), the
+// batch runs by its graph, and the next frame alone starts them again. The
+// CPU's bits throughout.
+TEST_F(LiveEngineCuda, ALargerBatchHoldsTheEngine) {
+#if STRIPELINE_HAVE_CUDA
+  const BatchLayout layout{2048, 52, 4, PixelFormat::Mono8};
+  const Batch all = line_frames(2048, 12, PixelFormat::Mono8, 121);
+  Batch in(layout, host_allocator_for(Backend::Cuda));
+  ProfileBatch expected(2048, 4, 1, &allocate_host), got(2048, 4, 1, host_allocator_for(Backend::Cuda));
+  auto cpu = make_processor(Backend::Cpu, layout, live_chain(8));
+  auto gpu = cuda::make_cuda_processor_ex(layout, live_chain(8), kLive);
+  auto run = [&](int first, int frames) {
+    in.frames = frames;
+    std::memcpy(in.pixels.data(), all.frame_data(first), static_cast<std::size_t>(frames) * layout.frame_pixels());
+    expected.poison();
+    got.poison();
+    cpu->process(in, expected);
+    gpu->process(in, got);
+    std::string where;
+    return same_profiles(expected, got, where) ? ::testing::AssertionSuccess()
+                                               : ::testing::AssertionFailure() << "frames " << first << ".." << first + frames - 1 << ": " << where;
+  };
+  ASSERT_TRUE(run(0, 1));
+  ASSERT_TRUE(run(1, 1));
+  EXPECT_EQ(gpu->live_launches(), 1u);
+  EXPECT_EQ(gpu->graphs(), 0);
+  ASSERT_TRUE(run(2, 4));
+  EXPECT_GT(gpu->graphs(), 0);
+  ASSERT_TRUE(run(6, 1));
+  EXPECT_EQ(gpu->live_launches(), 2u);  // held for the batch, started again for the frame
+  ASSERT_TRUE(run(7, 4));
+  ASSERT_TRUE(run(11, 1));
+  EXPECT_EQ(gpu->live_launches(), 3u);
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
 // One engine a device: a processor of another configuration while it runs
 // keeps its graphs, with the CPU's bits too; once the first is gone, the
 // second configuration gets an engine of its own.

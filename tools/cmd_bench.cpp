@@ -521,7 +521,8 @@ struct PacedRun {
   }
 };
 PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, int k, int live_max,
-                   bool graphs = true, LaneScheduling scheduling = LaneScheduling::Auto, int lanes = 0) {
+                   bool graphs = true, LaneScheduling scheduling = LaneScheduling::Auto, int lanes = 0, bool engine = true,
+                   const ThreadScheduling& lane_scheduling = {}) {
   std::vector<double> lat(frames, std::nan(""));
   PacedSource src(scanner_config(frame_shape), {{frames, rate}});
   LatencySink sink(src, lat);
@@ -534,6 +535,8 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   po.lanes = lanes;
   po.chain = o.chain();
   po.chain.cuda_graphs = po.chain.cuda_graphs && graphs;
+  po.chain.persistent_engine = po.chain.persistent_engine && engine;
+  po.lane_thread_scheduling = lane_scheduling;
   const PipelineStats stats = run_engine(po, src, {&sink});
   std::vector<double> steady;
   for (std::size_t i = frames / 10; i < lat.size(); ++i)  // skip the warm-up tenth
@@ -697,7 +700,7 @@ PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, doub
       p.process();
       lat[i] = std::chrono::duration<double, std::micro>(clock::now() - due).count();
     }
-    if (t == 0) r.engine_launches = p.processor->live_launches();
+    if (t == 0) r.engine_launches = p.processor->live_launches(), r.engine_phases = p.processor->live_report();
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(run, t);
@@ -734,6 +737,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       const PacedRun r = processor_alone(frame_shape, o, frames, threads);
       std::printf("  batch of  1, %d processor(s) on %d thread(s), back to back (no pipeline): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; device %.1f us)\n",
                   threads, threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), r.gpu_us);
+      if (threads == 1 && !r.engine_phases.empty()) std::printf("    the engine's device time: %s\n", r.engine_phases.c_str());
       Json j = r.latency_json();
       j.field("device_us", r.gpu_us);
       all.object("batch_1_processors_" + std::to_string(threads), j);
@@ -759,7 +763,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     all.object(v.key, j);
   };
   if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // what the live path's steps save (the line model's, the warp evaluation), each undone alone
-    const Variant variants[] = {{"the persistent engine (persistent_live = true)", "batch_1_processor_persistent_engine", {.persistent_live = true}},
+    const Variant variants[] = {{"the graphs instead of the persistent engine (persistent_live = false)", "batch_1_processor_graphs", {.persistent_live = false}},
                                 {"profiles downloaded (line_model_to_host = false)", "batch_1_processor_profiles_downloaded", {.line_model_to_host = false}},
                                 {"the line model stages its pass 0 (stage_line_ahead = false)", "batch_1_processor_model_stages_itself",
                                  {.stage_line_ahead = false}},
@@ -784,14 +788,20 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     }
   }
 #if STRIPELINE_HAVE_CUDA
-  if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // the persistent engine (stages/cuda/live_engine.h) at the camera's rate
+  if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // the persistent engine (stages/cuda/live_engine.h, the default) at the camera's rate, and the graphs
     for (int threads : {1, 2}) {
-      const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads, {.persistent_live = true});
-      std::printf("  batch of  1, %d dedicated thread(s), the persistent engine (persistent_live = true): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; "
+      const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads);
+      std::printf("  batch of  1, %d dedicated thread(s), the persistent engine: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; "
                   "its kernels launched %llu times)\n",
                   threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.engine_launches));
+      if (!r.engine_phases.empty()) std::printf("    the engine's device time: %s\n", r.engine_phases.c_str());
       all.object("batch_1_engine_threads_" + std::to_string(threads), r.latency_json());
     }
+    const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Auto, 0, false);
+    std::printf("  batch of  1, the graphs instead of the engine (persistent_engine = false): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, "
+                "at most %llu waiting)\n",
+                r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
+    all.object("batch_1_graphs", r.latency_json());
   }
 #endif
   if (backend == Backend::Cuda) {  // the lane threads' count (the runs above: the automatic count, kLaneThreadsAuto)
@@ -802,6 +812,19 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       all.object("batch_1_lane_threads_" + std::to_string(lanes), r.latency_json());
     }
   }
+  if (backend == Backend::Cuda) {  // the lane threads under SCHED_FIFO (lane_realtime_priority): no time-sharing slice between them and other threads
+    ThreadScheduling fifo;
+    fifo.fifo_priority = 10;
+    try {
+      const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Auto, 0, true, fifo);
+      std::printf("  batch of  1, lane threads at SCHED_FIFO %d (lane_realtime_priority): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu "
+                  "waiting)\n",
+                  fifo.fifo_priority, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
+      all.object("batch_1_lane_threads_fifo", r.latency_json());
+    } catch (const ConfigError& e) {
+      std::printf("  batch of  1, lane threads at SCHED_FIFO %d: not measured (%s)\n", fifo.fifo_priority, e.what());
+    }
+  }
   if (backend == Backend::Cuda) {  // what the lane threads save: the same run on oneTBB's pipeline
     const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Pipeline);
     std::printf("  batch of  1, oneTBB's pipeline (scheduling = pipeline): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting)\n",
@@ -809,8 +832,8 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
     all.object("batch_1_tbb_pipeline", r.latency_json());
   }
   if (backend == Backend::Cuda && o.chain().cuda_graphs) {  // what the graphs save: the same run enqueued call by call
-    const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, false);
-    std::printf("  batch of  1, no CUDA graph: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting; cuda_graphs = false)\n",
+    const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, false, LaneScheduling::Auto, 0, false);
+    std::printf("  batch of  1, no CUDA graph: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting; cuda_graphs = false, persistent_engine = false)\n",
                 r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
     all.object("batch_1_without_graphs", r.latency_json());
   }

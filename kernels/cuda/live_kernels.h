@@ -5,13 +5,14 @@
 // Two kernels stay resident for the engine's life (stages/cuda/live_engine.h
 // starts and stops them), each on its own stream:
 //  - the chain (warp_chain.cu): one block per strip of kWarpChainColumns
-//    columns, every block resident. Block 0's thread 0 polls the host's
+//    columns, every block resident. Block 0's first warp polls the host's
 //    mailbox (pinned, mapped) for request n; then every block copies its
-//    share of the frame's pixels from the host's pinned frame into device
-//    memory (16-byte loads over the bus), waits for all shares (a counter),
-//    and runs the warp chain's own code on its strip into the candidates;
-//    then, once every strip is stored, stages the model's pass 0 (as the
-//    graphs' stage kernel does);
+//    share of its copy group's columns from the host's pinned frame into
+//    device memory (16-byte loads over the bus), waits for the groups its
+//    strip reads (kLiveCopyGroup), and runs the warp chain's own code on its
+//    strip into the candidates; then, once its left neighbour's strip is
+//    stored too, stages its columns of the model's pass 0 (as the graphs'
+//    stage kernel does);
 //  - the line model (line_model_kernels.cu): one block of kLineBlockLanes
 //    that waits for every block's staging of frame n, copies it in, runs the
 //    block kernel's own phases and writes the profiles into the request's pinned host arrays,
@@ -34,20 +35,44 @@ namespace stripeline::kernels::cuda {
 
 inline constexpr int kLiveSlots = 16;  // requests in flight at most (the host's ring)
 // Where a frame's device time goes (%globaltimer, ns), in LiveMailbox::stamps:
-// the request seen (the chain's block 0), every share of the frame copied
-// (block 0 past the wait), every strip stored (block 0 past the wait), the
-// staging seen by the model, the profiles written (the model, before its
-// fence). device_ns ends at the frame's number written, after that fence.
+// the request seen (the chain's block 0), block 0's columns copied (past its
+// wait for its copy group), block 0's strip stored, every block's staging
+// seen by the model, the profiles written (the model, before its fence).
+// device_ns ends at the frame's number written, after that fence.
 inline constexpr int kLiveStamps = 5;
 
 // One frame asked of the engine, in the mailbox (host memory, written by the
-// host: the fields first, `seq` last, with release order).
-struct LiveRequest {
+// host: the fields and their check first, `seq` last, with release order).
+// One 64-byte line, read by the chain's block 0 in one load (eight lanes a
+// word): a second round trip over the bus for the fields cost ~1.4 us a
+// frame (H100). That load is not ordered word by word, so `check` (a hash
+// of the ticket and the fields) tells a request read whole from one caught
+// half-written: block 0 takes it only when seq and check agree.
+struct alignas(64) LiveRequest {
   std::uint64_t seq = 0;            // t when this slot holds ticket t's request
   const void* pixels = nullptr;     // the frame: pinned host memory, device-readable
   LineModelArrays out;              // its profiles: pinned host arrays of one frame
-  std::uint64_t reserved = 0;
+  std::uint64_t check = 0;          // live_request_check(seq, &pixels as words)
 };
+static_assert(sizeof(LiveRequest) == 64, "a request is one 64-byte line, read in one load");
+
+// The request's check: the XOR of a term a field, each the field mixed
+// with the ticket and its place (splitmix64's finaliser), so a stale word
+// from the slot's last ticket fails it. A term a lane on the device.
+__host__ __device__ inline std::uint64_t live_check_term(std::uint64_t ticket, int field, std::uint64_t word) {
+  std::uint64_t h = word ^ (ticket * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(field) * 0xD1B54A32D192ED03ull);
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return h ^ (h >> 31);
+}
+inline constexpr int kLiveRequestFields = 6;  // pixels and the five output arrays: words 1..6 of the line
+static_assert(sizeof(LineModelArrays) == 5 * sizeof(std::uint64_t), "the request's output arrays are words 2..6 of its line");
+// ticket's check of the fields (words 1..6 of the request's line).
+__host__ __device__ inline std::uint64_t live_request_check(std::uint64_t ticket, const std::uint64_t* fields) {
+  std::uint64_t check = 0;
+  for (int i = 0; i < kLiveRequestFields; ++i) check ^= live_check_term(ticket, i + 1, fields[i]);
+  return check;
+}
 
 // Pinned, mapped host memory shared by the host and both kernels.
 struct LiveMailbox {
@@ -63,11 +88,19 @@ struct LiveMailbox {
   std::uint64_t parked = 0;
 };
 
+// The chain's blocks copy the frame by column groups of this many blocks
+// (their columns of every row, 16-byte loads) and each waits only for the
+// groups its strip and the blur's halo read: a grid-wide barrier after
+// the copy cost ~1.5 us more a frame (8-bit 2048x52 frames, H100,
+// bench/live_copy_bench.cu).
+inline constexpr int kLiveCopyGroup = 16;
+// The most chain blocks (strips) the engine's state has counters for: more
+// than any GPU holds resident (the engine needs every block resident).
+inline constexpr int kLiveMaxBlocks = 2048;
+
 // Device memory of the kernels' own hand-overs (zeroed before the launch).
 struct LiveState {
   std::uint64_t go = 0;        // the frame every chain block may take (block 0 raises it)
-  std::uint64_t copied = 0;    // chain blocks that copied their share (summed over frames)
-  std::uint64_t chained = 0;   // chain blocks that stored their strip (summed over frames)
   std::uint64_t staged = 0;    // chain blocks that staged their share of the model's pass 0 (summed over frames)
   std::uint64_t modelled = 0;  // the last frame the model wrote
   std::uint32_t stop = 0;      // the host raises it (a copy on its own stream) to end both kernels
@@ -77,6 +110,8 @@ struct LiveState {
     LineModelArrays out;
     std::uint64_t start_ns = 0;
   } current[2];
+  std::uint64_t copied[kLiveMaxBlocks / kLiveCopyGroup] = {};  // a copy group's blocks that copied their share (summed over frames)
+  std::uint64_t stored[kLiveMaxBlocks] = {};  // the last frame whose strip the block stored (its right neighbour stages after it)
 };
 
 // The chain kernel's arguments: `pixels` is device memory for two frames
@@ -93,8 +128,8 @@ struct LiveChainArgs {
   ChainParams chain;
   ProfileView candidates;
   int by_warp_up_to = kWarpEvaluatedCandidates;
-  // The model's pass 0 staged by the chain's blocks once every strip is
-  // stored (line_model_lanes.h, LineStageAhead: four threads a column), as
+  // The model's pass 0 staged by the chain's blocks, each its own columns
+  // once its strip and its left neighbour's are stored (line_model_lanes.h, LineStageAhead: four threads a column), as
   // the stage kernel does for the graphs; bytes null: the model stages it.
   LineModelView view;  // the candidates, for the staging
   LineStageAhead ahead;

@@ -21,6 +21,14 @@ __device__ __forceinline__ std::uint64_t load_acquire_sys(const std::uint64_t* p
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+__device__ __forceinline__ std::uint64_t load_relaxed_sys(const std::uint64_t* p) {  // host memory, a word of a line read by several lanes at once
+  std::uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+// After a relaxed load that saw the host's release: the host's earlier
+// stores (the frame's pixels) seen by this thread's later loads.
+__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 __device__ __forceinline__ std::uint32_t load_relaxed_gpu(const std::uint32_t* p) {
   std::uint32_t v;
   asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

@@ -289,93 +289,133 @@ __global__ void __launch_bounds__(kColumns * kLanes)
 // of every frame the mailbox hands over, until the stop.
 namespace live_chain {
 
-// Block 0's thread 0: waits for the ticket's request; false when stopped,
-// or when none came for a.idle_ns and the host has not written it since
-// (LiveMailbox::parked): the stop raised for every block and the model.
-__device__ bool take_request(const LiveChainArgs& a, std::uint64_t ticket) {
-  const std::uint64_t* seq = &a.mailbox->request[ticket % kLiveSlots].seq;
-  const std::uint64_t since = live::now_ns();
+// Block 0's first warp: polls the ticket's request, its 64-byte line in one
+// load (a word a lane), until its seq and check agree; every lane gets the
+// line's words. False when stopped, or when none came for a.idle_ns and the
+// host has not written it since (LiveMailbox::parked): the stop raised for
+// every block and the model.
+__device__ __forceinline__ bool take_request(const LiveChainArgs& a, std::uint64_t ticket, std::uint64_t (&words)[8]) {
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const std::uint64_t* line = reinterpret_cast<const std::uint64_t*>(&a.mailbox->request[ticket % kLiveSlots]);
+  std::uint64_t since = live::now_ns();
   for (;;) {
-    if (live::load_relaxed_gpu(&a.state->stop) != 0) return false;
-    if (live::load_acquire_sys(seq) == ticket) return true;
-    if (live::now_ns() - since < a.idle_ns) continue;
-    live::store_release_sys(&a.mailbox->parked, ticket);
-    live::fence_sc_sys();
-    if (live::load_acquire_sys(seq) == ticket) {  // the host wrote it meanwhile: on
-      live::store_release_sys(&a.mailbox->parked, 0);
+    const std::uint64_t word = lane < 8 ? live::load_relaxed_sys(line + lane) : 0;
+    std::uint64_t term = lane >= 1 && lane <= kLiveRequestFields ? live_check_term(ticket, lane, word) : 0;
+    for (int d = 4; d >= 1; d /= 2) term ^= __shfl_xor_sync(kAll, term, d);  // lanes 0..7: the XOR of lanes 1..6's terms
+#pragma unroll
+    for (int i = 0; i < 8; ++i) words[i] = __shfl_sync(kAll, word, i);
+    if (words[0] == ticket && words[7] == __shfl_sync(kAll, term, 0)) {
+      live::fence_acq_rel_sys();  // the host's stores before its seq (the frame) seen from here on
       return true;
     }
-    live::store_relaxed_gpu(&a.state->stop, 1);
-    return false;
+    int verdict = 0;  // lane 0's: 0 poll again, 1 stopped or parked
+    if (lane == 0) {
+      if (live::load_relaxed_gpu(&a.state->stop) != 0) {
+        verdict = 1;
+      } else if (live::now_ns() - since >= a.idle_ns) {
+        live::store_release_sys(&a.mailbox->parked, ticket);
+        live::fence_sc_sys();
+        if (live::load_acquire_sys(&a.mailbox->request[ticket % kLiveSlots].seq) == ticket) {  // the host wrote it meanwhile: on
+          live::store_release_sys(&a.mailbox->parked, 0);
+          since = live::now_ns();
+        } else {
+          live::store_relaxed_gpu(&a.state->stop, 1);
+          verdict = 1;
+        }
+      }
+    }
+    if (__shfl_sync(kAll, verdict, 0) != 0) return false;
   }
 }
 
-// Frame n's start: block 0's thread 0 waits for the request in the mailbox,
-// keeps its fields in the state and raises `go`; every block waits for `go`.
-// Returns the frame's host pixels in every thread (null: stopped).
+// Frame n's start: block 0's first warp waits for the request in the
+// mailbox; its lane 0 keeps the fields in the state and raises `go`; every
+// other block waits for `go`. Returns the frame's host pixels in every
+// thread (null: stopped).
 __device__ const void* begin_frame(const LiveChainArgs& a, std::uint64_t n) {
   __shared__ const void* host_pixels;
-  if (threadIdx.x == 0) {
-    bool ok = true;
-    if (blockIdx.x == 0) {
-      ok = take_request(a, a.first_ticket + n - 1);
-      if (ok) {
-        const LiveRequest& r = a.mailbox->request[(a.first_ticket + n - 1) % kLiveSlots];
-        LiveState::Current& c = a.state->current[n & 1];
-        c.start_ns = live::now_ns();
-        a.mailbox->stamps[(a.first_ticket + n - 1) % kLiveSlots][0] = c.start_ns;
-        c.pixels = r.pixels;
-        c.out = r.out;
-        live::store_release_gpu(&a.state->go, n);
+  LiveState::Current& c = a.state->current[n & 1];
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < kLanes) {
+      std::uint64_t words[8];
+      const bool ok = take_request(a, a.first_ticket + n - 1, words);
+      if (threadIdx.x == 0) {
+        if (ok) {
+          c.start_ns = live::now_ns();
+          a.mailbox->stamps[(a.first_ticket + n - 1) % kLiveSlots][0] = c.start_ns;
+          c.pixels = reinterpret_cast<const void*>(words[1]);
+          c.out = {reinterpret_cast<std::int32_t*>(words[2]), reinterpret_cast<std::uint16_t*>(words[3]), reinterpret_cast<std::uint16_t*>(words[4]),
+                   reinterpret_cast<std::uint16_t*>(words[5]), reinterpret_cast<std::uint8_t*>(words[6])};
+          live::store_release_gpu(&a.state->go, n);
+        }
+        host_pixels = ok ? c.pixels : nullptr;
       }
-    } else {
-      ok = live::wait_at_least(&a.state->go, n, a.state, /*idle=*/true);
     }
-    host_pixels = ok ? a.state->current[n & 1].pixels : nullptr;
+  } else if (threadIdx.x == 0) {
+    const bool ok = live::wait_at_least(&a.state->go, n, a.state, /*idle=*/true);
+    host_pixels = ok ? c.pixels : nullptr;
   }
   __syncthreads();
   return host_pixels;
 }
 
-// The block's share of the frame's 16-byte units, host -> device (the last
-// block also the bytes past the last whole unit), then the wait for every
-// block's share. False: stopped.
-__device__ bool copy_frame(const LiveChainArgs& a, const unsigned char* host, unsigned char* device, std::uint64_t n) {
-  const std::size_t units = a.frame_bytes / 16, per_block = (units + gridDim.x - 1) / gridDim.x;
-  const std::size_t begin = per_block * blockIdx.x, end = begin + per_block < units ? begin + per_block : units;
-  for (std::size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-    reinterpret_cast<uint4*>(device)[i] = reinterpret_cast<const uint4*>(host)[i];
-  if (blockIdx.x == gridDim.x - 1)
-    for (std::size_t i = units * 16 + threadIdx.x; i < a.frame_bytes; i += blockDim.x) device[i] = host[i];
+// The block's share of its copy group's columns (kLiveCopyGroup blocks),
+// every row, host -> device: the frame's 16-byte units within them, bytes
+// where a unit straddles the group's edge (rows not a multiple of 16
+// bytes). Then the waits for the groups the strip and the blur's halo
+// read. False: stopped.
+__device__ bool copy_frame(const LiveChainArgs& a, const unsigned char* host, unsigned char* device, std::uint64_t n, int bytes_per_pixel) {
+  const int blocks = static_cast<int>(gridDim.x), group = static_cast<int>(blockIdx.x) / kLiveCopyGroup, first = group * kLiveCopyGroup;
+  const int members = min(kLiveCopyGroup, blocks - first);
+  const std::size_t row_bytes = static_cast<std::size_t>(a.width) * bytes_per_pixel;
+  const std::size_t lo = static_cast<std::size_t>(first) * kColumns * bytes_per_pixel;
+  const std::size_t hi = static_cast<std::size_t>(min((first + members) * kColumns, a.width)) * bytes_per_pixel;
+  const std::size_t per_row = (hi - lo + 15) / 16 + (row_bytes % 16 == 0 ? 0 : 1);  // lo is a multiple of 16
+  const std::size_t items = per_row * static_cast<std::size_t>(a.height), step = static_cast<std::size_t>(members) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(static_cast<int>(blockIdx.x) - first) * blockDim.x + threadIdx.x; i < items; i += step) {
+    const std::size_t row = i / per_row, begin = row * row_bytes + lo, end = row * row_bytes + hi;
+    const std::size_t unit = begin / 16 + i % per_row, from = unit * 16;
+    if (from >= end) continue;
+    if (from >= begin && from + 16 <= end) {
+      reinterpret_cast<uint4*>(device)[unit] = reinterpret_cast<const uint4*>(host)[unit];
+    } else {
+      for (std::size_t b = from > begin ? from : begin, to = from + 16 < end ? from + 16 : end; b < to; ++b) device[b] = host[b];
+    }
+  }
   __syncthreads();
   __shared__ bool ok;
   if (threadIdx.x == 0) {
-    live::arrive(&a.state->copied);
-    ok = live::wait_at_least(&a.state->copied, static_cast<std::uint64_t>(gridDim.x) * n, a.state);
+    live::arrive(&a.state->copied[group]);
+    const int r = a.chain.taps.size / 2, x0 = static_cast<int>(blockIdx.x) * kColumns, span = kLiveCopyGroup * kColumns;
+    const int last = min(x0 + kColumns - 1 + r, a.width - 1) / span;
+    ok = true;
+    for (int g = max(x0 - r, 0) / span; ok && g <= last; ++g)
+      ok = live::wait_at_least(&a.state->copied[g], static_cast<std::uint64_t>(min(kLiveCopyGroup, blocks - g * kLiveCopyGroup)) * n, a.state);
     if (blockIdx.x == 0) live::stamp(a.mailbox, a.first_ticket, n, 1);
   }
   __syncthreads();
   return ok;
 }
 
-// After the block's strip: every strip stored (a wait on `chained`), then
-// the block's share of the model's pass 0 staged (stage_ahead_pair, four
+// After the block's strip: its frame number in `stored`, then, once its
+// left neighbour's strip is stored too (staging column x reads column
+// x - 1), its columns of the model's pass 0 staged (stage_ahead_pair, four
 // threads a column), then `staged`. False: stopped.
 __device__ bool stage_frame(const LiveChainArgs& a, std::uint64_t n) {
   __shared__ bool ok;
   if (threadIdx.x == 0) {
-    live::arrive(&a.state->chained);
-    ok = a.ahead.bytes == nullptr || live::wait_at_least(&a.state->chained, static_cast<std::uint64_t>(gridDim.x) * n, a.state);
+    __threadfence();  // the block's candidates before its number
+    live::store_release_gpu(&a.state->stored[blockIdx.x], n);
     if (blockIdx.x == 0) live::stamp(a.mailbox, a.first_ticket, n, 2);
+    ok = a.ahead.bytes == nullptr || blockIdx.x == 0 || live::wait_at_least(&a.state->stored[blockIdx.x - 1], n, a.state);
   }
   __syncthreads();
   if (!ok) return false;
   if (a.ahead.bytes != nullptr) {
     constexpr int kWays = 2 * kLineStagedSlots;
-    const int items = a.width * kWays, per_block = (items + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
-    for (int i = static_cast<int>(blockIdx.x) * per_block + static_cast<int>(threadIdx.x), end = min(items, (static_cast<int>(blockIdx.x) + 1) * per_block);
-         i < end; i += static_cast<int>(blockDim.x))
-      line_model::stage_ahead_pair(a.view, a.ahead, 0, i / kWays, i % kWays);
+    static_assert(kColumns * kWays <= kColumns * kLanes, "a thread a column's way");
+    const int x0 = static_cast<int>(blockIdx.x) * kColumns, items = (min(x0 + kColumns, a.width) - x0) * kWays, t = static_cast<int>(threadIdx.x);
+    if (t < items) line_model::stage_ahead_pair(a.view, a.ahead, 0, x0 + t / kWays, t % kWays);
     __syncthreads();
   }
   if (threadIdx.x == 0) live::arrive(&a.state->staged);
@@ -394,8 +434,11 @@ __global__ void __launch_bounds__(kColumns * kLanes, 4) live_chain_kernel(const 
   for (std::uint64_t n = 1;; ++n) {
     const void* host = live_chain::begin_frame(a, n);
     if (host == nullptr) return;
-    unsigned char* pixels = a.pixels + (n & 1) * a.frame_stride;  // frame n - 2's half: every block has loaded it (the copy of n - 1 waited for all)
-    if (!live_chain::copy_frame(a, static_cast<const unsigned char*>(host), pixels, n)) return;
+    // Frame n - 2's half: every block has loaded its strip of it (this block
+    // stored frame n - 1 after the model's frame n - 2, which came after
+    // every block's staging of n - 2, which came after its load).
+    unsigned char* pixels = a.pixels + (n & 1) * a.frame_stride;
+    if (!live_chain::copy_frame(a, static_cast<const unsigned char*>(host), pixels, n, static_cast<int>(sizeof(T)))) return;
     // Frame n - 1's candidates are the model's until it is done with them.
     auto may_store = [&](int lane) {
       bool ok = true;
@@ -452,11 +495,13 @@ void load_live_kernels() {
 
 template <class T>
 void launch_live_chain(const LiveChainArgs& a, cudaStream_t stream) {
-  if (!warp_chain_supports(a.chain, a.height) || a.frame_bytes != static_cast<std::size_t>(a.width) * a.height * sizeof(T) ||
+  static_assert(kMaxBlurSize / 2 < kLiveCopyGroup * kColumns, "a strip's halo reaches the neighbouring copy groups at most");
+  if (!warp_chain_supports(a.chain, a.height) || live_chain_blocks(a.width) > static_cast<unsigned>(kLiveMaxBlocks) || a.frame_bytes != static_cast<std::size_t>(a.width) * a.height * sizeof(T) ||
       a.frame_stride < a.frame_bytes || a.frame_stride % 16 != 0)
     throw ConfigError("live chain: " + std::to_string(a.width) + "x" + std::to_string(a.height) +
                       " frames not supported (expected the adaptive method, at most " + std::to_string(kWarpChainMaxHeight) +
-                      " rows, two frames' device memory at a 16-byte multiple apart)");
+                      " rows, at most " + std::to_string(kLiveMaxBlocks * kColumns) +
+                      " columns, two frames' device memory at a 16-byte multiple apart)");
   const unsigned blocks = live_chain_blocks(a.width);
   const std::size_t shared = warp_chain_shared_bytes(static_cast<int>(sizeof(T)), a.height, a.chain.taps.size);
   live_chain_kernel<T><<<blocks, kColumns * kLanes, shared, stream>>>(a);

@@ -235,7 +235,7 @@ class CudaProcessorImpl final : public CudaProcessor {
                                  ? (options.warp_chain_max_frames < 0 ? kc::kWarpChainMaxFrames : options.warp_chain_max_frames)
                                  : 0;
     warp_evaluation_ = options.warp_evaluation;
-    persistent_live_ = options.persistent_live;
+    persistent_live_ = options.persistent_live && c.persistent_engine;
     in_ = DeviceBuffer::allocate(l.bytes(), "batch pixels");
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
     if (models_line()) {
@@ -253,6 +253,7 @@ class CudaProcessorImpl final : public CudaProcessor {
 
   ~CudaProcessorImpl() override {
     device_.enter_for_teardown();
+    if (held_) held_->release();
     if (live_) live_->pause();  // its kernels would hold the frees of the buffers below
   }
 
@@ -278,10 +279,15 @@ class CudaProcessorImpl final : public CudaProcessor {
  private:
   void enqueue(const Batch& in, ProfileBatch& out) override {
     const ScopedDevice on_device = device_.scope();
-    if (goes_live(in, out)) {
+    const bool live = goes_live(in, out);
+    if (live) {
       live_ticket_ = live_->submit(in.pixels.data(), {out.position, out.intensity, out.stripe_width, out.quality, out.count});
-      return;
+      if (live_ticket_ != 0) return;  // else another lane's batch holds the engine: by the graphs below
     }
+    // A frame alone declined does not hold it in turn: with every lane's
+    // frame holding it, the holds overlapped and never all ended (the live
+    // path stayed on the graphs after its first catch-up, 2 x H200 host).
+    if (!live) hold_live_engine();
     timed_ = in.frames > kLowLatencyFrames || time_low_latency_batch();
     const auto calls = [&] { enqueue_calls(in, out); };
     if (const GraphExec* graph = graphs_.get(in, out, timed_, [&] { return lane_.capture(calls); }))
@@ -337,6 +343,17 @@ class CudaProcessorImpl final : public CudaProcessor {
     return live_ != nullptr;
   }
 
+  // A batch not for the device's persistent engine: its kernels might not
+  // find room beside the engine's resident ones and would wait for it to
+  // idle, which the other lanes' frames keep it from (6-35 ms stalls,
+  // session 17), so the engine is held (its kernels ended) until the batch
+  // completes.
+  void hold_live_engine() {
+    if (held_ != nullptr) return;
+    held_ = live_ != nullptr ? live_ : LiveEngine::any_running() ? LiveEngine::running_on(device_.ordinal()) : nullptr;
+    if (held_ != nullptr) held_->hold();
+  }
+
   void complete() override {
     if (live_ticket_ != 0) {
       last_ms_ = live_->wait(std::exchange(live_ticket_, 0));
@@ -344,6 +361,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     }
     lane_.wait();  // event waits and timings need no current device
     if (timed_) last_ms_ = lane_.elapsed();
+    if (held_ != nullptr) std::exchange(held_, nullptr)->release();
   }
 
   // CudaProcessorOptions::stage_line_ahead: where the warp chain runs and
@@ -410,6 +428,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   bool live_tried_ = false;         // LiveEngine::attach asked (once)
   std::shared_ptr<LiveEngine> live_;  // the device's persistent engine, when it runs this chain
   std::uint64_t live_ticket_ = 0;   // the frame handed to it (0: none)
+  std::shared_ptr<LiveEngine> held_;  // the device's engine, held while this processor's batch runs beside it (hold_live_engine)
   bool line_model_to_host_ = true;  // CudaProcessorOptions::line_model_to_host
   DeviceBuffer ahead_bytes_;           // the line model's pass 0 staged ahead (set_up_staging_ahead)
   kernels::LineStageAhead ahead_;      // into ahead_bytes_; bytes null: none

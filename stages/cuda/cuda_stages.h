@@ -95,10 +95,10 @@ struct CudaProcessorOptions {
   // (stages/cuda/live_engine.h): resident kernels fed through pinned memory,
   // no launch, copy or event a frame. Where it cannot run (another
   // configuration holds the device, its blocks not all resident) the graphs
-  // as before. Off by default: while it runs, the graphs' kernels of larger
-  // batches and any call that waits for the device wait for it to idle
-  // (docs/cuda.md, "The persistent engine"); the bench measures it.
-  bool persistent_live = false;
+  // as before; a larger batch holds it (its kernels ended) while it runs.
+  // Needs ChainConfig::persistent_engine too; false: the graphs (the bench
+  // compares).
+  bool persistent_live = true;
 };
 
 // Validates config against layout (ConfigError), then sets up. Throws

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <new>
 #include <string>
@@ -46,6 +47,7 @@ bool spin_until(const Done& done, clock::duration timeout, const char* what) {
 // One engine a device: the running ones, by device.
 std::mutex g_engines_mutex;
 std::vector<std::pair<int, std::weak_ptr<LiveEngine>>> g_engines;
+std::atomic<int> g_engines_alive{0};  // engines made less engines gone
 
 }  // namespace
 
@@ -62,6 +64,15 @@ std::shared_ptr<LiveEngine> LiveEngine::attach(const LiveEngineKey& key) {
   std::erase_if(g_engines, [&](const auto& e) { return e.first == key.device; });
   g_engines.emplace_back(key.device, engine);
   return engine;
+}
+
+bool LiveEngine::any_running() { return g_engines_alive.load(std::memory_order_relaxed) > 0; }
+
+std::shared_ptr<LiveEngine> LiveEngine::running_on(int device) {
+  const std::lock_guard lock(g_engines_mutex);
+  for (auto& [on, weak] : g_engines)
+    if (on == device) return weak.lock();
+  return nullptr;
 }
 
 LiveEngine::LiveEngine(const LiveEngineKey& key)
@@ -106,11 +117,13 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
   view_.frames = 1;
   view_.width = key.width;
   chain_args_.view = view_;
+  g_engines_alive.fetch_add(1, std::memory_order_relaxed);  // last: a constructor that throws makes none
 }
 
 LiveEngine::~LiveEngine() {
   const std::lock_guard lock(submit_mutex_);
   stop();
+  g_engines_alive.fetch_sub(1, std::memory_order_relaxed);
 }
 
 bool LiveEngine::start(std::uint64_t first_ticket) {
@@ -166,6 +179,7 @@ std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArr
   if (reinterpret_cast<std::uintptr_t>(pixels) % 16 != 0)
     throw RuntimeFailure("live engine: the frame's pixels are not 16-byte aligned (expected a pinned batch's first frame)");
   const std::lock_guard lock(submit_mutex_);
+  if (holds_ > 0) return 0;
   if (!running_ && !start(submitted_ + 1))
     throw RuntimeFailure("live engine: its kernels could not all be resident on device " + std::to_string(key_.device));
   const std::uint64_t ticket = ++submitted_;
@@ -177,6 +191,9 @@ std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArr
   kc::LiveRequest& r = m.request[slot];
   r.pixels = pixels;
   r.out = out;
+  std::uint64_t fields[kc::kLiveRequestFields];  // words 1..6 of the request's line, as block 0 reads them
+  std::memcpy(fields, &r.pixels, sizeof fields);
+  r.check = kc::live_request_check(ticket, fields);
   std::atomic_ref<std::uint64_t>(r.seq).store(ticket, std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // then the park: LiveMailbox::parked says why
   if (load_acquire(m.parked) == ticket) resume_after_park(ticket);
@@ -223,14 +240,19 @@ void LiveEngine::record_phases(std::uint64_t ticket) {
   const std::uint64_t* t = m.stamps[slot];
   std::array<std::uint32_t, kc::kLiveStamps>& p = phases_[ticket % kPhaseFrames];
   for (int k = 1; k < kc::kLiveStamps; ++k) p[static_cast<std::size_t>(k - 1)] = static_cast<std::uint32_t>(t[k] - t[k - 1]);
-  p[kc::kLiveStamps - 1] = static_cast<std::uint32_t>(m.device_ns[slot] - (t[kc::kLiveStamps - 1] - t[0]));
+  const std::uint64_t device_ns = m.device_ns[slot];
+  p[kc::kLiveStamps - 1] = static_cast<std::uint32_t>(device_ns - (t[kc::kLiveStamps - 1] - t[0]));
   waited_.fetch_add(1, std::memory_order_relaxed);
+  if (device_ns > kSlowDeviceNs) slow_on_device_.fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t longest = device_ns_max_.load(std::memory_order_relaxed);
+  while (device_ns > longest && !device_ns_max_.compare_exchange_weak(longest, device_ns, std::memory_order_relaxed)) {
+  }
 }
 
 std::string LiveEngine::phase_report() const {
   const std::size_t n = std::min<std::size_t>(waited_.load(std::memory_order_relaxed), kPhaseFrames);
   if (n == 0) return {};
-  static constexpr const char* kNames[kc::kLiveStamps] = {"request seen -> frame copied", "-> strips stored", "-> staging seen by the model",
+  static constexpr const char* kNames[kc::kLiveStamps] = {"request seen -> block 0's columns copied", "-> its strip stored", "-> every staging seen by the model",
                                                           "-> profiles written", "-> frame said done"};
   std::string out;
   for (std::size_t k = 0; k < kc::kLiveStamps; ++k) {
@@ -241,11 +263,31 @@ std::string LiveEngine::phase_report() const {
     std::snprintf(part, sizeof part, "%s%s %.1f us", out.empty() ? "" : ", ", kNames[k], v[n / 2] * 1e-3);
     out += part;
   }
-  return out + " (medians of " + std::to_string(n) + " frames)";
+  char tail[160];
+  std::snprintf(tail, sizeof tail, " (medians of the last %zu frames); of all %llu, %llu over %.0f us on the device, the longest %.1f us", n,
+                static_cast<unsigned long long>(waited_.load(std::memory_order_relaxed)),
+                static_cast<unsigned long long>(slow_on_device_.load(std::memory_order_relaxed)), kSlowDeviceNs * 1e-3,
+                device_ns_max_.load(std::memory_order_relaxed) * 1e-3);
+  return out + tail;
+}
+
+void LiveEngine::hold() {
+  const std::lock_guard lock(submit_mutex_);
+  ++holds_;
+  stop_after_submitted();
+}
+
+void LiveEngine::release() {
+  const std::lock_guard lock(submit_mutex_);
+  if (holds_ > 0) --holds_;
 }
 
 void LiveEngine::pause() {
   const std::lock_guard lock(submit_mutex_);
+  stop_after_submitted();
+}
+
+void LiveEngine::stop_after_submitted() {
   if (!running_) return;
   kc::LiveMailbox& m = mailbox();
   const std::uint64_t last = submitted_;

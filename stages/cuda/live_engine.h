@@ -59,10 +59,23 @@ class LiveEngine {
   LiveEngine(const LiveEngine&) = delete;
   LiveEngine& operator=(const LiveEngine&) = delete;
 
+  // The engine running on `device`, if any (for hold()); any_running() says
+  // without a lock whether there is any at all.
+  static std::shared_ptr<LiveEngine> running_on(int device);
+  static bool any_running();
+
   // Hands one frame over: `pixels` (pinned host memory, width x height) in,
   // its profiles out into `out` (pinned host arrays of one frame, one slot).
-  // Starts the kernels when paused. Returns the frame's ticket for wait().
+  // Starts the kernels when paused. Returns the frame's ticket for wait(),
+  // or 0 while the engine is held (the caller goes by its graphs).
   std::uint64_t submit(const void* pixels, const kernels::LineModelArrays& out);
+  // Other kernels on the device (a larger batch's graph when the live path
+  // falls behind) could not find room beside the resident ones and would
+  // wait for the engine to idle, which frames coming keep it from: hold()
+  // ends its kernels once every submitted frame is done, and submit()
+  // declines frames until every hold is released. Any thread.
+  void hold();
+  void release();
   // Spins until the ticket's profiles are in `out`; returns its device time
   // in ms (request seen -> profiles written). Throws RuntimeFailure when the
   // frame is not done within 5 s (the kernels stopped or failed).
@@ -85,6 +98,7 @@ class LiveEngine {
   void resume_after_park(std::uint64_t ticket);
   void record_phases(std::uint64_t ticket);
   void stop() noexcept;
+  void stop_after_submitted();  // under submit_mutex_: every submitted frame done, then stop()
   kernels::cuda::LiveMailbox& mailbox() const { return *reinterpret_cast<kernels::cuda::LiveMailbox*>(mailbox_.data()); }
 
   LiveEngineKey key_;
@@ -114,6 +128,7 @@ class LiveEngine {
   };
   SpinLock submit_mutex_;
   std::uint64_t submitted_ = 0;   // the last ticket handed out (under submit_mutex_)
+  int holds_ = 0;                 // hold() less release() (under submit_mutex_)
   std::uint64_t first_ = 1;       // the first ticket of the kernels' current launch
   bool running_ = false;          // under submit_mutex_
   std::atomic<std::uint64_t> launches_{0};
@@ -122,6 +137,10 @@ class LiveEngine {
   static constexpr std::size_t kPhaseFrames = 4096;
   std::vector<std::array<std::uint32_t, kernels::cuda::kLiveStamps>> phases_ = std::vector<std::array<std::uint32_t, kernels::cuda::kLiveStamps>>(kPhaseFrames);
   std::atomic<std::uint64_t> waited_{0};
+  // Every frame's device time, for the report's tail: whether a late frame
+  // was late on the device or on the host.
+  static constexpr std::uint64_t kSlowDeviceNs = 100'000;
+  std::atomic<std::uint64_t> device_ns_max_{0}, slow_on_device_{0};
 };
 
 }  // namespace stripeline::cuda
