@@ -495,15 +495,16 @@ __device__ bool chain_started(const LiveModelArgs& a) {
 
 // The live path's persistent model (live_kernels.h): the block kernel's
 // frame for every frame the chain kernel hands over, until the stop. `v`
-// reads the chain's candidates (one frame); each frame's profiles go to its
-// request's host arrays.
+// is the candidates' layout; frame n reads the chain's buffer n & 1
+// (LiveModelArgs::candidates) and writes its request's host arrays.
 __global__ void __launch_bounds__(kBlockLanes, 1)
     live_line_model_kernel(const __grid_constant__ LineModelView v, const __grid_constant__ LineModelParams p, unsigned char* global_columns,
                            bool columns_shared, const __grid_constant__ LiveModelArgs a) {
   extern __shared__ __align__(16) unsigned char shared[];
   __shared__ BlockScan scan;
   __shared__ LineModelLaneScratch scratch;
-  __shared__ LineModelView written;  // v with the frame's output arrays
+  __shared__ LineModelView written;  // v with the frame's candidate buffer and output arrays
+  __shared__ LineStageAhead ahead;   // a.ahead from the frame's buffer of staged bytes
   __shared__ std::uint64_t start_ns;
   PhaseClock<false> clock;
   bool ok = true;  // thread 0's, each barrier_or below gives every thread its answer
@@ -523,18 +524,22 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     if (threadIdx.x == 0) {
       ok = live::wait_at_least(&a.state->staged, static_cast<std::uint64_t>(a.chain_blocks) * n, a.state, /*idle=*/true);
       if (ok) {
-        const LiveState::Current& c = a.state->current[n & 1];
+        const LiveState::Current& c = a.state->current[n % kLiveCurrent];
+        const int buffer = static_cast<int>(n & 1);
+        written.in = a.candidates[buffer];
         written.out = c.out;
+        ahead = a.ahead;
+        if (ahead.bytes != nullptr) ahead.bytes += static_cast<std::size_t>(buffer) * ahead.frame_bytes;
         start_ns = c.start_ns;
         live::stamp(a.mailbox, a.first_ticket, n, 3);
       }
     }
     if (__syncthreads_or(!ok)) return;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (staged_ahead && threadIdx.x == 0) issue_staged_copy(a.ahead, 0, shared + a.ahead.begin, &staged_arrived);
+    if (staged_ahead && threadIdx.x == 0) issue_staged_copy(ahead, 0, shared + ahead.begin, &staged_arrived);
     __syncthreads();  // the barrier's initialisation before any thread waits on it
 #endif
-    model_frame<false>(v, p, 0, scratch, scan, staged_ahead, a.ahead, &staged_arrived, clock, written);
+    model_frame<false>(written, p, 0, scratch, scan, staged_ahead, ahead, &staged_arrived, clock, written);
     __syncthreads();
     if (threadIdx.x == 0) {
       live::stamp(a.mailbox, a.first_ticket, n, 4);

@@ -17,8 +17,14 @@
 //    that waits for every block's staging of frame n, copies it in, runs the
 //    block kernel's own phases and writes the profiles into the request's pinned host arrays,
 //    then the frame's number into the mailbox, which the host polls.
-// The chain of frame n + 1 overlaps the model of frame n: its warps wait for
-// the model's frame n only before they store their columns.
+// The chain runs up to two frames ahead of the model: the candidates and
+// the staged pass 0 are double-buffered (frame n in buffer n & 1), so the
+// chain of frame n + 1 overlaps the model of frame n whole, and its warps
+// wait (for the model's frame n - 1, the buffer's last user) only before
+// they store their columns. The pixels are triple-buffered (n % 3): a
+// frame's copy must not overwrite pixels a slower block still loads, and
+// frame n - 3's were all loaded before the model finished frame n - 3,
+// which the copying block waited for in frame n - 1.
 //
 // Every wait polls a counter that only grows (frame n: "at least n"), so no
 // counter is ever reset; each also watches the stop flag (device memory, set
@@ -97,6 +103,9 @@ inline constexpr int kLiveCopyGroup = 16;
 // The most chain blocks (strips) the engine's state has counters for: more
 // than any GPU holds resident (the engine needs every block resident).
 inline constexpr int kLiveMaxBlocks = 2048;
+// Frames in flight between the chain's block 0 and the model: the state
+// keeps this many requests (LiveState::current).
+inline constexpr int kLiveCurrent = 4;
 
 // Device memory of the kernels' own hand-overs (zeroed before the launch).
 struct LiveState {
@@ -105,25 +114,25 @@ struct LiveState {
   std::uint64_t modelled = 0;  // the last frame the model wrote
   std::uint32_t stop = 0;      // the host raises it (a copy on its own stream) to end both kernels
   std::uint32_t alive = 0;     // blocks started (both kernels): the host checks they are all resident
-  struct Current {             // frame n's request as block 0 took it, at [n & 1]
+  struct Current {             // frame n's request as block 0 took it, at [n % kLiveCurrent]
     const void* pixels = nullptr;
     LineModelArrays out;
     std::uint64_t start_ns = 0;
-  } current[2];
+  } current[kLiveCurrent];
   std::uint64_t copied[kLiveMaxBlocks / kLiveCopyGroup] = {};  // a copy group's blocks that copied their share (summed over frames)
   std::uint64_t stored[kLiveMaxBlocks] = {};  // the last frame whose strip the block stored (its right neighbour stages after it)
 };
 
-// The chain kernel's arguments: `pixels` is device memory for two frames
-// (frame n copied into half n & 1), `candidates` the extraction's output
-// (one frame, the line model's candidate slots).
+// The chain kernel's arguments: `pixels` is device memory for three frames
+// (frame n copied into the third n % 3), `candidates` the extraction's
+// output (two frames, the line model's candidate slots: frame n into n & 1).
 struct LiveChainArgs {
   LiveMailbox* mailbox = nullptr;  // device address of the mapped mailbox
   LiveState* state = nullptr;      // zeroed before each launch: the kernels count frames 1, 2, ... from it
   std::uint64_t first_ticket = 1;  // the request the launch's frame 1 is (the host's tickets run on across launches)
   unsigned char* pixels = nullptr;
   std::size_t frame_bytes = 0;     // width * height * bytes a pixel (the host's frame: 16-byte aligned)
-  std::size_t frame_stride = 0;    // the two frames' distance in `pixels`: a multiple of 16, at least frame_bytes
+  std::size_t frame_stride = 0;    // the frames' distance in `pixels`: a multiple of 16, at least frame_bytes
   int width = 0, height = 0;
   ChainParams chain;
   ProfileView candidates;
@@ -131,22 +140,23 @@ struct LiveChainArgs {
   // The model's pass 0 staged by the chain's blocks, each its own columns
   // once its strip and its left neighbour's are stored (line_model_lanes.h, LineStageAhead: four threads a column), as
   // the stage kernel does for the graphs; bytes null: the model stages it.
-  LineModelView view;  // the candidates, for the staging
-  LineStageAhead ahead;
+  LineModelView view;  // the candidates (two frames), for the staging
+  LineStageAhead ahead;  // two frames' bytes: frame n staged into frame n & 1's
   // Without a request for this long both kernels end (LiveMailbox::parked):
   // while they run, a cudaFree or cudaFreeHost anywhere on the device waits
   // for them, so an idle engine must not hold the device.
   std::uint64_t idle_ns = 10'000'000;
 };
 
-// The model kernel's: `view` reads the candidates (frames = 1) and its
-// `out` is unused (each frame's comes with its request).
+// The model kernel's: `view` is the candidates' layout (one frame); frame n
+// reads candidates[n & 1] and writes its request's `out`.
 struct LiveModelArgs {
   LiveMailbox* mailbox = nullptr;
   LiveState* state = nullptr;
   std::uint64_t first_ticket = 1;
   unsigned chain_blocks = 0;  // blocks of the chain kernel: frame n is in once `staged` reaches n times this
-  LineStageAhead ahead;       // LiveChainArgs::ahead's: the span the model copies (bytes null: it stages itself)
+  LineModelArrays candidates[2];  // the two buffers of the chain's candidates
+  LineStageAhead ahead;       // LiveChainArgs::ahead's: the span the model copies, from frame n & 1's bytes (bytes null: it stages itself)
   std::uint64_t idle_ns = 10'000'000;  // the chain's blocks not all started by then: both kernels end (the host starts them again)
 };
 

@@ -334,7 +334,7 @@ __device__ __forceinline__ bool take_request(const LiveChainArgs& a, std::uint64
 // thread (null: stopped).
 __device__ const void* begin_frame(const LiveChainArgs& a, std::uint64_t n) {
   __shared__ const void* host_pixels;
-  LiveState::Current& c = a.state->current[n & 1];
+  LiveState::Current& c = a.state->current[n % kLiveCurrent];
   if (blockIdx.x == 0) {
     if (threadIdx.x < kLanes) {
       std::uint64_t words[8];
@@ -415,7 +415,7 @@ __device__ bool stage_frame(const LiveChainArgs& a, std::uint64_t n) {
     constexpr int kWays = 2 * kLineStagedSlots;
     static_assert(kColumns * kWays <= kColumns * kLanes, "a thread a column's way");
     const int x0 = static_cast<int>(blockIdx.x) * kColumns, items = (min(x0 + kColumns, a.width) - x0) * kWays, t = static_cast<int>(threadIdx.x);
-    if (t < items) line_model::stage_ahead_pair(a.view, a.ahead, 0, x0 + t / kWays, t % kWays);
+    if (t < items) line_model::stage_ahead_pair(a.view, a.ahead, static_cast<int>(n & 1), x0 + t / kWays, t % kWays);
     __syncthreads();
   }
   if (threadIdx.x == 0) live::arrive(&a.state->staged);
@@ -424,8 +424,12 @@ __device__ bool stage_frame(const LiveChainArgs& a, std::uint64_t n) {
 
 }  // namespace live_chain
 
+// 96 registers: four blocks an SM with room beside them. Left to itself
+// ptxas took 117 (61,440 of an SM's 65,536 for the four), and the engine's
+// start then failed whenever other kernels held a few on some SMs (no spill
+// at 96).
 template <class T>
-__global__ void __launch_bounds__(kColumns * kLanes, 4) live_chain_kernel(const __grid_constant__ LiveChainArgs a) {
+__global__ void __maxnreg__(96) live_chain_kernel(const __grid_constant__ LiveChainArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ std::uint32_t taps[kMaxBlurSize];
   if (threadIdx.x < kMaxBlurSize) taps[threadIdx.x] = a.chain.taps.w[threadIdx.x];
@@ -434,18 +438,19 @@ __global__ void __launch_bounds__(kColumns * kLanes, 4) live_chain_kernel(const 
   for (std::uint64_t n = 1;; ++n) {
     const void* host = live_chain::begin_frame(a, n);
     if (host == nullptr) return;
-    // Frame n - 2's half: every block has loaded its strip of it (this block
-    // stored frame n - 1 after the model's frame n - 2, which came after
-    // every block's staging of n - 2, which came after its load).
-    unsigned char* pixels = a.pixels + (n & 1) * a.frame_stride;
+    // Pixels n % 3: frame n - 3's, which every block had loaded before the
+    // model's frame n - 3 ended, which this block waited for (may_store of
+    // frame n - 1). Candidates and staging n & 1: frame n - 2's, which the
+    // model has done with once `modelled` reaches n - 2 (may_store).
+    unsigned char* pixels = a.pixels + (n % 3) * a.frame_stride;
+    const int buffer = static_cast<int>(n & 1);
     if (!live_chain::copy_frame(a, static_cast<const unsigned char*>(host), pixels, n, static_cast<int>(sizeof(T)))) return;
-    // Frame n - 1's candidates are the model's until it is done with them.
     auto may_store = [&](int lane) {
       bool ok = true;
-      if (lane == 0) ok = live::wait_at_least(&a.state->modelled, n - 1, a.state);
+      if (lane == 0 && n > 2) ok = live::wait_at_least(&a.state->modelled, n - 2, a.state);
       return __shfl_sync(kAll, ok ? 1 : 0, 0) != 0;
     };
-    chain_strip<T>(reinterpret_cast<const T*>(pixels), a.width, a.height, x0, 0, a.chain, a.candidates, a.by_warp_up_to, smem, taps, may_store);
+    chain_strip<T>(reinterpret_cast<const T*>(pixels), a.width, a.height, x0, buffer, a.chain, a.candidates, a.by_warp_up_to, smem, taps, may_store);
     __syncthreads();
     if (!live_chain::stage_frame(a, n)) return;
   }
@@ -501,7 +506,7 @@ void launch_live_chain(const LiveChainArgs& a, cudaStream_t stream) {
     throw ConfigError("live chain: " + std::to_string(a.width) + "x" + std::to_string(a.height) +
                       " frames not supported (expected the adaptive method, at most " + std::to_string(kWarpChainMaxHeight) +
                       " rows, at most " + std::to_string(kLiveMaxBlocks * kColumns) +
-                      " columns, two frames' device memory at a 16-byte multiple apart)");
+                      " columns, three frames' device memory at a 16-byte multiple apart)");
   const unsigned blocks = live_chain_blocks(a.width);
   const std::size_t shared = warp_chain_shared_bytes(static_cast<int>(sizeof(T)), a.height, a.chain.taps.size);
   live_chain_kernel<T><<<blocks, kColumns * kLanes, shared, stream>>>(a);

@@ -25,6 +25,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 constexpr auto kStartTimeout = std::chrono::seconds(2);  // every block resident by then, or never
+constexpr auto kStartTries = std::chrono::milliseconds(250);  // start()'s launches again (at least three) until then
 constexpr auto kFrameTimeout = std::chrono::seconds(5);  // a frame takes microseconds (under compute-sanitizer, up to ~1 s)
 
 std::uint64_t load_acquire(std::uint64_t& word) { return std::atomic_ref<std::uint64_t>(word).load(std::memory_order_acquire); }
@@ -80,7 +81,7 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
       mailbox_(allocate_pinned(sizeof(kc::LiveMailbox))),
       stop_word_(allocate_pinned(3 * sizeof(std::uint32_t))),
       state_(DeviceBuffer::allocate(sizeof(kc::LiveState), "live engine state")),
-      candidates_(key.width, 1, key.line.candidates),
+      candidates_(key.width, 2, key.line.candidates),
       chain_stream_(Stream::create()),
       model_stream_(Stream::create()),
       control_stream_(Stream::create()) {
@@ -88,7 +89,7 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
   kc::load_live_kernels();
   const std::size_t frame_bytes = static_cast<std::size_t>(key.width) * key.height * key.bytes_per_pixel;
   const std::size_t frame_stride = ProfileLayout::align_up(frame_bytes);
-  pixels_ = DeviceBuffer::allocate(2 * frame_stride, "live engine pixels");
+  pixels_ = DeviceBuffer::allocate(3 * frame_stride, "live engine pixels");  // frame n in the third n % 3 (live_kernels.h)
   back_ = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(key.line.candidates, key.width, 1), "live engine line model scratch");
 
   chain_args_.mailbox = &mailbox();
@@ -108,15 +109,21 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
   model_args_.idle_ns = chain_args_.idle_ns;
   const kernels::LineStageAhead size = kernels::line_stage_ahead(key.line, key.width, nullptr);
   if (size.frame_bytes > 0) {  // the model's pass 0 staged by the chain's blocks (else the model stages it)
-    staged_ = DeviceBuffer::allocate(size.frame_bytes, "live engine staged pass 0");
+    staged_ = DeviceBuffer::allocate(2 * size.frame_bytes, "live engine staged pass 0");  // frame n into n & 1's
     chain_args_.ahead = model_args_.ahead = kernels::line_stage_ahead(key.line, key.width, staged_.as<unsigned char>());
   }
-  view_.in = {c.position, c.intensity, c.stripe_width, c.quality, c.count};
+  // The candidates' two buffers ([frame][slot][column], counts [frame][column]).
+  const std::size_t slots = static_cast<std::size_t>(c.slots) * key.width;
+  for (std::size_t b = 0; b < 2; ++b)
+    model_args_.candidates[b] = {c.position + b * slots, c.intensity + b * slots, c.stripe_width + b * slots, c.quality + b * slots,
+                                 c.count + b * static_cast<std::size_t>(key.width)};
+  view_.in = model_args_.candidates[0];
   view_.back = back_.as<std::uint8_t>();
   view_.back_stride = 1;
   view_.frames = 1;
   view_.width = key.width;
   chain_args_.view = view_;
+  chain_args_.view.frames = 2;  // the staging reads frame n & 1's
   g_engines_alive.fetch_add(1, std::memory_order_relaxed);  // last: a constructor that throws makes none
 }
 
@@ -130,10 +137,14 @@ bool LiveEngine::start(std::uint64_t first_ticket) {
   // The model's block first (it takes a whole SM), then the chain's. A
   // launch may be held up by another thread's call that waits for the whole
   // device (a free), which waits for the launched kernel: then the model's
-  // block ends by itself (chain_started) and both go again.
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  // block ends by itself (chain_started) and both go again, for up to a
+  // quarter of a second: processors set up on other threads while frames
+  // run make several such calls (three tries were once too few, call 8).
+  const auto give_up = clock::now() + kStartTries;
+  for (int attempt = 0;; ++attempt) {
     if (launch(first_ticket)) return true;
     stop();
+    if (attempt >= 2 && clock::now() > give_up) break;
   }
   spdlog::warn("live engine: its blocks did not all start together on device {}; frames go by CUDA graphs", key_.device);
   return false;
@@ -179,9 +190,8 @@ std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArr
   if (reinterpret_cast<std::uintptr_t>(pixels) % 16 != 0)
     throw RuntimeFailure("live engine: the frame's pixels are not 16-byte aligned (expected a pinned batch's first frame)");
   const std::lock_guard lock(submit_mutex_);
-  if (holds_ > 0) return 0;
-  if (!running_ && !start(submitted_ + 1))
-    throw RuntimeFailure("live engine: its kernels could not all be resident on device " + std::to_string(key_.device));
+  if (holds_ > 0 || (!running_ && clock::now() < retry_after_)) return 0;
+  if (!running_ && !start(submitted_ + 1)) return decline_for_a_while();
   const std::uint64_t ticket = ++submitted_;
   kc::LiveMailbox& m = mailbox();
   const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
@@ -196,14 +206,21 @@ std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArr
   r.check = kc::live_request_check(ticket, fields);
   std::atomic_ref<std::uint64_t>(r.seq).store(ticket, std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // then the park: LiveMailbox::parked says why
-  if (load_acquire(m.parked) == ticket) resume_after_park(ticket);
+  if (load_acquire(m.parked) == ticket && !resume_after_park(ticket)) return decline_for_a_while();  // that ticket abandoned: the next launch starts after it
   return ticket;
 }
 
 // The chain's block 0 parked waiting for `ticket` (LiveMailbox::parked):
 // either it saw the request after all (parked goes back to 0) or both
 // kernels end; then they start again from this ticket.
-void LiveEngine::resume_after_park(std::uint64_t ticket) {
+// The kernels could not all start (other kernels hold the SMs' room): this
+// frame and those of the next second go by the graphs, then a new try.
+std::uint64_t LiveEngine::decline_for_a_while() {
+  retry_after_ = clock::now() + std::chrono::seconds(1);
+  return 0;
+}
+
+bool LiveEngine::resume_after_park(std::uint64_t ticket) {
   kc::LiveMailbox& m = mailbox();
   auto ended = [](cudaStream_t s) {
     const cudaError_t e = cudaStreamQuery(s);
@@ -214,10 +231,10 @@ void LiveEngine::resume_after_park(std::uint64_t ticket) {
       [&] { return load_acquire(m.parked) != ticket || (ended(chain_stream_.get()) && ended(model_stream_.get())); }, kFrameTimeout,
       "waiting for its parked kernels");
   if (!settled) throw RuntimeFailure("live engine: its kernels neither ended nor took ticket " + std::to_string(ticket) + " within 5 s");
-  if (load_acquire(m.parked) != ticket) return;
+  if (load_acquire(m.parked) != ticket) return true;
   running_ = false;
   std::atomic_ref<std::uint64_t>(m.parked).store(0, std::memory_order_release);
-  if (!start(ticket)) throw RuntimeFailure("live engine: its kernels could not all be resident on device " + std::to_string(key_.device));
+  return start(ticket);
 }
 
 double LiveEngine::wait(std::uint64_t ticket) {

@@ -24,6 +24,7 @@
 // whose processor is going away (no submit() of its own in flight).
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,7 +68,8 @@ class LiveEngine {
   // Hands one frame over: `pixels` (pinned host memory, width x height) in,
   // its profiles out into `out` (pinned host arrays of one frame, one slot).
   // Starts the kernels when paused. Returns the frame's ticket for wait(),
-  // or 0 while the engine is held (the caller goes by its graphs).
+  // or 0 while the engine is held, or when its kernels could not all start
+  // (a warning; then no new try for a second): the caller goes by its graphs.
   std::uint64_t submit(const void* pixels, const kernels::LineModelArrays& out);
   // Other kernels on the device (a larger batch's graph when the live path
   // falls behind) could not find room beside the resident ones and would
@@ -95,7 +97,8 @@ class LiveEngine {
   explicit LiveEngine(const LiveEngineKey& key);
   bool start(std::uint64_t first_ticket);   // launches both kernels (a few tries); false (stopped) when they do not all start
   bool launch(std::uint64_t first_ticket);  // one try: true when every block started and none stopped
-  void resume_after_park(std::uint64_t ticket);
+  bool resume_after_park(std::uint64_t ticket);  // false: the kernels did not all start again
+  std::uint64_t decline_for_a_while();  // under submit_mutex_: 0, and no new start for a second
   void record_phases(std::uint64_t ticket);
   void stop() noexcept;
   void stop_after_submitted();  // under submit_mutex_: every submitted frame done, then stop()
@@ -105,7 +108,7 @@ class LiveEngine {
   HostBuffer mailbox_;     // kernels::cuda::LiveMailbox, pinned
   HostBuffer stop_word_;   // pinned: [0] the stop's value, [1] and [2] the state's stop and alive read back
   DeviceBuffer state_, pixels_, back_, staged_;
-  DeviceProfiles candidates_;  // the chain's output, the model's input: one frame, the model's candidate slots
+  DeviceProfiles candidates_;  // the chain's output, the model's input: two frames (frame n in n & 1), the model's candidate slots
   kernels::cuda::LiveChainArgs chain_args_;
   kernels::cuda::LiveModelArgs model_args_;
   kernels::LineModelView view_;
@@ -129,6 +132,7 @@ class LiveEngine {
   SpinLock submit_mutex_;
   std::uint64_t submitted_ = 0;   // the last ticket handed out (under submit_mutex_)
   int holds_ = 0;                 // hold() less release() (under submit_mutex_)
+  std::chrono::steady_clock::time_point retry_after_{};  // no start before (under submit_mutex_): decline_for_a_while
   std::uint64_t first_ = 1;       // the first ticket of the kernels' current launch
   bool running_ = false;          // under submit_mutex_
   std::atomic<std::uint64_t> launches_{0};
