@@ -35,6 +35,7 @@
 
 #include "core/cuda/runtime.h"
 #include "kernels/cuda/line_model_kernels.h"
+#include "kernels/cuda/live_kernels.h"
 #include "stages/cuda/cuda_stages.h"
 using stripeline::cuda::DeviceBuffer;
 #endif
@@ -1062,6 +1063,32 @@ ChainConfig live_chain(int candidates) {
 }
 }  // namespace
 #endif
+
+// The engine's request is read by the device in one load whose words come
+// in no set order (kernels/cuda/live_kernels.h): its check tells a request
+// written whole from one caught half-written, whichever word is stale, and
+// the same buffers asked again under a new ticket from the last request.
+TEST(LiveRequest, ItsCheckTellsAStaleWord) {
+#if STRIPELINE_HAVE_CUDA
+  namespace kc = kernels::cuda;
+  constexpr int n = kc::kLiveRequestFields;
+  const std::uint64_t ticket = 37, last = ticket - kc::kLiveSlots;  // the slot's request before
+  const std::array<std::uint64_t, n> now{0x7f00'0010'0000, 0x7f00'0020'0000, 0x7f00'0030'0000, 0x7f00'0040'0000, 0x7f00'0050'0000, 0x7f00'0060'0000};
+  const std::array<std::uint64_t, n> before{0x7f00'0110'0000, 0x7f00'0120'0000, 0x7f00'0130'0000, 0x7f00'0140'0000, 0x7f00'0150'0000, 0x7f00'0160'0000};
+  const std::uint64_t check = kc::live_request_check(ticket, now.data()), last_check = kc::live_request_check(last, before.data());
+  EXPECT_EQ(check, kc::live_request_check(ticket, now.data()));  // what the device computes from a line read whole
+  EXPECT_NE(kc::live_request_check(ticket, before.data()), last_check);  // every field and the check stale
+  EXPECT_NE(check, last_check);                                          // the check stale, every field new
+  EXPECT_NE(check, kc::live_request_check(last, now.data()));           // the same buffers, the last ticket's check
+  for (int stale = 0; stale < n; ++stale) {  // one field stale, the check new
+    std::array<std::uint64_t, n> read = now;
+    read[static_cast<std::size_t>(stale)] = before[static_cast<std::size_t>(stale)];
+    EXPECT_NE(kc::live_request_check(ticket, read.data()), check) << "field " << stale;
+  }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
 
 // Widths whose frames are and are not a multiple of 16 bytes, 8 and 16 bits,
 // K 4 and 8: the CPU's bits, and no graph captured (the engine ran them).

@@ -1,8 +1,9 @@
 #pragma once
 // The live path's persistent engine (issue 24): a frame's chain and line
 // model on kernels that stay resident (kernels/cuda/live_kernels.h), fed
-// through a mailbox in pinned host memory. A frame costs the host two
-// stores and a spin: no launch, no copy, no event, no driver call.
+// through a mailbox in pinned host memory. A frame costs the host a few
+// stores and a spin: no launch, no copy, no event, no driver call. The
+// live path's default (ChainConfig::persistent_engine).
 //
 // Why: with CUDA graphs a frame alone cost the host ~10 us beyond its
 // kernels (the graph's launch, the upload by the copy engine, the event),
@@ -11,17 +12,19 @@
 // One engine a device at a time, shared by the processors that ask for the
 // same key (the lane threads' processors of one run): its chain kernel keeps
 // a block on every strip of the frame, all resident. Frames are processed in
-// the order submit() numbered them; the chain of one overlaps the model of
-// the one before.
+// the order submit() numbered them; the chain runs up to two frames ahead
+// of the model.
 //
 // While its kernels run, whatever waits for the whole device (cudaFree,
 // cudaFreeHost, cudaDeviceSynchronize) waits for them: they end by
 // themselves after 10 ms without a frame (LiveChainArgs::idle_ns), and the
 // next submit() starts them again (~0.1 ms). The processors pause it before
-// they free their buffers (pause()).
+// they free their buffers (pause()), and hold it while a batch of their own
+// runs beside it (hold(), release()).
 //
-// Thread-safety: submit() and wait() from any threads; pause() from one
-// whose processor is going away (no submit() of its own in flight).
+// Thread-safety: submit(), wait(), hold() and release() from any threads;
+// pause() from one whose processor is going away (no submit() of its own in
+// flight).
 #include <array>
 #include <atomic>
 #include <chrono>
