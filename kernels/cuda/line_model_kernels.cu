@@ -379,14 +379,24 @@ struct PhaseClock {
   }
 };
 
+// Frame f's scratch for the block kernels (thread 0's, into shared memory):
+// frame_scratch with the bench's switches (narrow walks, the link table).
+__device__ LineModelLaneScratch block_scratch(const LineModelParams& p, int width, int f, unsigned char* shared, unsigned char* global_columns,
+                                              bool columns_shared) {
+  LineModelLaneScratch s = frame_scratch(p, width, kBlockLanes, f, shared, global_columns, columns_shared);
+  s.narrow_walks = g_narrow_walks;
+  s.link = lm::narrow_link(p);
+  if (!g_link_table) s.link_pair = s.link_fresh = nullptr;
+  return s;
+}
+
 // Frame f of the block kernel: the passes' phases over the candidates of
-// `v`, then the write into `written`'s out arrays (the kernel's: `v`; the
-// persistent one's: its request's). Returns the passes run (kLinePasses
-// when every pass dropped a segment). Every thread of the block.
+// `v`, then the write into its out arrays (the persistent kernel's `v`
+// carries its request's). Returns the passes run (kLinePasses when every
+// pass dropped a segment). Every thread of the block.
 template <bool kTimed>
 __device__ __forceinline__ int model_frame(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, BlockScan& scan,
-                                           bool staged_ahead, const LineStageAhead& ahead, std::uint64_t* staged_arrived, PhaseClock<kTimed>& clock,
-                                           const LineModelView& written) {
+                                           bool staged_ahead, const LineStageAhead& ahead, std::uint64_t* staged_arrived, PhaseClock<kTimed>& clock) {
   const int lane_id = static_cast<int>(threadIdx.x), warp = lane_id / kWarp, lane = lane_id % kWarp;
   const int used = lm::lanes_used(v.width, kBlockLanes);
   int pass = 0;
@@ -435,7 +445,7 @@ __device__ __forceinline__ int model_frame(const LineModelView& v, const LineMod
     clock.mark(pass, 8);
     if (!again) break;
   }
-  lm::lane_write(written, p, f, kBlockLanes, lane_id, s);
+  lm::lane_write(v, p, f, kBlockLanes, lane_id, s);
   return pass;
 }
 
@@ -461,14 +471,9 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (staged_ahead && lane_id == kWarp) issue_staged_copy(ahead, f, shared + ahead.begin, &staged_arrived);
 #endif
-  if (lane_id == 0) {
-    scratch = frame_scratch(p, v.width, kBlockLanes, f, shared, global_columns, columns_shared);
-    scratch.narrow_walks = g_narrow_walks;
-    scratch.link = lm::narrow_link(p);
-    if (!g_link_table) scratch.link_pair = scratch.link_fresh = nullptr;
-  }
+  if (lane_id == 0) scratch = block_scratch(p, v.width, f, shared, global_columns, columns_shared);
   __syncthreads();
-  const int pass = model_frame<kTimed>(v, p, f, scratch, scan, staged_ahead, ahead, &staged_arrived, clock, v);
+  const int pass = model_frame<kTimed>(v, p, f, scratch, scan, staged_ahead, ahead, &staged_arrived, clock);
   clock.mark(kLinePasses, 0);
   if constexpr (kTimed)
     if (threadIdx.x == 0) atomicAdd(&g_phase_cycles[kLinePasses][1], static_cast<unsigned long long>(pass < kLinePasses ? pass + 1 : pass));
@@ -503,17 +508,14 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   extern __shared__ __align__(16) unsigned char shared[];
   __shared__ BlockScan scan;
   __shared__ LineModelLaneScratch scratch;
-  __shared__ LineModelView written;  // v with the frame's candidate buffer and output arrays
+  __shared__ LineModelView frame_view;  // v with the frame's candidate buffer and output arrays
   __shared__ LineStageAhead ahead;   // a.ahead from the frame's buffer of staged bytes
   __shared__ std::uint64_t start_ns;
   PhaseClock<false> clock;
   bool ok = true;  // thread 0's, each barrier_or below gives every thread its answer
   if (threadIdx.x == 0) {
-    scratch = frame_scratch(p, v.width, kBlockLanes, 0, shared, global_columns, columns_shared);
-    scratch.narrow_walks = g_narrow_walks;
-    scratch.link = lm::narrow_link(p);
-    if (!g_link_table) scratch.link_pair = scratch.link_fresh = nullptr;
-    written = v;
+    scratch = block_scratch(p, v.width, 0, shared, global_columns, columns_shared);
+    frame_view = v;
     atomicAdd(&a.state->alive, 1u);
     ok = chain_started(a);
   }
@@ -526,8 +528,8 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
       if (ok) {
         const LiveState::Current& c = a.state->current[n % kLiveCurrent];
         const int buffer = static_cast<int>(n & 1);
-        written.in = a.candidates[buffer];
-        written.out = c.out;
+        frame_view.in = a.candidates[buffer];
+        frame_view.out = c.out;
         ahead = a.ahead;
         if (ahead.bytes != nullptr) ahead.bytes += static_cast<std::size_t>(buffer) * ahead.frame_bytes;
         start_ns = c.start_ns;
@@ -539,7 +541,7 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     if (staged_ahead && threadIdx.x == 0) issue_staged_copy(ahead, 0, shared + ahead.begin, &staged_arrived);
     __syncthreads();  // the barrier's initialisation before any thread waits on it
 #endif
-    model_frame<false>(written, p, 0, scratch, scan, staged_ahead, ahead, &staged_arrived, clock, written);
+    model_frame<false>(frame_view, p, 0, scratch, scan, staged_ahead, ahead, &staged_arrived, clock);
     __syncthreads();
     if (threadIdx.x == 0) {
       live::stamp(a.mailbox, a.first_ticket, n, 4);

@@ -206,13 +206,15 @@ std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArr
   r.check = kc::live_request_check(ticket, fields);
   std::atomic_ref<std::uint64_t>(r.seq).store(ticket, std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // then the park: LiveMailbox::parked says why
-  if (load_acquire(m.parked) == ticket && !resume_after_park(ticket)) return decline_for_a_while();  // that ticket abandoned: the next launch starts after it
+  if (load_acquire(m.parked) == ticket && !resume_after_park(ticket)) {
+    // That ticket abandoned (the kernels are stopped): its slot marked done,
+    // or ticket + kLiveSlots would wait for it; the next launch starts after it.
+    std::atomic_ref<std::uint64_t>(m.done[slot]).store(ticket, std::memory_order_release);
+    return decline_for_a_while();
+  }
   return ticket;
 }
 
-// The chain's block 0 parked waiting for `ticket` (LiveMailbox::parked):
-// either it saw the request after all (parked goes back to 0) or both
-// kernels end; then they start again from this ticket.
 // The kernels could not all start (other kernels hold the SMs' room): this
 // frame and those of the next second go by the graphs, then a new try.
 std::uint64_t LiveEngine::decline_for_a_while() {
@@ -220,6 +222,9 @@ std::uint64_t LiveEngine::decline_for_a_while() {
   return 0;
 }
 
+// The chain's block 0 parked waiting for `ticket` (LiveMailbox::parked):
+// either it saw the request after all (parked goes back to 0) or both
+// kernels end; then they start again from this ticket.
 bool LiveEngine::resume_after_park(std::uint64_t ticket) {
   kc::LiveMailbox& m = mailbox();
   auto ended = [](cudaStream_t s) {
