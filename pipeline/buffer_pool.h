@@ -35,6 +35,7 @@ struct Slot final : SpanLease {
   std::uint64_t overflow = 0;  // points beyond the output slots
   LiveStats live;              // the live path's counters as this batch was acquired (inactive otherwise)
   std::vector<std::int64_t> arrival_ns;  // per frame: when it became available (FrameSource::arrival_ns, else the fill's return), steady_clock
+  std::int64_t filled_ns = 0, processed_ns = 0, counted_ns = 0;  // when the fill, the processing and the point count returned, steady_clock (PipelineStats::stages)
   BufferPool* pool = nullptr;
   std::atomic<int> holders{0};  // the sink stage and every sink keeping the span
   void release() noexcept override;

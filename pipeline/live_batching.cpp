@@ -26,6 +26,24 @@ double LatencyHistogram::quantile_bound_us(double q) const {
   return std::numeric_limits<double>::infinity();
 }
 
+void StageTimes::observe(std::int64_t arrival, std::int64_t filled, std::int64_t processed, std::int64_t counted, std::int64_t sunk) {
+  const std::int64_t at[kStages + 1] = {arrival, filled, processed, counted, sunk};
+  for (int s = 0; s < kStages; ++s) {
+    const std::int64_t quarters = std::max<std::int64_t>(0, at[s + 1] - at[s]) * kPerUs / 1000;
+    ++counts[static_cast<std::size_t>(s)][static_cast<std::size_t>(std::min<std::int64_t>(quarters, kBuckets - 1))];
+  }
+  ++batches;
+}
+
+double StageTimes::median_us(Stage s) const {
+  std::uint64_t seen = 0;
+  for (int i = 0; i < kBuckets; ++i) {
+    seen += counts[static_cast<std::size_t>(s)][static_cast<std::size_t>(i)];
+    if (2 * seen > batches) return (i + 0.5) / kPerUs;
+  }
+  return 0.0;
+}
+
 LiveBatcher::LiveBatcher(int configured, int max_batch, std::uint64_t max_waiting) {
   stats_.active = true;
   stats_.configured_batch = configured;

@@ -39,6 +39,23 @@ struct LatencyHistogram {
   double quantile_bound_us(double q) const;
 };
 
+// Where a batch's latency goes (PipelineStats::stages), in quarter-
+// microsecond buckets up to kTopUs (the last bucket: beyond): the hand-over
+// from the source (its frames' arrival -> the fill returned), the processing
+// (-> the processor returned), the count of its points (-> counted; nothing
+// for a batch that counts them after its sinks) and the sinks (-> every
+// sink done). Per batch, from its first frame's arrival; nothing allocated.
+struct StageTimes {
+  enum Stage : int { kAcquire, kProcess, kCount, kSink, kStages };
+  static constexpr int kPerUs = 4, kTopUs = 500, kBuckets = kPerUs * kTopUs + 1;
+  std::array<std::array<std::uint32_t, kBuckets>, kStages> counts{};
+  std::uint64_t batches = 0;
+  // A batch's stamps (steady_clock ns): arrival, fill returned, processed, points counted, sinks done.
+  void observe(std::int64_t arrival, std::int64_t filled, std::int64_t processed, std::int64_t counted, std::int64_t sunk);
+  // The stage's median over the batches observed, us (a bucket's middle; 0 when none).
+  double median_us(Stage s) const;
+};
+
 // What the live path did in one run (PipelineStats::live).
 struct LiveStats {
   bool active = false;               // low-latency mode with a source that reports its backlog

@@ -72,8 +72,11 @@ std::shared_ptr<const DarkFrame> load_dark_frame(const std::string& path, const 
 }
 
 // When each frame became available: the source's word, else now, as fill() returned.
+std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count(); }
+
 void stamp_arrival(const FrameSource& source, Slot* slot) {
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
+  const std::int64_t now = now_ns();
+  slot->filled_ns = now;
   const Batch& b = slot->batch;
   for (int i = 0; i < b.frames; ++i) {
     const std::int64_t a = source.arrival_ns(b.meta[static_cast<std::size_t>(i)]);
@@ -152,6 +155,19 @@ class AcquireFilter {
   mutable Slot* first_;
 };
 
+// A batch's points, for the run's statistics. A large batch counts them in
+// the parallel process stage: a 300x2048 batch has 614,400 columns to look
+// at, which would hold up the serial sink stage. A few frames count them
+// after their sinks: a frame's columns, just written by the device, took
+// ~1.1 us that delayed its profile (H100, session 19).
+constexpr int kCountAfterSinksFrames = 16;
+bool counts_points_after_sinks(const Slot& slot) { return slot.batch.frames <= kCountAfterSinksFrames; }
+void count_points(Slot& slot) {
+  const ProfileBatch::PointCounts counts = slot.profiles.count_points();
+  slot.points = counts.points;
+  slot.overflow = counts.overflow;
+}
+
 // 2. Profiles from pixels, on whichever processor lane is free.
 class ProcessFilter {
  public:
@@ -175,12 +191,11 @@ class ProcessFilter {
       pool.release(slot);
       throw;
     }
+    slot->processed_ns = slot->counted_ns = now_ns();
     slot->compute_ms = lane.last_compute_ms();
-    // Counted here, in parallel, not in the serial sink stage: a 300x2048
-    // batch has 614,400 columns to look at.
-    const ProfileBatch::PointCounts counts = slot->profiles.count_points();
-    slot->points = counts.points;
-    slot->overflow = counts.overflow;
+    if (counts_points_after_sinks(*slot)) return;
+    count_points(*slot);
+    slot->counted_ns = now_ns();
   }
 
  private:
@@ -212,6 +227,7 @@ class SinkFilter {
       }
     }
     observe_latency(*slot);
+    if (counts_points_after_sinks(*slot)) count_points(*slot);
     if (slot->live.active) {
       const LatencyHistogram latency = stats_.live.latency;
       stats_.live = slot->live;
@@ -231,7 +247,8 @@ class SinkFilter {
  private:
   // Frame arrival -> every sink done, per frame.
   void observe_latency(const Slot& slot) const {
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
+    const std::int64_t now = now_ns();
+    if (slot.batch.frames > 0) stats_.stages.observe(slot.arrival_ns[0], slot.filled_ns, slot.processed_ns, slot.counted_ns, now);
     for (int f = 0; f < slot.batch.frames; ++f) stats_.live.latency.observe(static_cast<double>(now - slot.arrival_ns[static_cast<std::size_t>(f)]) / 1e3);
   }
   const std::vector<ProfileSink*>& sinks_;

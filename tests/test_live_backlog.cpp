@@ -244,3 +244,24 @@ TEST(LiveBacklog, OptionsOutOfRangeAreRefused) {
   o = live_options(16, -2);
   EXPECT_THROW(o.validate(), ConfigError);
 }
+
+// Where the latency goes (PipelineStats::stages): each stage's median from
+// the batches' stamps, in quarter microseconds; a stamp before the one
+// before it counts as nothing, a stage beyond the top in the last bucket.
+TEST(StageTimes, MediansOfEachStageFromTheStamps) {
+  StageTimes t;
+  EXPECT_EQ(t.median_us(StageTimes::kProcess), 0.0);
+  const std::int64_t us = 1000;
+  t.observe(0, 2 * us, 42 * us, 43 * us, 44 * us);
+  t.observe(0, 3 * us, 44 * us, 44 * us, 45 * us);
+  t.observe(0, 1 * us, 1000 * us, 1001 * us, 999 * us);
+  EXPECT_EQ(t.batches, 3u);
+  EXPECT_DOUBLE_EQ(t.median_us(StageTimes::kAcquire), 2.125);  // 2 us: the bucket [2, 2.25)
+  EXPECT_DOUBLE_EQ(t.median_us(StageTimes::kProcess), 41.125);
+  EXPECT_DOUBLE_EQ(t.median_us(StageTimes::kCount), 1.125);
+  EXPECT_DOUBLE_EQ(t.median_us(StageTimes::kSink), 1.125);
+  t.observe(0, 0, 600 * us, 600 * us, 600 * us);
+  t.observe(0, 0, 700 * us, 700 * us, 700 * us);
+  EXPECT_DOUBLE_EQ(t.median_us(StageTimes::kProcess), 500.125);  // three of five beyond the top
+  EXPECT_DOUBLE_EQ(t.median_us(StageTimes::kSink), 0.125);       // three of five nothing (one a stamp before its last)
+}

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -506,6 +507,13 @@ struct PacedRun {
   LiveStats live;
   std::string engine_phases;  // the persistent engine's (CudaProcessor::live_report), when it ran the frames
   std::uint64_t engine_launches = 0;  // its kernels' launches by the run's end (the first, then one after each idle end)
+  std::array<double, StageTimes::kStages> stage_us{};  // through the pipeline: each stage's median a batch (PipelineStats::stages)
+  std::string stages_text() const {
+    char text[160];
+    std::snprintf(text, sizeof text, "the source's hand-over %.2f us, the processing %.2f us, the point count %.2f us, the sinks %.2f us", stage_us[0],
+                  stage_us[1], stage_us[2], stage_us[3]);
+    return text;
+  }
   // p50, p99, max and frames of these latencies (us).
   void take(std::vector<double> us) {
     std::sort(us.begin(), us.end());
@@ -546,6 +554,7 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   r.dropped = src.dropped();
   r.backlog = src.largest_backlog();
   r.live = stats.live;
+  for (int i = 0; i < StageTimes::kStages; ++i) r.stage_us[static_cast<std::size_t>(i)] = stats.stages.median_us(static_cast<StageTimes::Stage>(i));
   if (stats.batches > 0) r.gpu_us = stats.compute_ms * 1e3 / static_cast<double>(stats.batches);
   return r;
 }
@@ -712,6 +721,42 @@ PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, doub
   return r;
 }
 
+// Batches of 1, 4 and 16 at `rate` through the pipeline; the batch of 1's
+// stages (where its latency goes) too.
+void fixed_batch_runs(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, Json& all) {
+  for (int k : {1, 4, 16}) {
+    const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, k, 0);
+    std::printf("  batch of %2d frames: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting; device %.1f us a batch)\n", k, r.p50,
+                r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog), r.gpu_us);
+    if (k == 1)
+      std::printf("    where it goes, medians a batch: %s\n", r.stages_text().c_str());
+    Json j = r.latency_json();
+    j.field("device_us_per_batch", r.gpu_us);
+    j.field("source_handover_us_median", r.stage_us[0]);
+    j.field("processing_us_median", r.stage_us[1]);
+    j.field("point_count_us_median", r.stage_us[2]);
+    j.field("sinks_us_median", r.stage_us[3]);
+    j.field("frames", static_cast<double>(r.frames));
+    j.field("largest_backlog", static_cast<double>(r.backlog));
+    all.object("batch_" + std::to_string(k), j);
+  }
+}
+
+#if STRIPELINE_HAVE_CUDA
+// The persistent engine (stages/cuda/live_engine.h, the default) at the
+// camera's rate on dedicated threads.
+void engine_runs(const Shape& frame_shape, const BenchOptions& o, double rate, std::uint64_t frames, Json& all) {
+  for (int threads : {1, 2}) {
+    const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads);
+    std::printf("  batch of  1, %d dedicated thread(s), the persistent engine: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; "
+                "its kernels launched %llu times)\n",
+                threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.engine_launches));
+    if (!r.engine_phases.empty()) std::printf("    the engine's device time: %s\n", r.engine_phases.c_str());
+    all.object("batch_1_engine_threads_" + std::to_string(threads), r.latency_json());
+  }
+}
+#endif
+
 Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend backend) {
   Json all;
   // The CPU backend cannot keep up with a camera's 20 kHz on a few cores; it
@@ -722,16 +767,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
               frame_shape.width, frame_shape.frame_height, rate);
   const std::uint64_t one_second = o.quick ? std::min<std::uint64_t>(2000, static_cast<std::uint64_t>(rate)) : static_cast<std::uint64_t>(rate);
   const std::uint64_t frames = o.latency_frames > 0 ? o.latency_frames : one_second;
-  for (int k : {1, 4, 16}) {
-    const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, k, 0);
-    std::printf("  batch of %2d frames: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting; device %.1f us a batch)\n", k, r.p50,
-                r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog), r.gpu_us);
-    Json j = r.latency_json();
-    j.field("device_us_per_batch", r.gpu_us);
-    j.field("frames", static_cast<double>(r.frames));
-    j.field("largest_backlog", static_cast<double>(r.backlog));
-    all.object("batch_" + std::to_string(k), j);
-  }
+  fixed_batch_runs(frame_shape, o, backend, rate, frames, all);
   if (backend == Backend::Cuda) {  // the same frames without the pipeline: what the pipeline's stages cost
     for (int threads : {1, 2, 4}) {
       const PacedRun r = processor_alone(frame_shape, o, frames, threads);
@@ -789,14 +825,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
   }
 #if STRIPELINE_HAVE_CUDA
   if (backend == Backend::Cuda && o.chain().line_model.enabled) {  // the persistent engine (stages/cuda/live_engine.h, the default) at the camera's rate, and the graphs
-    for (int threads : {1, 2}) {
-      const PacedRun r = dedicated_threads(frame_shape, o, rate, frames, threads);
-      std::printf("  batch of  1, %d dedicated thread(s), the persistent engine: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; "
-                  "its kernels launched %llu times)\n",
-                  threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.engine_launches));
-      if (!r.engine_phases.empty()) std::printf("    the engine's device time: %s\n", r.engine_phases.c_str());
-      all.object("batch_1_engine_threads_" + std::to_string(threads), r.latency_json());
-    }
+    engine_runs(frame_shape, o, rate, frames, all);
     const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Auto, 0, false);
     std::printf("  batch of  1, the graphs instead of the engine (persistent_engine = false): p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, "
                 "at most %llu waiting)\n",
@@ -809,6 +838,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
       const PacedRun r = paced_run(frame_shape, o, backend, rate, frames, 1, 0, true, LaneScheduling::Threads, lanes);
       std::printf("  batch of  1, %d lane threads: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames, at most %llu waiting)\n", lanes, r.p50,
                   r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
+      std::printf("    medians a batch: %s\n", r.stages_text().c_str());
       all.object("batch_1_lane_threads_" + std::to_string(lanes), r.latency_json());
     }
   }
@@ -839,7 +869,9 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
   }
   {  // the live path at the camera's rate (o.rate, not clamped): batch of 1 growing while frames wait
     const double live_rate = o.rate;
-    const std::uint64_t n = o.quick ? std::min<std::uint64_t>(4000, static_cast<std::uint64_t>(live_rate)) : static_cast<std::uint64_t>(live_rate);
+    const std::uint64_t n = o.latency_frames > 0 ? o.latency_frames
+                            : o.quick            ? std::min<std::uint64_t>(4000, static_cast<std::uint64_t>(live_rate))
+                                                 : static_cast<std::uint64_t>(live_rate);
     const PipelineOptions defaults;
     const PacedRun r = paced_run(frame_shape, o, backend, live_rate, n, 1, defaults.live_max_batch);
     std::printf("  live path at %.0f frames/s (batch of 1, growing up to %d while frames wait): p50 %8.1f us  p99 %8.1f us  max %8.1f us;\n"
@@ -879,7 +911,7 @@ Subcommand add_bench(CLI::App& app) {
   o->processing.add(sub, "processing", {"pixel_bits", "line_model", "line_candidates"});
   sub->add_flag("--blur-along-columns", o->along_columns, "Time the chain with the blur along the columns only (processing.blur_across = false)");
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
-  sub->add_option("--latency-frames", o->latency_frames, "Frames of each fixed-batch latency run (0: one second's at --rate)")
+  sub->add_option("--latency-frames", o->latency_frames, "Frames of each latency run, the live path's too (0: one second's at --rate)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--devices", o->devices,
                   "CUDA devices, comma-separated (e.g. 0,1; 0,0 = two engines on one GPU): only the several-engines run, one engine per entry "

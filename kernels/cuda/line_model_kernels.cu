@@ -544,13 +544,17 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     model_frame<false>(frame_view, p, 0, scratch, scan, staged_ahead, ahead, &staged_arrived, clock);
     __syncthreads();
     if (threadIdx.x == 0) {
+      live::store_release_gpu(&a.state->modelled, n);  // the candidates read: the chain may store over them
       live::stamp(a.mailbox, a.first_ticket, n, 4);
-      __threadfence_system();  // the block's profiles in host memory before the frame is said done
-      live::store_release_gpu(&a.state->modelled, n);
       const std::uint64_t ticket = a.first_ticket + n - 1;
       const auto slot = static_cast<int>(ticket % kLiveSlots);
-      a.mailbox->device_ns[slot] = live::now_ns() - start_ns;
-      live::store_release_sys(&a.mailbox->done[slot], ticket);
+      a.mailbox->finished[slot].device_ns = live::now_ns() - start_ns;
+      // A release at the system's scope is cumulative: the block's profiles
+      // (every thread's, ordered before it by the barrier) reach host memory
+      // before the frame's number. One system fence a frame, where a full
+      // fence before it waited for the same writes first; device_ns is
+      // taken before it, so the device time no longer counts that wait.
+      live::store_release_sys(&a.mailbox->finished[slot].done, ticket);
     }
   }
 }

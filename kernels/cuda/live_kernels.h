@@ -40,11 +40,11 @@
 namespace stripeline::kernels::cuda {
 
 inline constexpr int kLiveSlots = 16;  // requests in flight at most (the host's ring)
-// Where a frame's device time goes (%globaltimer, ns), in LiveMailbox::stamps:
+// Where a frame's device time goes (%globaltimer, ns), in LiveFinished::stamps:
 // the request seen (the chain's block 0), block 0's columns copied (past its
 // wait for its copy group), block 0's strip stored, every block's staging
-// seen by the model, the profiles written (the model, before its fence).
-// device_ns ends at the frame's number written, after that fence.
+// seen by the model, the profiles written (the model). device_ns ends there
+// too: the release of the frame's number waits for those writes after it.
 inline constexpr int kLiveStamps = 5;
 
 // One frame asked of the engine, in the mailbox (host memory, written by the
@@ -80,12 +80,20 @@ __host__ __device__ inline std::uint64_t live_request_check(std::uint64_t ticket
   return check;
 }
 
+// What the kernels write back for ticket t: one 64-byte line a slot, so
+// the host's spin on `done` fetches the rest with it (no further miss a
+// frame) and two threads waiting for their own tickets spin apart.
+struct alignas(64) LiveFinished {
+  std::uint64_t done = 0;       // the model writes t there once ticket t's profiles are in
+  std::uint64_t device_ns = 0;  // its time on the device: request seen -> profiles written (globaltimer)
+  std::uint64_t stamps[kLiveStamps] = {};  // kLiveStamps says which
+};
+static_assert(sizeof(LiveFinished) == 64, "a ticket's write-back is one 64-byte line");
+
 // Pinned, mapped host memory shared by the host and both kernels.
 struct LiveMailbox {
   LiveRequest request[kLiveSlots];      // ticket t in slot t % kLiveSlots
-  std::uint64_t done[kLiveSlots] = {};  // the model writes t there once ticket t's profiles are in
-  std::uint64_t device_ns[kLiveSlots] = {};  // its time on the device: request seen -> profiles written (globaltimer)
-  std::uint64_t stamps[kLiveSlots][kLiveStamps] = {};  // kLiveStamps says which
+  LiveFinished finished[kLiveSlots];    // ticket t's, in slot t % kLiveSlots
   // The chain's block 0 writes t here when it ends for want of ticket t (no
   // request for LiveChainArgs::idle_ns), then reads the slot once more; the
   // host writes ticket t's seq, then reads this (each a store, a full fence,

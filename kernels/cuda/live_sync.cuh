@@ -53,7 +53,7 @@ __device__ __forceinline__ std::uint64_t now_ns() {
 // Thread 0 of the chain's block 0 or of the model: frame n's stamp k
 // (kLiveStamps) into the mailbox (a posted write over the bus: no wait).
 __device__ __forceinline__ void stamp(LiveMailbox* mailbox, std::uint64_t first_ticket, std::uint64_t n, int k) {
-  mailbox->stamps[(first_ticket + n - 1) % kLiveSlots][k] = now_ns();
+  mailbox->finished[(first_ticket + n - 1) % kLiveSlots].stamps[k] = now_ns();
 }
 
 // Spins until *counter >= target (true) or the stop flag rises (false).

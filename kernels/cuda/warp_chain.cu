@@ -342,7 +342,7 @@ __device__ const void* begin_frame(const LiveChainArgs& a, std::uint64_t n) {
       if (threadIdx.x == 0) {
         if (ok) {
           c.start_ns = live::now_ns();
-          a.mailbox->stamps[(a.first_ticket + n - 1) % kLiveSlots][0] = c.start_ns;
+          a.mailbox->finished[(a.first_ticket + n - 1) % kLiveSlots].stamps[0] = c.start_ns;
           c.pixels = reinterpret_cast<const void*>(words[1]);
           c.out = {reinterpret_cast<std::int32_t*>(words[2]), reinterpret_cast<std::uint16_t*>(words[3]), reinterpret_cast<std::uint16_t*>(words[4]),
                    reinterpret_cast<std::uint16_t*>(words[5]), reinterpret_cast<std::uint8_t*>(words[6])};

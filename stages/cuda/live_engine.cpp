@@ -196,7 +196,7 @@ std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArr
   kc::LiveMailbox& m = mailbox();
   const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
   constexpr auto kSlots = static_cast<std::uint64_t>(kc::kLiveSlots);
-  if (ticket > kSlots && !spin_until([&] { return load_acquire(m.done[slot]) + kSlots >= ticket; }, kFrameTimeout, "waiting for a free slot"))
+  if (ticket > kSlots && !spin_until([&] { return load_acquire(m.finished[slot].done) + kSlots >= ticket; }, kFrameTimeout, "waiting for a free slot"))
     throw RuntimeFailure("live engine: ticket " + std::to_string(ticket - kSlots) + " not done after 5 s (its slot is needed)");
   kc::LiveRequest& r = m.request[slot];
   r.pixels = pixels;
@@ -209,7 +209,7 @@ std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArr
   if (load_acquire(m.parked) == ticket && !resume_after_park(ticket)) {
     // That ticket abandoned (the kernels are stopped): its slot marked done,
     // or ticket + kLiveSlots would wait for it; the next launch starts after it.
-    std::atomic_ref<std::uint64_t>(m.done[slot]).store(ticket, std::memory_order_release);
+    std::atomic_ref<std::uint64_t>(m.finished[slot].done).store(ticket, std::memory_order_release);
     return decline_for_a_while();
   }
   return ticket;
@@ -245,25 +245,23 @@ bool LiveEngine::resume_after_park(std::uint64_t ticket) {
 double LiveEngine::wait(std::uint64_t ticket) {
   kc::LiveMailbox& m = mailbox();
   const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
-  if (!spin_until([&] { return load_acquire(m.done[slot]) >= ticket; }, kFrameTimeout, "waiting for a frame")) {
+  if (!spin_until([&] { return load_acquire(m.finished[slot].done) >= ticket; }, kFrameTimeout, "waiting for a frame")) {
     for (cudaStream_t s : {chain_stream_.get(), model_stream_.get()})
       if (const cudaError_t e = cudaStreamQuery(s); e != cudaErrorNotReady) STRIPELINE_CUDA_CHECK(e);
     throw RuntimeFailure("live engine: ticket " + std::to_string(ticket) + " not done after 5 s");
   }
   record_phases(ticket);
-  return static_cast<double>(m.device_ns[slot]) * 1e-6;
+  return static_cast<double>(m.finished[slot].device_ns) * 1e-6;
 }
 
-// Ticket's phases from the mailbox's stamps: each stamp's time since the one
-// before, and the fence and the frame's number after the last.
+// Ticket's phases from its stamps: each stamp's time since the one before.
 void LiveEngine::record_phases(std::uint64_t ticket) {
   const kc::LiveMailbox& m = mailbox();
   const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
-  const std::uint64_t* t = m.stamps[slot];
-  std::array<std::uint32_t, kc::kLiveStamps>& p = phases_[ticket % kPhaseFrames];
-  for (int k = 1; k < kc::kLiveStamps; ++k) p[static_cast<std::size_t>(k - 1)] = static_cast<std::uint32_t>(t[k] - t[k - 1]);
-  const std::uint64_t device_ns = m.device_ns[slot];
-  p[kc::kLiveStamps - 1] = static_cast<std::uint32_t>(device_ns - (t[kc::kLiveStamps - 1] - t[0]));
+  const std::uint64_t* t = m.finished[slot].stamps;
+  std::array<std::uint32_t, kPhases>& p = phases_[ticket % kPhaseFrames];
+  for (std::size_t k = 0; k < kPhases; ++k) p[k] = static_cast<std::uint32_t>(t[k + 1] - t[k]);
+  const std::uint64_t device_ns = m.finished[slot].device_ns;
   waited_.fetch_add(1, std::memory_order_relaxed);
   if (device_ns > kSlowDeviceNs) slow_on_device_.fetch_add(1, std::memory_order_relaxed);
   std::uint64_t longest = device_ns_max_.load(std::memory_order_relaxed);
@@ -274,10 +272,10 @@ void LiveEngine::record_phases(std::uint64_t ticket) {
 std::string LiveEngine::phase_report() const {
   const std::size_t n = std::min<std::size_t>(waited_.load(std::memory_order_relaxed), kPhaseFrames);
   if (n == 0) return {};
-  static constexpr const char* kNames[kc::kLiveStamps] = {"request seen -> block 0's columns copied", "-> its strip stored", "-> every staging seen by the model",
-                                                          "-> profiles written", "-> frame said done"};
+  static constexpr const char* kNames[kPhases] = {"request seen -> block 0's columns copied", "-> its strip stored", "-> every staging seen by the model",
+                                                 "-> profiles written"};
   std::string out;
-  for (std::size_t k = 0; k < kc::kLiveStamps; ++k) {
+  for (std::size_t k = 0; k < kPhases; ++k) {
     std::vector<std::uint32_t> v(n);
     for (std::size_t i = 0; i < n; ++i) v[i] = phases_[i][k];
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2), v.end());
@@ -313,7 +311,7 @@ void LiveEngine::stop_after_submitted() {
   if (!running_) return;
   kc::LiveMailbox& m = mailbox();
   const std::uint64_t last = submitted_;
-  if (last >= first_ && !spin_until([&] { return load_acquire(m.done[last % kc::kLiveSlots]) >= last; }, kFrameTimeout, "pausing"))
+  if (last >= first_ && !spin_until([&] { return load_acquire(m.finished[last % kc::kLiveSlots].done) >= last; }, kFrameTimeout, "pausing"))
     spdlog::warn("live engine: ticket {} not done after 5 s; stopping its kernels anyway", last);
   stop();
 }

@@ -141,8 +141,8 @@ class LiveEngine {
   std::atomic<std::uint64_t> launches_{0};
   // The phases of the last kPhaseFrames tickets waited for (ns; by ticket, so
   // threads waiting for their own tickets write apart), for phase_report().
-  static constexpr std::size_t kPhaseFrames = 4096;
-  std::vector<std::array<std::uint32_t, kernels::cuda::kLiveStamps>> phases_ = std::vector<std::array<std::uint32_t, kernels::cuda::kLiveStamps>>(kPhaseFrames);
+  static constexpr std::size_t kPhaseFrames = 4096, kPhases = kernels::cuda::kLiveStamps - 1;
+  std::vector<std::array<std::uint32_t, kPhases>> phases_ = std::vector<std::array<std::uint32_t, kPhases>>(kPhaseFrames);
   std::atomic<std::uint64_t> waited_{0};
   // Every frame's device time, for the report's tail: whether a late frame
   // was late on the device or on the host.
