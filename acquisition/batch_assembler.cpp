@@ -74,7 +74,7 @@ BatchAssembler::Result BatchAssembler::add(Batch& batch, const ArrivedFrame& f, 
     }
     gap_rows_ = std::min(gap_, gap_fill_limit_);
     gap_rows_written_ = 0;
-    counters_.lost_gap += gap_;
+    counters_.lost_gap += gap_ - gap_rows_;  // the rest as their rows are written (AcquisitionCounters::lost_gap)
     counters_.gap_not_inserted += gap_ - gap_rows_;
     if (gap_ > gap_rows_)
       spdlog::warn("camera: {} frames lost before frame id {}; {} inserted as missing rows (camera.gap_fill_limit)", gap_, f.frame_id,
@@ -91,6 +91,7 @@ BatchAssembler::Result BatchAssembler::add(Batch& batch, const ArrivedFrame& f, 
                                                  static_cast<double>(gap_ + 1));
     write_missing_row(batch, previous_id_ + k, ts);
     ++gap_rows_written_;
+    ++counters_.lost_gap;
   }
   if (batch.frames >= capacity) return Result::BatchFull;
 

@@ -32,7 +32,12 @@ const char* to_string(AcquisitionPath p);
 // (FrameMeta::missing), never a valid profile. docs/cameras.md.
 struct AcquisitionCounters {
   std::uint64_t frames_complete = 0;  // frames received whole
-  std::uint64_t lost_gap = 0;         // frame ids that never arrived (includes the driver's underruns)
+  // Frame ids that never arrived (includes the driver's underruns): those
+  // beyond gap_fill_limit once the gap is seen, the others as their missing
+  // rows are written: a gap cut by the run's end counts only the rows
+  // written before it, so every loss counted within gap_fill_limit is a
+  // missing row.
+  std::uint64_t lost_gap = 0;
   std::uint64_t lost_incomplete = 0;  // buffers with missing packets
   std::uint64_t lost_timeout = 0;     // buffers the driver gave up on (timeout)
   std::uint64_t lost_failed = 0;      // other failed buffers: aborted, size mismatch, wrong geometry

@@ -236,13 +236,13 @@ TEST(BatchAssembler, GapStraddlingTheBatchEndContinuesInTheNextBatchCountedOnce)
   expect_missing_row(b1, 1, 11, 11'000);
   expect_missing_row(b1, 2, 12, 12'000);
   expect_missing_row(b1, 3, 13, 13'000);
-  EXPECT_EQ(a.counters().lost_gap, 5u);
+  EXPECT_EQ(a.counters().lost_gap, 3u);  // counted as its rows are written
   EXPECT_EQ(a.counters().frames_complete, 1u);
 
   // Asking again with the same full batch places nothing and counts nothing.
   EXPECT_EQ(a.add(b1, f2.view()), Result::BatchFull);
   EXPECT_EQ(b1.frames, 4);
-  EXPECT_EQ(a.counters().lost_gap, 5u);
+  EXPECT_EQ(a.counters().lost_gap, 3u);
 
   Batch b2 = make_batch(kFrame, 4);
   EXPECT_EQ(a.add(b2, f2.view()), Result::Placed);
@@ -262,6 +262,24 @@ TEST(BatchAssembler, GapStraddlingTheBatchEndContinuesInTheNextBatchCountedOnce)
   ASSERT_EQ(b2.frames, 4);
   expect_frame_row(b2, 3, f3, 17);
   EXPECT_EQ(a.counters().lost_gap, 5u);
+}
+
+// A run that ends inside a gap (its last rows asked for: `rows`) counts the
+// gap's rows it wrote, not the whole gap: every counted loss is a missing
+// row (the camera test's packet loss once ended on such a gap).
+TEST(BatchAssembler, GapCutByTheRunsEndCountsTheRowsItWrote) {
+  BatchAssembler a(kFrame, 100);
+  Batch b = make_batch(kFrame, 4);
+  const TestFrame f1 = make_frame(kFrame, 10, 10'000);
+  const TestFrame f2 = make_frame(kFrame, 13, 13'000);  // 11 and 12 lost
+  EXPECT_EQ(a.add(b, f1.view(), 2), Result::Placed);
+  EXPECT_EQ(a.add(b, f2.view(), 2), Result::BatchFull);  // the run's last row: 11
+  ASSERT_EQ(b.frames, 2);
+  expect_missing_row(b, 1, 11, 11'000);
+  const AcquisitionCounters& c = a.counters();
+  EXPECT_EQ(c.lost_gap, 1u);
+  EXPECT_EQ(c.lost_total(), 1u);
+  EXPECT_EQ(c.frames_complete, 1u);
 }
 
 TEST(BatchAssembler, GapThatExactlyFillsTheBatchPutsTheFrameFirstInTheNext) {

@@ -51,7 +51,7 @@ bool GenTLCameraImpl::fill_direct(Batch& batch, int capacity) {
       gap_total_ = gap;
       gap_ts0_ = previous_ts_;
       gap_ts1_ = ts;
-      direct_counters_.lost_gap += gap;
+      direct_counters_.lost_gap += gap - gap_rows_left_;  // the rest as their rows are written (AcquisitionCounters::lost_gap)
       direct_counters_.gap_not_inserted += gap - gap_rows_left_;
       spdlog::warn("GenTL camera {}: {} frames lost before frame id {} ({} inserted as missing rows)", settings_.id, gap, first, gap_rows_left_);
     } else if (have_previous_ && first < next_id_) {
@@ -74,6 +74,7 @@ bool GenTLCameraImpl::fill_direct(Batch& batch, int capacity) {
     batch.frames = rows;
     gap_rows_left_ -= static_cast<std::uint64_t>(rows);
     gap_rows_written_ += static_cast<std::uint64_t>(rows);
+    direct_counters_.lost_gap += static_cast<std::uint64_t>(rows);
     // The ids of the rows not inserted (beyond gap_fill_limit) are skipped.
     return true;
   }
