@@ -206,9 +206,9 @@ class ProcessFilter {
 // 3. Every sink, in acquisition order; then the slot goes back to the pool.
 class SinkFilter {
  public:
-  SinkFilter(const std::vector<ProfileSink*>& sinks, BufferPool& pool, PipelineStats& stats, clock::time_point start,
+  SinkFilter(const std::vector<ProfileSink*>& sinks, BufferPool& pool, PipelineStats& stats, StageTimes& stages, clock::time_point start,
              const ProgressCallback& progress)
-      : sinks_(sinks), pool_(pool), stats_(stats), start_(start), progress_(progress) {}
+      : sinks_(sinks), pool_(pool), stats_(stats), stages_(stages), start_(start), progress_(progress) {}
   void operator()(Slot* slot) const {
     // The sink stage holds the slot; so does every sink that keeps the span
     // (a file writer on its own thread): it returns to the pool after the last.
@@ -248,12 +248,13 @@ class SinkFilter {
   // Frame arrival -> every sink done, per frame.
   void observe_latency(const Slot& slot) const {
     const std::int64_t now = now_ns();
-    if (slot.batch.frames > 0) stats_.stages.observe(slot.arrival_ns[0], slot.filled_ns, slot.processed_ns, slot.counted_ns, now);
+    if (slot.batch.frames > 0) stages_.observe(slot.arrival_ns[0], slot.filled_ns, slot.processed_ns, slot.counted_ns, now);
     for (int f = 0; f < slot.batch.frames; ++f) stats_.live.latency.observe(static_cast<double>(now - slot.arrival_ns[static_cast<std::size_t>(f)]) / 1e3);
   }
   const std::vector<ProfileSink*>& sinks_;
   BufferPool& pool_;
   PipelineStats& stats_;
+  StageTimes& stages_;  // stats_.stages, writable (one writer: this serial stage)
   clock::time_point start_;
   const ProgressCallback& progress_;
 };
@@ -424,7 +425,9 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
     const auto start = first_fill.value_or(clock::now());
     const AcquireFilter acquire(source, pool, stop_requested_, ambient ? &*ambient : nullptr, ambient_frames, first, first_index,
                                 live_batcher ? &*live_batcher : nullptr);
-    const SinkFilter sink(sinks, pool, stats, start, progress);
+    auto stages = std::make_shared<StageTimes>();
+    stats.stages = stages;
+    const SinkFilter sink(sinks, pool, stats, *stages, start, progress);
     if (stats.lane_threads) {
       TurnSteps steps;
       steps.acquire = [&] { return acquire.next(); };

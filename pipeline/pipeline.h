@@ -90,7 +90,11 @@ struct PipelineStats {
   bool lane_threads = false;       // the steps ran on dedicated lane threads (PipelineOptions::scheduling), not oneTBB's pipeline
   SignificantBits pixel_bits{};    // the significant bits extracted with, and where they came from (acquisition/pixel_bits.h)
   LiveStats live;                  // the live path's backlog, batch sizes and latency (pipeline/live_batching.h)
-  StageTimes stages;               // where each batch's latency went: the source's hand-over, the processing, the sinks
+  // Where each batch's latency went (the source's hand-over, the processing,
+  // the point count, the sinks), filled by run()'s sink stage: shared, not
+  // held, so the stats copied after every batch (the daemon's metrics) stay
+  // small. Null before run().
+  std::shared_ptr<const StageTimes> stages;
   BatchGeometry geometry;          // frames per batch, buffers, lanes, slots and the memory they take (pipeline/memory_budget.h)
   double mb_per_s() const { return seconds > 0 ? bytes / 1e6 / seconds : 0.0; }
   double profiles_per_s() const { return seconds > 0 ? profiles / seconds : 0.0; }

@@ -554,7 +554,8 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   r.dropped = src.dropped();
   r.backlog = src.largest_backlog();
   r.live = stats.live;
-  for (int i = 0; i < StageTimes::kStages; ++i) r.stage_us[static_cast<std::size_t>(i)] = stats.stages.median_us(static_cast<StageTimes::Stage>(i));
+  for (int i = 0; i < StageTimes::kStages && stats.stages; ++i)
+    r.stage_us[static_cast<std::size_t>(i)] = stats.stages->median_us(static_cast<StageTimes::Stage>(i));
   if (stats.batches > 0) r.gpu_us = stats.compute_ms * 1e3 / static_cast<double>(stats.batches);
   return r;
 }
