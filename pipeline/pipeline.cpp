@@ -71,9 +71,11 @@ std::shared_ptr<const DarkFrame> load_dark_frame(const std::string& path, const 
   return d;
 }
 
-// When each frame became available: the source's word, else now, as fill() returned.
+// steady_clock now, in nanoseconds (the frames' arrival stamps' clock).
 std::int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count(); }
 
+// When each frame became available: the source's word, else now, as fill()
+// returned (the batch's fill stamp too).
 void stamp_arrival(const FrameSource& source, Slot* slot) {
   const std::int64_t now = now_ns();
   slot->filled_ns = now;
