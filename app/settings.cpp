@@ -458,7 +458,9 @@ const Setting kProcessingSettings[] = {
      custom([](const Config& c) { return cpu_list_text(c.pipeline.lane_thread_scheduling.cpus); },
             [](Config& c, const std::string& t) { c.pipeline.lane_thread_scheduling.cpus = parse_cpu_list(t, "lane_cpus"); })},
     {"lane_realtime_priority", "--lane-realtime-priority", "0 = off, 1..99",
-     "SCHED_FIFO priority of the lane threads (needs CAP_SYS_NICE or LimitRTPRIO=)", "pipeline/lane_threads.h",
+     "SCHED_FIFO priority of the lane threads (needs CAP_SYS_NICE or LimitRTPRIO=; they spin, so set kernel.sched_rt_runtime_us to -1, or the "
+     "kernel's real-time throttling stops them 50 ms a second)",
+     "pipeline/lane_threads.h",
      FIELD(c.pipeline.lane_thread_scheduling.fifo_priority)},
     {"live_max_batch", "--live-max-batch", "0 (off) or 1..65536",
      "Live path (batch_frames below it): while frames wait at the source the batch grows up to this many to catch up (docs/architecture.md)",

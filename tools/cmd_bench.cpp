@@ -1,5 +1,6 @@
 // `stripeline bench`: where the time goes, per batch shape, on this machine.
 // See bench/README.md for what each line measures and how to read it.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "acquisition/paced_source.h"
 #include "acquisition/synthetic_scanner.h"
 #include "core/errors.h"
+#include "core/thread_scheduling.h"
 #include "io/atomic_file.h"
 #include "pipeline/pipeline.h"
 #include "stages/chain.h"
@@ -193,6 +195,9 @@ struct BenchOptions {
   std::uint64_t latency_frames = 0;    // --latency-frames: frames of each latency run (0: one second's)
   std::string backend = "auto";        // --backend: where the chain runs (cpu on a GPU host too)
   std::vector<int> devices;            // --devices: the multi-device run instead of the shapes (one engine per entry)
+  int live_only = 0;                   // --live-only N: only the live path's run, N times (the host's stalls told apart from the path's), and the sustained rate
+  std::string lane_cpus;               // --lane-cpus: the live path's lane threads on these CPUs (a second run beside the default's)
+  int lane_fifo = 0;                   // --lane-realtime-priority: and at SCHED_FIFO at this priority
   ChainConfig chain() const {
     ChainConfig c;  // the built-in default (adaptive, centroid)
     if (method != "default") c.column.method = parse_method(method);  // cog etc. with their default threshold 40 / min_peak 50
@@ -498,6 +503,35 @@ Json bench_devices(const Shape& shape, const BenchOptions& o) {
 #endif
 }
 
+// What the host took from the run's threads while it ran: the VM's steal
+// time (/proc/stat: time the hypervisor gave this machine's virtual CPUs to
+// something else; 0 where the kernel does not account it) and this process's
+// involuntary context switches (a thread preempted by another thread of
+// this machine). A latency tail that comes with either is the host's.
+struct HostInterference {
+  double steal_ms = 0;
+  long preemptions = 0;
+  static HostInterference now() {
+    HostInterference h;
+    if (std::FILE* f = std::fopen("/proc/stat", "r")) {
+      unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+      if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle, &iowait, &irq, &softirq, &steal) == 8)
+        h.steal_ms = static_cast<double>(steal) * 1e3 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+      std::fclose(f);
+    }
+    rusage usage{};
+    if (::getrusage(RUSAGE_SELF, &usage) == 0) h.preemptions = usage.ru_nivcsw;
+    return h;
+  }
+  HostInterference since(const HostInterference& start) const { return {steal_ms - start.steal_ms, preemptions - start.preemptions}; }
+  std::string text() const {
+    char t[160];
+    std::snprintf(t, sizeof t, "the host meanwhile: %.0f ms stolen from this VM's CPUs (steal), %ld involuntary context switches of this process",
+                  steal_ms, preemptions);
+    return t;
+  }
+};
+
 // One paced run: `frames` frames at `rate`, batches of `k`, the live path's
 // growth up to `live_max` (0 = off: the plain batch-of-k path).
 struct PacedRun {
@@ -508,6 +542,8 @@ struct PacedRun {
   std::string engine_phases;  // the persistent engine's (CudaProcessor::live_report), when it ran the frames
   std::uint64_t engine_launches = 0;  // its kernels' launches by the run's end (the first, then one after each idle end)
   std::array<double, StageTimes::kStages> stage_us{};  // through the pipeline: each stage's median a batch (PipelineStats::stages)
+  HostInterference host;  // during the run
+  double frames_per_s = 0;  // processor_alone: frames done a second, all its threads together (the first one's rate times their count)
   std::string stages_text() const {
     char text[160];
     std::snprintf(text, sizeof text, "the source's hand-over %.2f us, the processing %.2f us, the point count %.2f us, the sinks %.2f us", stage_us[0],
@@ -545,7 +581,9 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   po.chain.cuda_graphs = po.chain.cuda_graphs && graphs;
   po.chain.persistent_engine = po.chain.persistent_engine && engine;
   po.lane_thread_scheduling = lane_scheduling;
+  const HostInterference before = HostInterference::now();
   const PipelineStats stats = run_engine(po, src, {&sink});
+  const HostInterference host = HostInterference::now().since(before);
   std::vector<double> steady;
   for (std::size_t i = frames / 10; i < lat.size(); ++i)  // skip the warm-up tenth
     if (!std::isnan(lat[i])) steady.push_back(lat[i]);
@@ -554,6 +592,7 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   r.dropped = src.dropped();
   r.backlog = src.largest_backlog();
   r.live = stats.live;
+  r.host = host;
   for (int i = 0; i < StageTimes::kStages && stats.stages; ++i)
     r.stage_us[static_cast<std::size_t>(i)] = stats.stages->median_us(static_cast<StageTimes::Stage>(i));
   if (stats.batches > 0) r.gpu_us = stats.compute_ms * 1e3 / static_cast<double>(stats.batches);
@@ -658,6 +697,7 @@ PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::u
     std::vector<double> us;
     us.reserve(frames);
     double device_us = 0;
+    const auto start = clock::now();
     for (std::uint64_t i = 0; i < frames; ++i) {
       const auto t0 = clock::now();
       p.process();
@@ -665,6 +705,7 @@ PacedRun processor_alone(const Shape& frame_shape, const BenchOptions& o, std::u
       device_us += p.processor->last_compute_ms() * 1e3;
     }
     if (into == nullptr) return;
+    into->frames_per_s = static_cast<double>(frames) * threads / std::chrono::duration<double>(clock::now() - start).count();
     into->take(std::move(us));
     into->gpu_us = frames > 0 ? device_us / static_cast<double>(frames) : 0.0;
     into->engine_phases = p.processor->live_report();
@@ -758,6 +799,55 @@ void engine_runs(const Shape& frame_shape, const BenchOptions& o, double rate, s
 }
 #endif
 
+// The live path at the camera's rate (o.rate, not clamped): batch of 1
+// growing while frames wait, `repeats` times; with --lane-cpus or
+// --lane-realtime-priority, as many runs with the lane threads so
+// scheduled after them. Each run's line
+// says what the host took meanwhile.
+void live_path_runs(const Shape& frame_shape, const BenchOptions& o, Backend backend, int repeats, Json& all) {
+  const double live_rate = o.rate;
+  const std::uint64_t n = o.latency_frames > 0 ? o.latency_frames
+                          : o.quick            ? std::min<std::uint64_t>(4000, static_cast<std::uint64_t>(live_rate))
+                                               : static_cast<std::uint64_t>(live_rate);
+  const PipelineOptions defaults;
+  ThreadScheduling pinned;
+  if (!o.lane_cpus.empty()) pinned.cpus = parse_cpu_list(o.lane_cpus, "--lane-cpus");
+  pinned.fifo_priority = o.lane_fifo;
+  std::vector<ThreadScheduling> schedulings{ThreadScheduling{}};
+  if (!pinned.is_default()) schedulings.push_back(pinned);
+  for (const ThreadScheduling& lanes : schedulings) {
+    try {
+      if (lanes.fifo_priority > 0) lanes.check_permitted("--lane-realtime-priority");
+    } catch (const ConfigError& e) {
+      std::printf("  live path, lane threads %s: not measured (%s)\n", lanes.describe().c_str(), e.what());
+      continue;
+    }
+    for (int i = 0; i < repeats; ++i) {
+      const PacedRun r = paced_run(frame_shape, o, backend, live_rate, n, 1, defaults.live_max_batch, true, LaneScheduling::Auto, 0, true, lanes);
+      const std::string where = lanes.is_default() ? "" : ", lane threads " + lanes.describe();
+      std::printf("  live path at %.0f frames/s (batch of 1, growing up to %d while frames wait%s): p50 %8.1f us  p99 %8.1f us  max %8.1f us;\n"
+                  "    largest batch %d, %llu switches to batching, %llu back, %llu of %llu frames dropped, at most %llu frames waiting;\n    %s\n",
+                  live_rate, defaults.live_max_batch, where.c_str(), r.p50, r.p99, r.max, r.live.largest_batch,
+                  static_cast<unsigned long long>(r.live.to_batching), static_cast<unsigned long long>(r.live.caught_up),
+                  static_cast<unsigned long long>(r.dropped), static_cast<unsigned long long>(n), static_cast<unsigned long long>(r.backlog),
+                  r.host.text().c_str());
+      Json j = r.latency_json();
+      j.field("rate_fps", live_rate);
+      j.field("frames", static_cast<double>(n));
+      j.field("largest_batch", r.live.largest_batch);
+      j.field("to_batching", static_cast<double>(r.live.to_batching));
+      j.field("caught_up", static_cast<double>(r.live.caught_up));
+      j.field("dropped", static_cast<double>(r.dropped));
+      j.field("largest_backlog", static_cast<double>(r.backlog));
+      j.field("host_steal_ms", r.host.steal_ms);
+      j.field("involuntary_context_switches", static_cast<double>(r.host.preemptions));
+      if (!lanes.is_default()) j.field("lane_threads", lanes.describe());
+      const std::string key = std::string("live") + (lanes.is_default() ? "" : "_lanes_scheduled") + (i > 0 ? "_" + std::to_string(i + 1) : "");
+      all.object(key, j);
+    }
+  }
+}
+
 Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend backend) {
   Json all;
   // The CPU backend cannot keep up with a camera's 20 kHz on a few cores; it
@@ -772,11 +862,12 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
   if (backend == Backend::Cuda) {  // the same frames without the pipeline: what the pipeline's stages cost
     for (int threads : {1, 2, 4}) {
       const PacedRun r = processor_alone(frame_shape, o, frames, threads);
-      std::printf("  batch of  1, %d processor(s) on %d thread(s), back to back (no pipeline): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; device %.1f us)\n",
-                  threads, threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), r.gpu_us);
+      std::printf("  batch of  1, %d processor(s) on %d thread(s), back to back (no pipeline): a frame p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%llu frames; device %.1f us; %.0f frames/s)\n",
+                  threads, threads, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), r.gpu_us, r.frames_per_s);
       if (threads == 1 && !r.engine_phases.empty()) std::printf("    the engine's device time: %s\n", r.engine_phases.c_str());
       Json j = r.latency_json();
       j.field("device_us", r.gpu_us);
+      j.field("frames_per_s", r.frames_per_s);
       all.object("batch_1_processors_" + std::to_string(threads), j);
     }
   }
@@ -805,8 +896,21 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
                                 {"the line model stages its pass 0 (stage_line_ahead = false)", "batch_1_processor_model_stages_itself",
                                  {.stage_line_ahead = false}},
                                 {"the warp chain's candidates a lane each (warp_evaluation = false)", "batch_1_processor_candidates_by_lanes",
-                                 {.warp_evaluation = false}}};
+                                 {.warp_evaluation = false}},
+                                {"the chain's blocks copying the frame, no copy kernel (live_copy_ahead = false)", "batch_1_processor_copy_in_chain",
+                                 {.live_copy_ahead = false}}};
     for (const Variant& v : variants) alone(v, true);
+    // What the copy kernel buys: the engine's rate with four frames in
+    // flight, the frames copied ahead by the copy kernel or by the chain's
+    // blocks first; one after the other, the same frames.
+    for (const bool ahead : {true, false}) {
+      const PacedRun r = processor_alone(frame_shape, o, frames, 4, {.live_copy_ahead = ahead});
+      std::printf("  batch of  1, 4 processors on 4 threads back to back, %s: %.0f frames/s (a frame p50 %.1f us, p99 %.1f us)\n",
+                  ahead ? "the copy kernel ahead (the default)" : "no copy kernel (live_copy_ahead = false)", r.frames_per_s, r.p50, r.p99);
+      Json j = r.latency_json();
+      j.field("frames_per_s", r.frames_per_s);
+      all.object(ahead ? "batch_1_processors_4_copy_ahead" : "batch_1_processors_4_copy_in_chain", j);
+    }
   }
   if (backend == Backend::Cuda) {  // what timing the kernels costs: of every batch, of none after the first (the default: one in 100 ms)
     const Variant timings[] = {{"every batch's kernels timed (time_interval_ms = 0)", "batch_1_processor_every_batch_timed",
@@ -868,27 +972,7 @@ Json bench_latency(const Shape& frame_shape, const BenchOptions& o, Backend back
                 r.p50, r.p99, r.max, static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.backlog));
     all.object("batch_1_without_graphs", r.latency_json());
   }
-  {  // the live path at the camera's rate (o.rate, not clamped): batch of 1 growing while frames wait
-    const double live_rate = o.rate;
-    const std::uint64_t n = o.latency_frames > 0 ? o.latency_frames
-                            : o.quick            ? std::min<std::uint64_t>(4000, static_cast<std::uint64_t>(live_rate))
-                                                 : static_cast<std::uint64_t>(live_rate);
-    const PipelineOptions defaults;
-    const PacedRun r = paced_run(frame_shape, o, backend, live_rate, n, 1, defaults.live_max_batch);
-    std::printf("  live path at %.0f frames/s (batch of 1, growing up to %d while frames wait): p50 %8.1f us  p99 %8.1f us  max %8.1f us;\n"
-                "    largest batch %d, %llu switches to batching, %llu back, %llu of %llu frames dropped, at most %llu frames waiting\n",
-                live_rate, defaults.live_max_batch, r.p50, r.p99, r.max, r.live.largest_batch, static_cast<unsigned long long>(r.live.to_batching),
-                static_cast<unsigned long long>(r.live.caught_up), static_cast<unsigned long long>(r.dropped), static_cast<unsigned long long>(n),
-                static_cast<unsigned long long>(r.backlog));
-    Json j = r.latency_json();
-    j.field("rate_fps", live_rate);
-    j.field("largest_batch", r.live.largest_batch);
-    j.field("to_batching", static_cast<double>(r.live.to_batching));
-    j.field("caught_up", static_cast<double>(r.live.caught_up));
-    j.field("dropped", static_cast<double>(r.dropped));
-    j.field("largest_backlog", static_cast<double>(r.backlog));
-    all.object("live", j);
-  }
+  live_path_runs(frame_shape, o, backend, 1, all);
   all.object("batch_1_sustained", sustained_rate(frame_shape, o, backend));
   return all;
 }
@@ -914,6 +998,11 @@ Subcommand add_bench(CLI::App& app) {
   sub->add_flag("--production-only", o->production_only, "Only the production shape (2048x52, 300 frames per batch) and the latency run");
   sub->add_option("--latency-frames", o->latency_frames, "Frames of each latency run, the live path's too (0: one second's at --rate)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--live-only", o->live_only, "Only the live path's latency run, this many times (with --lane-cpus or --lane-realtime-priority, as many again with the lane threads so scheduled), and the sustained rate")
+      ->check(CLI::Range(1, 100));
+  sub->add_option("--lane-cpus", o->lane_cpus, "The live path's run again with its lane threads on these CPUs (e.g. 2-5), beside the default's");
+  sub->add_option("--lane-realtime-priority", o->lane_fifo, "The live path's run again with its lane threads at SCHED_FIFO at this priority (with --lane-cpus: both)")
+      ->check(CLI::Range(0, 99));
   sub->add_option("--devices", o->devices,
                   "CUDA devices, comma-separated (e.g. 0,1; 0,0 = two engines on one GPU): only the several-engines run, one engine per entry "
                   "(pinned H2D alone and at once, streaming for the first 1..N entries)")
@@ -960,6 +1049,17 @@ Subcommand add_bench(CLI::App& app) {
             if (!o->devices.empty()) {
               if (!cuda) throw ConfigError("--devices " + device_list(o->devices) + ": the several-engines run needs CUDA (" + cuda_status() + ")");
               root.object("devices", bench_devices(shapes[0], *o));
+              if (!o->json.empty()) io::write_file_atomically(o->json, root.str() + "\n");
+              return 0;
+            }
+            if (o->live_only > 0) {
+              if (!cuda) throw ConfigError("--live-only: the live path's run needs CUDA (" + cuda_status() + ")");
+              std::printf("\n== the live path (cuda backend): %dx%d frames at %.0f frames/s, frame arrival -> profile\n", shapes[0].width,
+                          shapes[0].frame_height, o->rate);
+              Json live;
+              live_path_runs(shapes[0], *o, Backend::Cuda, o->live_only, live);
+              live.object("batch_1_sustained", sustained_rate(shapes[0], *o, Backend::Cuda));
+              root.object("live_only", live);
               if (!o->json.empty()) io::write_file_atomically(o->json, root.str() + "\n");
               return 0;
             }

@@ -479,29 +479,35 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     if (threadIdx.x == 0) atomicAdd(&g_phase_cycles[kLinePasses][1], static_cast<unsigned long long>(pass < kLinePasses ? pass + 1 : pass));
 }
 
-// Thread 0: waits for every chain block to have started; false (the stop
-// raised) when they have not within the chain's idle time: the chain's
-// launch is held up (another thread's call waiting for the device, which
-// waits for this kernel), so this kernel ends and the host launches both
-// again.
-__device__ bool chain_started(const LiveModelArgs& a) {
+// Thread 0: waits for every block of the three kernels to have started;
+// false (the stop raised) when they have not within start_wait_ns: the
+// chain's launch is held up (another thread's call waiting for the device,
+// which waits for this kernel), so the kernels end and the host launches
+// them again. Giving up marks `alive` (kLiveGaveUp) in the same atomic step
+// that checks no block started since: the host, which takes the kernels as
+// started only when `alive` is exactly their blocks, and this block never
+// both decide.
+__device__ bool all_started(const LiveModelArgs& a) {
   const std::uint64_t since = live::now_ns();
-  const std::uint32_t all = a.chain_blocks + 1;
-  while (live::load_relaxed_gpu(&a.state->alive) < all) {
-    if (live::load_relaxed_gpu(&a.state->stop) != 0) return false;
-    if (live::now_ns() - since > a.idle_ns) {
+  const std::uint32_t all = a.chain_blocks + a.copy_blocks + gridDim.x;
+  for (;;) {
+    const std::uint32_t alive = live::load_relaxed_gpu(&a.state->alive);
+    if ((alive & kLiveGaveUp) != 0 || live::load_relaxed_gpu(&a.state->stop) != 0) return false;
+    if (alive >= all) return true;
+    if (live::now_ns() - since > a.start_wait_ns && atomicCAS(&a.state->alive, alive, alive | kLiveGaveUp) == alive) {
       live::store_relaxed_gpu(&a.state->stop, 1);
       return false;
     }
     __nanosleep(100);
   }
-  return true;
 }
 
 // The live path's persistent model (live_kernels.h): the block kernel's
-// frame for every frame the chain kernel hands over, until the stop. `v`
-// is the candidates' layout; frame n reads the chain's buffer n & 1
-// (LiveModelArgs::candidates) and writes its request's host arrays.
+// frame for every kLiveModels-th frame the chain kernel hands over (block
+// b: frames b + 1, b + 1 + kLiveModels, ...), until the stop. `v` is the
+// candidates' layout; frame n reads the chain's buffer n & 1
+// (LiveModelArgs::candidates) and writes its request's host arrays. Each
+// block has its own scratch (frame blockIdx.x of `global_columns`).
 __global__ void __launch_bounds__(kBlockLanes, 1)
     live_line_model_kernel(const __grid_constant__ LineModelView v, const __grid_constant__ LineModelParams p, unsigned char* global_columns,
                            bool columns_shared, const __grid_constant__ LiveModelArgs a) {
@@ -514,15 +520,15 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   PhaseClock<false> clock;
   bool ok = true;  // thread 0's, each barrier_or below gives every thread its answer
   if (threadIdx.x == 0) {
-    scratch = block_scratch(p, v.width, 0, shared, global_columns, columns_shared);
+    scratch = block_scratch(p, v.width, static_cast<int>(blockIdx.x), shared, global_columns, columns_shared);
     frame_view = v;
     atomicAdd(&a.state->alive, 1u);
-    ok = chain_started(a);
+    ok = all_started(a);
   }
   if (__syncthreads_or(!ok)) return;
   __shared__ __align__(8) std::uint64_t staged_arrived;
   const bool staged_ahead = a.ahead.bytes != nullptr && g_link_table;
-  for (std::uint64_t n = 1;; ++n) {
+  for (std::uint64_t n = 1 + blockIdx.x;; n += gridDim.x) {
     if (threadIdx.x == 0) {
       ok = live::wait_at_least(&a.state->staged, static_cast<std::uint64_t>(a.chain_blocks) * n, a.state, /*idle=*/true);
       if (ok) {
@@ -544,7 +550,7 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     model_frame<false>(frame_view, p, 0, scratch, scan, staged_ahead, ahead, &staged_arrived, clock);
     __syncthreads();
     if (threadIdx.x == 0) {
-      live::store_release_gpu(&a.state->modelled, n);  // the candidates read: the chain may store over them
+      live::store_release_gpu(&a.state->modelled[blockIdx.x], n);  // the candidates read: the chain may store over them
       live::stamp(a.mailbox, a.first_ticket, n, 4);
       const std::uint64_t ticket = a.first_ticket + n - 1;
       const auto slot = static_cast<int>(ticket % kLiveSlots);
@@ -647,7 +653,7 @@ void launch_live_line_model(const LineModelView& view, const LineModelParams& pa
                                        std::to_string(limit) + " configured), has " + std::to_string(view.frames) + " frames");
   const bool columns_shared = size.fixed_bytes + size.column_bytes <= limit;
   const std::size_t shared = size.fixed_bytes + (columns_shared ? size.column_bytes : 0);
-  live_line_model_kernel<<<1, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared, args);
+  live_line_model_kernel<<<kLiveModels, kLineBlockLanes, shared, stream>>>(view, params, view.back, columns_shared, args);
   STRIPELINE_CUDA_CHECK_LAUNCH("live_line_model_kernel");
 }
 

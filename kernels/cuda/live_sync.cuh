@@ -67,6 +67,20 @@ __device__ __forceinline__ bool wait_at_least(const std::uint64_t* counter, std:
   }
 }
 
+// Spins until frame m's model is written (its block's `modelled` reached
+// m; true at once for m < 1) or the stop flag rises (false).
+__device__ __forceinline__ bool wait_modelled(const LiveState* state, std::uint64_t m) {
+  return m < 1 || wait_at_least(&state->modelled[(m - 1) % kLiveModels], m, state);
+}
+
+// Whether every frame up to m has its model written: the last of them of
+// each model block (true for m < 1).
+__device__ __forceinline__ bool modelled_up_to(const LiveState* state, std::uint64_t m) {
+  for (std::uint64_t k = m; k >= 1 && k + kLiveModels > m; --k)
+    if (load_acquire_gpu(&state->modelled[(k - 1) % kLiveModels]) < k) return false;
+  return true;
+}
+
 // A block's arrival on a counter summed over frames (its stores before it
 // made visible device-wide first). Thread 0, after a barrier of the block.
 __device__ __forceinline__ void arrive(std::uint64_t* counter) {

@@ -289,11 +289,13 @@ __global__ void __launch_bounds__(kColumns * kLanes)
 // of every frame the mailbox hands over, until the stop.
 namespace live_chain {
 
-// Block 0's first warp: polls the ticket's request, its 64-byte line in one
-// load (a word a lane), until its seq and check agree; every lane gets the
-// line's words. False when stopped, or when none came for a.idle_ns and the
-// host has not written it since (LiveMailbox::parked): the stop raised for
-// every block and the model.
+// Block 0's first warp (of the copy kernel; of the chain without it):
+// polls the ticket's request, its 64-byte line in one load (a word a lane),
+// until its seq and check agree; every lane gets the line's words. False
+// when stopped, or when none came for a.idle_ns, every frame before it is
+// modelled (none is cut off in flight: a frame under a sanitizer may take
+// longer than the idle time) and the host has not written it since
+// (LiveMailbox::parked): the stop raised for every kernel.
 __device__ __forceinline__ bool take_request(const LiveChainArgs& a, std::uint64_t ticket, std::uint64_t (&words)[8]) {
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
   const std::uint64_t* line = reinterpret_cast<const std::uint64_t*>(&a.mailbox->request[ticket % kLiveSlots]);
@@ -312,7 +314,7 @@ __device__ __forceinline__ bool take_request(const LiveChainArgs& a, std::uint64
     if (lane == 0) {
       if (live::load_relaxed_gpu(&a.state->stop) != 0) {
         verdict = 1;
-      } else if (live::now_ns() - since >= a.idle_ns) {
+      } else if (live::now_ns() - since >= a.idle_ns && live::modelled_up_to(a.state, ticket - a.first_ticket)) {
         live::store_release_sys(&a.mailbox->parked, ticket);
         live::fence_sc_sys();
         if (live::load_acquire_sys(&a.mailbox->request[ticket % kLiveSlots].seq) == ticket) {  // the host wrote it meanwhile: on
@@ -359,20 +361,19 @@ __device__ const void* begin_frame(const LiveChainArgs& a, std::uint64_t n) {
   return host_pixels;
 }
 
-// The block's share of its copy group's columns (kLiveCopyGroup blocks),
-// every row, host -> device: the frame's 16-byte units within them, bytes
-// where a unit straddles the group's edge (rows not a multiple of 16
-// bytes). Then the waits for the groups the strip and the blur's halo
-// read. False: stopped.
-__device__ bool copy_frame(const LiveChainArgs& a, const unsigned char* host, unsigned char* device, std::uint64_t n, int bytes_per_pixel) {
-  const int blocks = static_cast<int>(gridDim.x), group = static_cast<int>(blockIdx.x) / kLiveCopyGroup, first = group * kLiveCopyGroup;
-  const int members = min(kLiveCopyGroup, blocks - first);
+// Share `part` of `parts` (blockDim.x threads each) of copy group g's
+// columns (kLiveCopyGroup strips), every row, host -> device: the frame's
+// 16-byte units within them, bytes where a unit straddles the group's edge
+// (rows not a multiple of 16 bytes).
+__device__ void copy_group_share(const LiveChainArgs& a, const unsigned char* host, unsigned char* device, int group, int part, int parts,
+                                 int bytes_per_pixel) {
+  const int first = group * kLiveCopyGroup, members = min(kLiveCopyGroup, static_cast<int>(live_chain_blocks(a.width)) - first);
   const std::size_t row_bytes = static_cast<std::size_t>(a.width) * bytes_per_pixel;
   const std::size_t lo = static_cast<std::size_t>(first) * kColumns * bytes_per_pixel;
   const std::size_t hi = static_cast<std::size_t>(min((first + members) * kColumns, a.width)) * bytes_per_pixel;
   const std::size_t per_row = (hi - lo + 15) / 16 + (row_bytes % 16 == 0 ? 0 : 1);  // lo is a multiple of 16
-  const std::size_t items = per_row * static_cast<std::size_t>(a.height), step = static_cast<std::size_t>(members) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(static_cast<int>(blockIdx.x) - first) * blockDim.x + threadIdx.x; i < items; i += step) {
+  const std::size_t items = per_row * static_cast<std::size_t>(a.height), step = static_cast<std::size_t>(parts) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(part) * blockDim.x + threadIdx.x; i < items; i += step) {
     const std::size_t row = i / per_row, begin = row * row_bytes + lo, end = row * row_bytes + hi;
     const std::size_t unit = begin / 16 + i % per_row, from = unit * 16;
     if (from >= end) continue;
@@ -382,6 +383,44 @@ __device__ bool copy_frame(const LiveChainArgs& a, const unsigned char* host, un
       for (std::size_t b = from > begin ? from : begin, to = from + 16 < end ? from + 16 : end; b < to; ++b) device[b] = host[b];
     }
   }
+}
+
+// The copy kernel's block g: frame n's columns of copy group g, once frame
+// n - 3's pixels, in the third frame n takes, are all loaded (the model
+// finished frame n - 3). Then copied[g] says n. False: stopped.
+__device__ bool copy_group(const LiveChainArgs& a, const unsigned char* host, unsigned char* device, std::uint64_t n, int bytes_per_pixel) {
+  __shared__ bool ok;
+  if (threadIdx.x == 0) ok = n <= 3 || live::wait_modelled(a.state, n - 3);
+  __syncthreads();
+  if (!ok) return false;
+  const int group = static_cast<int>(blockIdx.x);
+  copy_group_share(a, host, device, group, 0, 1, bytes_per_pixel);
+  __syncthreads();
+  if (threadIdx.x == 0) live::arrive(&a.state->copied[group]);
+  return true;
+}
+
+// A chain block's wait, between frames, for frame n's copy groups that its
+// strip and the blur's halo read. False: stopped.
+__device__ bool wait_copied(const LiveChainArgs& a, std::uint64_t n) {
+  __shared__ bool ok;
+  if (threadIdx.x == 0) {
+    const int r = a.chain.taps.size / 2, x0 = static_cast<int>(blockIdx.x) * kColumns, span = kLiveCopyGroup * kColumns;
+    const int first = max(x0 - r, 0) / span, last = min(x0 + kColumns - 1 + r, a.width - 1) / span;
+    ok = true;
+    for (int g = first; ok && g <= last; ++g) ok = live::wait_at_least(&a.state->copied[g], n, a.state, /*idle=*/g == first);
+    if (blockIdx.x == 0 && ok) live::stamp(a.mailbox, a.first_ticket, n, 1);
+  }
+  __syncthreads();
+  return ok;
+}
+
+// Without the copy kernel (LiveChainArgs::copy_ahead false): the block's
+// share of its copy group's columns (the group's blocks split it), then the
+// waits for the groups the strip and the blur's halo read. False: stopped.
+__device__ bool copy_frame(const LiveChainArgs& a, const unsigned char* host, unsigned char* device, std::uint64_t n, int bytes_per_pixel) {
+  const int blocks = static_cast<int>(gridDim.x), group = static_cast<int>(blockIdx.x) / kLiveCopyGroup, first = group * kLiveCopyGroup;
+  copy_group_share(a, host, device, group, static_cast<int>(blockIdx.x) - first, min(kLiveCopyGroup, blocks - first), bytes_per_pixel);
   __syncthreads();
   __shared__ bool ok;
   if (threadIdx.x == 0) {
@@ -436,23 +475,40 @@ __global__ void __maxnreg__(96) live_chain_kernel(const __grid_constant__ LiveCh
   if (threadIdx.x == 0) atomicAdd(&a.state->alive, 1u);
   const int x0 = static_cast<int>(blockIdx.x) * kColumns;
   for (std::uint64_t n = 1;; ++n) {
-    const void* host = live_chain::begin_frame(a, n);
-    if (host == nullptr) return;
     // Pixels n % 3: frame n - 3's, which every block had loaded before the
-    // model's frame n - 3 ended, which this block waited for (may_store of
-    // frame n - 1). Candidates and staging n & 1: frame n - 2's, which the
-    // model has done with once `modelled` reaches n - 2 (may_store).
+    // model's frame n - 3 ended, which the copy kernel waits for (the
+    // blocks copying themselves: which this block waited for in may_store
+    // of frame n - 1). Candidates and staging n & 1: frame n - 2's, which
+    // the model has done with once frame n - 2 is modelled (may_store).
     unsigned char* pixels = a.pixels + (n % 3) * a.frame_stride;
     const int buffer = static_cast<int>(n & 1);
-    if (!live_chain::copy_frame(a, static_cast<const unsigned char*>(host), pixels, n, static_cast<int>(sizeof(T)))) return;
+    if (a.copy_ahead) {
+      if (!live_chain::wait_copied(a, n)) return;
+    } else {
+      const void* host = live_chain::begin_frame(a, n);
+      if (host == nullptr || !live_chain::copy_frame(a, static_cast<const unsigned char*>(host), pixels, n, static_cast<int>(sizeof(T)))) return;
+    }
     auto may_store = [&](int lane) {
       bool ok = true;
-      if (lane == 0 && n > 2) ok = live::wait_at_least(&a.state->modelled, n - 2, a.state);
+      if (lane == 0 && n > 2) ok = live::wait_modelled(a.state, n - 2);
       return __shfl_sync(kAll, ok ? 1 : 0, 0) != 0;
     };
     chain_strip<T>(reinterpret_cast<const T*>(pixels), a.width, a.height, x0, buffer, a.chain, a.candidates, a.by_warp_up_to, smem, taps, may_store);
     __syncthreads();
     if (!live_chain::stage_frame(a, n)) return;
+  }
+}
+
+// The live path's copy kernel: block g copies copy group g's columns of
+// every frame the mailbox hands over (block 0 polls it), up to three frames
+// ahead of the model, so frame n + 1's copy overlaps frame n's chain.
+__global__ void __launch_bounds__(kLiveCopyThreads) live_copy_kernel(const __grid_constant__ LiveChainArgs a, int bytes_per_pixel) {
+  if (threadIdx.x == 0) atomicAdd(&a.state->alive, 1u);
+  for (std::uint64_t n = 1;; ++n) {
+    const void* host = live_chain::begin_frame(a, n);
+    if (host == nullptr) return;
+    unsigned char* pixels = a.pixels + (n % 3) * a.frame_stride;
+    if (!live_chain::copy_group(a, static_cast<const unsigned char*>(host), pixels, n, bytes_per_pixel)) return;
   }
 }
 
@@ -489,17 +545,19 @@ void warp_chain(FramesView<const T> in, const ChainParams& p, ProfileView out, c
 template void warp_chain<std::uint8_t>(FramesView<const std::uint8_t>, const ChainParams&, ProfileView, cudaStream_t, bool);
 template void warp_chain<std::uint16_t>(FramesView<const std::uint16_t>, const ChainParams&, ProfileView, cudaStream_t, bool);
 
-unsigned live_chain_blocks(int width) { return static_cast<unsigned>((width + kColumns - 1) / kColumns); }
-
 void load_live_kernels() {
   cudaFuncAttributes a{};
   STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&a, live_chain_kernel<std::uint8_t>));
   STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&a, live_chain_kernel<std::uint16_t>));
+  STRIPELINE_CUDA_CHECK(cudaFuncGetAttributes(&a, live_copy_kernel));
+  // Its blocks beside the chain's: the chain's shared memory on their SM
+  // (launch_live_chain).
+  STRIPELINE_CUDA_CHECK(cudaFuncSetAttribute(live_copy_kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   load_live_line_model_kernel();
 }
 
 template <class T>
-void launch_live_chain(const LiveChainArgs& a, cudaStream_t stream) {
+void launch_live_chain(const LiveChainArgs& a, cudaStream_t copy_stream, cudaStream_t stream) {
   static_assert(kMaxBlurSize / 2 < kLiveCopyGroup * kColumns, "a strip's halo reaches the neighbouring copy groups at most");
   if (!warp_chain_supports(a.chain, a.height) || live_chain_blocks(a.width) > static_cast<unsigned>(kLiveMaxBlocks) || a.frame_bytes != static_cast<std::size_t>(a.width) * a.height * sizeof(T) ||
       a.frame_stride < a.frame_bytes || a.frame_stride % 16 != 0)
@@ -511,9 +569,18 @@ void launch_live_chain(const LiveChainArgs& a, cudaStream_t stream) {
   const std::size_t shared = warp_chain_shared_bytes(static_cast<int>(sizeof(T)), a.height, a.chain.taps.size);
   live_chain_kernel<T><<<blocks, kColumns * kLanes, shared, stream>>>(a);
   STRIPELINE_CUDA_CHECK_LAUNCH(std::string("live_chain_kernel<") + type_name<T>() + "> (" + std::to_string(blocks) + " blocks)");
+  // The copy kernel after the chain, into the room its blocks leave: an SM
+  // that takes a copy block first would be set up for the copy kernel's
+  // (nil) shared memory, and no chain block would fit beside it until the
+  // SM idles, which persistent kernels never let it (the engine did not
+  // start on an H200, 512 strips).
+  if (a.copy_ahead) {
+    live_copy_kernel<<<live_copy_blocks(a.width), kLiveCopyThreads, 0, copy_stream>>>(a, static_cast<int>(sizeof(T)));
+    STRIPELINE_CUDA_CHECK_LAUNCH("live_copy_kernel (" + std::to_string(live_copy_blocks(a.width)) + " blocks)");
+  }
 }
 
-template void launch_live_chain<std::uint8_t>(const LiveChainArgs&, cudaStream_t);
-template void launch_live_chain<std::uint16_t>(const LiveChainArgs&, cudaStream_t);
+template void launch_live_chain<std::uint8_t>(const LiveChainArgs&, cudaStream_t, cudaStream_t);
+template void launch_live_chain<std::uint16_t>(const LiveChainArgs&, cudaStream_t, cudaStream_t);
 
 }  // namespace stripeline::kernels::cuda

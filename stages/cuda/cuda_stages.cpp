@@ -235,6 +235,7 @@ class CudaProcessorImpl final : public CudaProcessor {
                                  ? (options.warp_chain_max_frames < 0 ? kc::kWarpChainMaxFrames : options.warp_chain_max_frames)
                                  : 0;
     warp_evaluation_ = options.warp_evaluation;
+    live_copy_ahead_ = options.live_copy_ahead;
     persistent_live_ = options.persistent_live && c.persistent_engine;
     in_ = DeviceBuffer::allocate(l.bytes(), "batch pixels");
     profiles_ = std::make_unique<DeviceProfiles>(l.width, l.frames, params().slots, maps_points());
@@ -338,7 +339,7 @@ class CudaProcessorImpl final : public CudaProcessor {
     if (!live_tried_) {
       live_tried_ = true;
       live_ = LiveEngine::attach({device_.ordinal(), layout().width, layout().frame_height, static_cast<int>(bytes_per_pixel(layout().format)), chain_,
-                                  line_params(), warp_evaluation_});
+                                  line_params(), warp_evaluation_, live_copy_ahead_});
     }
     return live_ != nullptr;
   }
@@ -424,6 +425,7 @@ class CudaProcessorImpl final : public CudaProcessor {
   bool fused_ = false;
   int warp_chain_max_frames_ = 0;  // batches of at most this many frames run kc::warp_chain (0: none)
   bool warp_evaluation_ = true;     // CudaProcessorOptions::warp_evaluation
+  bool live_copy_ahead_ = true;     // CudaProcessorOptions::live_copy_ahead
   bool persistent_live_ = true;     // CudaProcessorOptions::persistent_live
   bool live_tried_ = false;         // LiveEngine::attach asked (once)
   std::shared_ptr<LiveEngine> live_;  // the device's persistent engine, when it runs this chain

@@ -90,6 +90,11 @@ struct CudaProcessorOptions {
   // ballot or a reduction over 32 rows; false: a lane each, one row after the
   // other (the bench compares).
   bool warp_evaluation = true;
+  // The persistent engine's frames copied into device memory by a kernel of
+  // their own, up to three frames ahead of the model, so frame n + 1's copy
+  // overlaps frame n's chain (what bounds the rate it sustains); false: each
+  // chain block copies its share of the frame first (the bench compares).
+  bool live_copy_ahead = true;
   // Batches of one frame whose profiles the line model writes to the host
   // (line_model_to_host) go to the device's persistent engine
   // (stages/cuda/live_engine.h): resident kernels fed through pinned memory,

@@ -25,7 +25,8 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 constexpr auto kStartTimeout = std::chrono::seconds(2);  // every block resident by then, or never
-constexpr auto kStartTries = std::chrono::milliseconds(250);  // start()'s launches again (at least three) until then
+constexpr auto kStartTries = std::chrono::milliseconds(250);  // start()'s launches again until then, and at least
+constexpr int kStartAttempts = 7;  // times: the model's start wait 2 ms doubling to 128 ms (under synccheck the blocks took over 100 ms to start)
 constexpr auto kFrameTimeout = std::chrono::seconds(5);  // a frame takes microseconds (under compute-sanitizer, up to ~1 s)
 
 std::uint64_t load_acquire(std::uint64_t& word) { return std::atomic_ref<std::uint64_t>(word).load(std::memory_order_acquire); }
@@ -82,6 +83,7 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
       stop_word_(allocate_pinned(3 * sizeof(std::uint32_t))),
       state_(DeviceBuffer::allocate(sizeof(kc::LiveState), "live engine state")),
       candidates_(key.width, 2, key.line.candidates),
+      copy_stream_(Stream::create()),
       chain_stream_(Stream::create()),
       model_stream_(Stream::create()),
       control_stream_(Stream::create()) {
@@ -90,7 +92,8 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
   const std::size_t frame_bytes = static_cast<std::size_t>(key.width) * key.height * key.bytes_per_pixel;
   const std::size_t frame_stride = ProfileLayout::align_up(frame_bytes);
   pixels_ = DeviceBuffer::allocate(3 * frame_stride, "live engine pixels");  // frame n in the third n % 3 (live_kernels.h)
-  back_ = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(key.line.candidates, key.width, 1), "live engine line model scratch");
+  back_ = DeviceBuffer::allocate(kernels::line_model_device_scratch_bytes(key.line.candidates, key.width, kc::kLiveModels),
+                                 "live engine line model scratch");  // a frame's for each model block
 
   chain_args_.mailbox = &mailbox();
   chain_args_.state = state_.as<kc::LiveState>();
@@ -106,7 +109,8 @@ LiveEngine::LiveEngine(const LiveEngineKey& key)
   model_args_.mailbox = chain_args_.mailbox;
   model_args_.state = chain_args_.state;
   model_args_.chain_blocks = kc::live_chain_blocks(key.width);
-  model_args_.idle_ns = chain_args_.idle_ns;
+  chain_args_.copy_ahead = key.copy_ahead;
+  model_args_.copy_blocks = key.copy_ahead ? kc::live_copy_blocks(key.width) : 0;
   const kernels::LineStageAhead size = kernels::line_stage_ahead(key.line, key.width, nullptr);
   if (size.frame_bytes > 0) {  // the model's pass 0 staged by the chain's blocks (else the model stages it)
     staged_ = DeviceBuffer::allocate(2 * size.frame_bytes, "live engine staged pass 0");  // frame n into n & 1's
@@ -134,36 +138,46 @@ LiveEngine::~LiveEngine() {
 }
 
 bool LiveEngine::start(std::uint64_t first_ticket) {
-  // The model's block first (it takes a whole SM), then the chain's. A
-  // launch may be held up by another thread's call that waits for the whole
-  // device (a free), which waits for the launched kernel: then the model's
-  // block ends by itself (chain_started) and both go again, for up to a
-  // quarter of a second: processors set up on other threads while frames
-  // run make several such calls (three tries were once too few, call 8).
+  // The model's blocks first (each takes an SM whole), then the chain's and
+  // the copy kernel's. A launch may be held up by another thread's call that
+  // waits for the whole device (a free), which waits for the launched
+  // kernel: then the model's blocks end by themselves (all_started) and the
+  // kernels go again, kStartAttempts times and for at least a quarter of a
+  // second: processors set up on other threads while frames run make
+  // several such calls (three tries were once too few, session 18).
   const auto give_up = clock::now() + kStartTries;
   for (int attempt = 0;; ++attempt) {
-    if (launch(first_ticket)) return true;
+    if (launch(first_ticket, attempt)) {
+      failed_starts_ = 0;
+      return true;
+    }
     stop();
-    if (attempt >= 2 && clock::now() > give_up) break;
+    if (attempt >= kStartAttempts - 1 && clock::now() > give_up) break;
   }
-  spdlog::warn("live engine: its blocks did not all start together on device {}; frames go by CUDA graphs", key_.device);
+  spdlog::warn("live engine: its blocks did not all start together on device {}; frames go by CUDA graphs (the next try in {} s)", key_.device,
+               retry_delay().count());
   return false;
 }
 
-bool LiveEngine::launch(std::uint64_t first_ticket) {
+bool LiveEngine::launch(std::uint64_t first_ticket, int attempt) {
   STRIPELINE_CUDA_CHECK(cudaMemsetAsync(state_.data(), 0, sizeof(kc::LiveState), control_stream_.get()));
   STRIPELINE_CUDA_CHECK(cudaStreamSynchronize(control_stream_.get()));
   first_ = chain_args_.first_ticket = model_args_.first_ticket = first_ticket;
+  // The model's wait for the other blocks: 2 ms, doubling with each attempt.
+  // Launches take microseconds; a launch held up behind another thread's
+  // call that waits for the device (which waits for the model) costs the
+  // frames this long, and a slow start (a sanitizer) gets the longer waits.
+  model_args_.start_wait_ns = std::uint64_t{2'000'000} << std::min(attempt, 6);
   running_ = true;  // from here on stop() ends what was launched
   launches_.fetch_add(1, std::memory_order_relaxed);
   kc::launch_live_line_model(view_, key_.line, model_args_, model_stream_.get());
   if (key_.bytes_per_pixel == 1)
-    kc::launch_live_chain<std::uint8_t>(chain_args_, chain_stream_.get());
+    kc::launch_live_chain<std::uint8_t>(chain_args_, copy_stream_.get(), chain_stream_.get());
   else
-    kc::launch_live_chain<std::uint16_t>(chain_args_, chain_stream_.get());
+    kc::launch_live_chain<std::uint16_t>(chain_args_, copy_stream_.get(), chain_stream_.get());
   // Every block resident and none stopped, or the waits between them would never end.
   auto* words = reinterpret_cast<std::uint32_t*>(stop_word_.data());  // [1] stop, [2] alive, as LiveState has them
-  const std::uint32_t blocks = kc::live_chain_blocks(key_.width) + 1;
+  const std::uint32_t blocks = kc::live_chain_blocks(key_.width) + model_args_.copy_blocks + kc::kLiveModels;
   return spin_until(
       [&] {
         STRIPELINE_CUDA_CHECK(cudaMemcpyAsync(words + 1, &state_.as<kc::LiveState>()->stop, 2 * sizeof *words, cudaMemcpyDeviceToHost,
@@ -182,6 +196,7 @@ void LiveEngine::stop() noexcept {
   *word = 1;
   STRIPELINE_CUDA_LOG(cudaMemcpyAsync(&state_.as<kc::LiveState>()->stop, word, sizeof *word, cudaMemcpyHostToDevice, control_stream_.get()));
   STRIPELINE_CUDA_LOG(cudaStreamSynchronize(control_stream_.get()));
+  STRIPELINE_CUDA_LOG(cudaStreamSynchronize(copy_stream_.get()));
   STRIPELINE_CUDA_LOG(cudaStreamSynchronize(chain_stream_.get()));
   STRIPELINE_CUDA_LOG(cudaStreamSynchronize(model_stream_.get()));
 }
@@ -216,11 +231,18 @@ std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArr
 }
 
 // The kernels could not all start (other kernels hold the SMs' room): this
-// frame and those of the next second go by the graphs, then a new try.
+// frame and those until retry_delay() go by the graphs, then a new try.
 std::uint64_t LiveEngine::decline_for_a_while() {
-  retry_after_ = clock::now() + std::chrono::seconds(1);
+  retry_after_ = clock::now() + retry_delay();
+  ++failed_starts_;
   return 0;
 }
+
+// 1 s after a first failed start, doubling to 64 s while they fail: each try
+// holds up the frames for its quarter of a second, which a device the
+// engine never fits on (other processes' kernels on its SMs) would cost
+// every second.
+std::chrono::seconds LiveEngine::retry_delay() const { return std::chrono::seconds(1 << std::min(failed_starts_, 6)); }
 
 // The chain's block 0 parked waiting for `ticket` (LiveMailbox::parked):
 // either it saw the request after all (parked goes back to 0) or both
@@ -233,7 +255,8 @@ bool LiveEngine::resume_after_park(std::uint64_t ticket) {
     return e == cudaSuccess;
   };
   const bool settled = spin_until(
-      [&] { return load_acquire(m.parked) != ticket || (ended(chain_stream_.get()) && ended(model_stream_.get())); }, kFrameTimeout,
+      [&] { return load_acquire(m.parked) != ticket || (ended(copy_stream_.get()) && ended(chain_stream_.get()) && ended(model_stream_.get())); },
+      kFrameTimeout,
       "waiting for its parked kernels");
   if (!settled) throw RuntimeFailure("live engine: its kernels neither ended nor took ticket " + std::to_string(ticket) + " within 5 s");
   if (load_acquire(m.parked) != ticket) return true;
@@ -246,7 +269,7 @@ double LiveEngine::wait(std::uint64_t ticket) {
   kc::LiveMailbox& m = mailbox();
   const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
   if (!spin_until([&] { return load_acquire(m.finished[slot].done) >= ticket; }, kFrameTimeout, "waiting for a frame")) {
-    for (cudaStream_t s : {chain_stream_.get(), model_stream_.get()})
+    for (cudaStream_t s : {copy_stream_.get(), chain_stream_.get(), model_stream_.get()})
       if (const cudaError_t e = cudaStreamQuery(s); e != cudaErrorNotReady) STRIPELINE_CUDA_CHECK(e);
     throw RuntimeFailure("live engine: ticket " + std::to_string(ticket) + " not done after 5 s");
   }

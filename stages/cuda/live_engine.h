@@ -12,8 +12,10 @@
 // One engine a device at a time, shared by the processors that ask for the
 // same key (the lane threads' processors of one run): its chain kernel keeps
 // a block on every strip of the frame, all resident. Frames are processed in
-// the order submit() numbered them; the chain runs up to two frames ahead
-// of the model.
+// the order submit() numbered them; the copy kernel runs up to three frames
+// ahead of the model and the chain up to two, and the model's two blocks
+// take the frames in turn, so that frames arriving faster than one a
+// frame's model (~17 us) overlap (the rate the engine sustains).
 //
 // While its kernels run, whatever waits for the whole device (cudaFree,
 // cudaFreeHost, cudaDeviceSynchronize) waits for them: they end by
@@ -48,6 +50,7 @@ struct LiveEngineKey {
   kernels::cuda::ChainParams chain;
   kernels::LineModelParams line;
   bool warp_evaluation = true;
+  bool copy_ahead = true;  // CudaProcessorOptions::live_copy_ahead
   bool operator==(const LiveEngineKey&) const = default;
 };
 
@@ -98,10 +101,11 @@ class LiveEngine {
 
  private:
   explicit LiveEngine(const LiveEngineKey& key);
-  bool start(std::uint64_t first_ticket);   // launches both kernels (a few tries); false (stopped) when they do not all start
-  bool launch(std::uint64_t first_ticket);  // one try: true when every block started and none stopped
+  bool start(std::uint64_t first_ticket);   // launches the kernels (a few tries); false (stopped) when they do not all start
+  bool launch(std::uint64_t first_ticket, int attempt);  // one try: true when every block started and none stopped
   bool resume_after_park(std::uint64_t ticket);  // false: the kernels did not all start again
-  std::uint64_t decline_for_a_while();  // under submit_mutex_: 0, and no new start for a second
+  std::uint64_t decline_for_a_while();  // under submit_mutex_: 0, and no new start for retry_delay()
+  std::chrono::seconds retry_delay() const;  // under submit_mutex_: 1 s, doubling with each failed start up to 64 s
   void record_phases(std::uint64_t ticket);
   void stop() noexcept;
   void stop_after_submitted();  // under submit_mutex_: every submitted frame done, then stop()
@@ -115,7 +119,7 @@ class LiveEngine {
   kernels::cuda::LiveChainArgs chain_args_;
   kernels::cuda::LiveModelArgs model_args_;
   kernels::LineModelView view_;
-  Stream chain_stream_, model_stream_, control_stream_;
+  Stream copy_stream_, chain_stream_, model_stream_, control_stream_;
   // Numbers and publishes requests; starts and pauses. A spinning lock: a
   // thread put to sleep on a contended std::mutex woke up to a scheduler
   // tick later (10.4-10.6 ms stalls with two threads submitting, H100 host,
@@ -136,6 +140,7 @@ class LiveEngine {
   std::uint64_t submitted_ = 0;   // the last ticket handed out (under submit_mutex_)
   int holds_ = 0;                 // hold() less release() (under submit_mutex_)
   std::chrono::steady_clock::time_point retry_after_{};  // no start before (under submit_mutex_): decline_for_a_while
+  int failed_starts_ = 0;  // starts failed since the last that succeeded (under submit_mutex_)
   std::uint64_t first_ = 1;       // the first ticket of the kernels' current launch
   bool running_ = false;          // under submit_mutex_
   std::atomic<std::uint64_t> launches_{0};
