@@ -802,8 +802,7 @@ void engine_runs(const Shape& frame_shape, const BenchOptions& o, double rate, s
 // The live path at the camera's rate (o.rate, not clamped): batch of 1
 // growing while frames wait, `repeats` times; with --lane-cpus or
 // --lane-realtime-priority, as many runs with the lane threads so
-// scheduled after them. Each run's line
-// says what the host took meanwhile.
+// scheduled after them. Each run's line says what the host took meanwhile.
 void live_path_runs(const Shape& frame_shape, const BenchOptions& o, Backend backend, int repeats, Json& all) {
   const double live_rate = o.rate;
   const std::uint64_t n = o.latency_frames > 0 ? o.latency_frames

@@ -25,8 +25,11 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 constexpr auto kStartTimeout = std::chrono::seconds(2);  // every block resident by then, or never
-constexpr auto kStartTries = std::chrono::milliseconds(250);  // start()'s launches again until then, and at least
-constexpr int kStartAttempts = 7;  // times: the model's start wait 2 ms doubling to 128 ms (under synccheck the blocks took over 100 ms to start)
+// start() launches again until both run out: a quarter of a second, and
+// attempts enough for the model's start wait (2 ms, doubling each attempt)
+// to reach 128 ms (under synccheck the blocks took over 100 ms to start).
+constexpr auto kStartTries = std::chrono::milliseconds(250);
+constexpr int kStartAttempts = 7;
 constexpr auto kFrameTimeout = std::chrono::seconds(5);  // a frame takes microseconds (under compute-sanitizer, up to ~1 s)
 
 std::uint64_t load_acquire(std::uint64_t& word) { return std::atomic_ref<std::uint64_t>(word).load(std::memory_order_acquire); }
@@ -167,7 +170,7 @@ bool LiveEngine::launch(std::uint64_t first_ticket, int attempt) {
   // Launches take microseconds; a launch held up behind another thread's
   // call that waits for the device (which waits for the model) costs the
   // frames this long, and a slow start (a sanitizer) gets the longer waits.
-  model_args_.start_wait_ns = std::uint64_t{2'000'000} << std::min(attempt, 6);
+  model_args_.start_wait_ns = std::uint64_t{2'000'000} << std::min(attempt, kStartAttempts - 1);
   running_ = true;  // from here on stop() ends what was launched
   launches_.fetch_add(1, std::memory_order_relaxed);
   kc::launch_live_line_model(view_, key_.line, model_args_, model_stream_.get());
@@ -196,9 +199,7 @@ void LiveEngine::stop() noexcept {
   *word = 1;
   STRIPELINE_CUDA_LOG(cudaMemcpyAsync(&state_.as<kc::LiveState>()->stop, word, sizeof *word, cudaMemcpyHostToDevice, control_stream_.get()));
   STRIPELINE_CUDA_LOG(cudaStreamSynchronize(control_stream_.get()));
-  STRIPELINE_CUDA_LOG(cudaStreamSynchronize(copy_stream_.get()));
-  STRIPELINE_CUDA_LOG(cudaStreamSynchronize(chain_stream_.get()));
-  STRIPELINE_CUDA_LOG(cudaStreamSynchronize(model_stream_.get()));
+  for (cudaStream_t s : kernel_streams()) STRIPELINE_CUDA_LOG(cudaStreamSynchronize(s));
 }
 
 std::uint64_t LiveEngine::submit(const void* pixels, const kernels::LineModelArrays& out) {
@@ -244,9 +245,10 @@ std::uint64_t LiveEngine::decline_for_a_while() {
 // every second.
 std::chrono::seconds LiveEngine::retry_delay() const { return std::chrono::seconds(1 << std::min(failed_starts_, 6)); }
 
-// The chain's block 0 parked waiting for `ticket` (LiveMailbox::parked):
-// either it saw the request after all (parked goes back to 0) or both
-// kernels end; then they start again from this ticket.
+// The copy kernel's block 0 (the chain's without it) parked waiting for
+// `ticket` (LiveMailbox::parked): either it saw the request after all
+// (parked goes back to 0) or the kernels end; then they start again from
+// this ticket.
 bool LiveEngine::resume_after_park(std::uint64_t ticket) {
   kc::LiveMailbox& m = mailbox();
   auto ended = [](cudaStream_t s) {
@@ -255,8 +257,7 @@ bool LiveEngine::resume_after_park(std::uint64_t ticket) {
     return e == cudaSuccess;
   };
   const bool settled = spin_until(
-      [&] { return load_acquire(m.parked) != ticket || (ended(copy_stream_.get()) && ended(chain_stream_.get()) && ended(model_stream_.get())); },
-      kFrameTimeout,
+      [&] { return load_acquire(m.parked) != ticket || std::ranges::all_of(kernel_streams(), ended); }, kFrameTimeout,
       "waiting for its parked kernels");
   if (!settled) throw RuntimeFailure("live engine: its kernels neither ended nor took ticket " + std::to_string(ticket) + " within 5 s");
   if (load_acquire(m.parked) != ticket) return true;
@@ -269,7 +270,7 @@ double LiveEngine::wait(std::uint64_t ticket) {
   kc::LiveMailbox& m = mailbox();
   const auto slot = static_cast<std::size_t>(ticket % kc::kLiveSlots);
   if (!spin_until([&] { return load_acquire(m.finished[slot].done) >= ticket; }, kFrameTimeout, "waiting for a frame")) {
-    for (cudaStream_t s : {copy_stream_.get(), chain_stream_.get(), model_stream_.get()})
+    for (cudaStream_t s : kernel_streams())
       if (const cudaError_t e = cudaStreamQuery(s); e != cudaErrorNotReady) STRIPELINE_CUDA_CHECK(e);
     throw RuntimeFailure("live engine: ticket " + std::to_string(ticket) + " not done after 5 s");
   }

@@ -120,10 +120,12 @@ class LiveEngine {
   kernels::cuda::LiveModelArgs model_args_;
   kernels::LineModelView view_;
   Stream copy_stream_, chain_stream_, model_stream_, control_stream_;
+  std::array<cudaStream_t, 3> kernel_streams() const { return {copy_stream_.get(), chain_stream_.get(), model_stream_.get()}; }
   // Numbers and publishes requests; starts and pauses. A spinning lock: a
-  // thread put to sleep on a contended std::mutex woke up to a scheduler
-  // tick later (10.4-10.6 ms stalls with two threads submitting, H100 host,
-  // session 17), where a request takes it for a few hundred nanoseconds.
+  // request takes it for a few hundred nanoseconds, where a thread put to
+  // sleep on a contended std::mutex may wake a scheduler tick later (session
+  // 17 took that for its 10.4-10.6 ms stalls with two threads submitting;
+  // session 20 found those were the model's 10 ms start wait).
   class SpinLock {
    public:
     void lock() noexcept {
