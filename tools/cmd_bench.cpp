@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "acquisition/paced_source.h"
@@ -198,6 +199,8 @@ struct BenchOptions {
   int live_only = 0;                   // --live-only N: only the live path's run, N times (the host's stalls told apart from the path's), and the sustained rate
   std::string lane_cpus;               // --lane-cpus: the live path's lane threads on these CPUs (a second run beside the default's)
   int lane_fifo = 0;                   // --lane-realtime-priority: and at SCHED_FIFO at this priority
+  bool copy_ahead_ab = false;          // --copy-ahead-ab: with --live-only, the copy kernel against none on two dedicated threads, interleaved
+  std::vector<int> live_lanes{0};      // --live-lanes: the live path's runs with each of these lane thread counts (0 = automatic)
   ChainConfig chain() const {
     ChainConfig c;  // the built-in default (adaptive, centroid)
     if (method != "default") c.column.method = parse_method(method);  // cog etc. with their default threshold 40 / min_peak 50
@@ -536,7 +539,9 @@ struct HostInterference {
 // growth up to `live_max` (0 = off: the plain batch-of-k path).
 struct PacedRun {
   double p50 = 0, p99 = 0, max = 0;  // frame arrival -> profile, us, after the first tenth
+  double p90 = 0, p999 = 0;          // the tail's shape: the 90th and 99.9th percentiles
   std::uint64_t frames = 0, dropped = 0, backlog = 0;  // frames timed; dropped by the bound; most frames seen waiting at a fill
+  std::uint64_t dropped_timed = 0;  // of the dropped, those after the first tenth (the timed frames' span)
   double gpu_us = 0;  // the device's time per batch (the processor's events around the kernels), mean over the run
   LiveStats live;
   std::string engine_phases;  // the persistent engine's (CudaProcessor::live_report), when it ran the frames
@@ -553,7 +558,7 @@ struct PacedRun {
   // p50, p99, max and frames of these latencies (us).
   void take(std::vector<double> us) {
     std::sort(us.begin(), us.end());
-    if (!us.empty()) p50 = percentile(us, 0.50), p99 = percentile(us, 0.99), max = us.back();
+    if (!us.empty()) p50 = percentile(us, 0.50), p90 = percentile(us, 0.90), p99 = percentile(us, 0.99), p999 = percentile(us, 0.999), max = us.back();
     frames = us.size();
   }
   Json latency_json() const {
@@ -561,6 +566,8 @@ struct PacedRun {
     j.field("p50_us", p50);
     j.field("p99_us", p99);
     j.field("max_us", max);
+    j.field("p90_us", p90);
+    j.field("p999_us", p999);
     return j;
   }
 };
@@ -585,9 +592,12 @@ PacedRun paced_run(const Shape& frame_shape, const BenchOptions& o, Backend back
   const PipelineStats stats = run_engine(po, src, {&sink});
   const HostInterference host = HostInterference::now().since(before);
   std::vector<double> steady;
-  for (std::size_t i = frames / 10; i < lat.size(); ++i)  // skip the warm-up tenth
-    if (!std::isnan(lat[i])) steady.push_back(lat[i]);
   PacedRun r;
+  for (std::size_t i = frames / 10; i < lat.size(); ++i)  // skip the warm-up tenth
+    if (!std::isnan(lat[i]))
+      steady.push_back(lat[i]);
+    else
+      ++r.dropped_timed;
   r.take(std::move(steady));
   r.dropped = src.dropped();
   r.backlog = src.largest_backlog();
@@ -763,6 +773,26 @@ PacedRun dedicated_threads(const Shape& frame_shape, const BenchOptions& o, doub
   return r;
 }
 
+#if STRIPELINE_HAVE_CUDA
+// The copy kernel ahead of the chain (the default) against the chain's blocks
+// copying the frame, at the camera's rate on two dedicated threads, the two
+// interleaved `repeats` times (the host's noise falls on both alike): what
+// the copy kernel, made for the rate of frames back to back, costs a frame
+// alone at 20 kHz.
+void copy_ahead_runs(const Shape& frame_shape, const BenchOptions& o, std::uint64_t frames, int repeats, Json& all) {
+  for (int i = 0; i < repeats; ++i)
+    for (bool ahead : {true, false}) {
+      const PacedRun r = dedicated_threads(frame_shape, o, o.rate, frames, 2, {.live_copy_ahead = ahead});
+      std::printf("  batch of  1, 2 dedicated threads at %.0f frames/s, %s: p50 %8.1f us  p99 %8.1f us  max %8.1f us  (p90 %.1f, p99.9 %.1f; %llu "
+                  "frames)\n    the engine's device time: %s\n",
+                  o.rate, ahead ? "the copy kernel ahead (the default)" : "no copy kernel (live_copy_ahead = false)", r.p50, r.p99, r.max, r.p90,
+                  r.p999, static_cast<unsigned long long>(r.frames), r.engine_phases.c_str());
+      all.object(std::string(ahead ? "threads_2_copy_ahead" : "threads_2_copy_in_chain") + (i > 0 ? "_" + std::to_string(i + 1) : ""),
+                 r.latency_json());
+    }
+}
+#endif
+
 // Batches of 1, 4 and 16 at `rate` through the pipeline; the batch of 1's
 // stages (where its latency goes) too.
 void fixed_batch_runs(const Shape& frame_shape, const BenchOptions& o, Backend backend, double rate, std::uint64_t frames, Json& all) {
@@ -799,6 +829,21 @@ void engine_runs(const Shape& frame_shape, const BenchOptions& o, double rate, s
 }
 #endif
 
+// The live path's kinds of run: each lane thread count of --live-lanes with
+// the default scheduling, then (with --lane-cpus or --lane-realtime-priority)
+// each again with the lane threads so scheduled.
+std::vector<std::pair<ThreadScheduling, int>> live_run_kinds(const BenchOptions& o) {
+  ThreadScheduling pinned;
+  if (!o.lane_cpus.empty()) pinned.cpus = parse_cpu_list(o.lane_cpus, "--lane-cpus");
+  pinned.fifo_priority = o.lane_fifo;
+  std::vector<std::pair<ThreadScheduling, int>> kinds;
+  for (const ThreadScheduling& lanes : {ThreadScheduling{}, pinned}) {
+    if (!kinds.empty() && lanes.is_default()) break;
+    for (int count : o.live_lanes) kinds.emplace_back(lanes, count);
+  }
+  return kinds;
+}
+
 // The live path at the camera's rate (o.rate, not clamped): batch of 1
 // growing while frames wait, `repeats` times; with --lane-cpus or
 // --lane-realtime-priority, as many runs with the lane threads so
@@ -809,12 +854,7 @@ void live_path_runs(const Shape& frame_shape, const BenchOptions& o, Backend bac
                           : o.quick            ? std::min<std::uint64_t>(4000, static_cast<std::uint64_t>(live_rate))
                                                : static_cast<std::uint64_t>(live_rate);
   const PipelineOptions defaults;
-  ThreadScheduling pinned;
-  if (!o.lane_cpus.empty()) pinned.cpus = parse_cpu_list(o.lane_cpus, "--lane-cpus");
-  pinned.fifo_priority = o.lane_fifo;
-  std::vector<ThreadScheduling> schedulings{ThreadScheduling{}};
-  if (!pinned.is_default()) schedulings.push_back(pinned);
-  for (const ThreadScheduling& lanes : schedulings) {
+  for (const auto& [lanes, count] : live_run_kinds(o)) {
     try {
       if (lanes.fifo_priority > 0) lanes.check_permitted("--lane-realtime-priority");
     } catch (const ConfigError& e) {
@@ -822,13 +862,16 @@ void live_path_runs(const Shape& frame_shape, const BenchOptions& o, Backend bac
       continue;
     }
     for (int i = 0; i < repeats; ++i) {
-      const PacedRun r = paced_run(frame_shape, o, backend, live_rate, n, 1, defaults.live_max_batch, true, LaneScheduling::Auto, 0, true, lanes);
-      const std::string where = lanes.is_default() ? "" : ", lane threads " + lanes.describe();
+      const PacedRun r = paced_run(frame_shape, o, backend, live_rate, n, 1, defaults.live_max_batch, true, LaneScheduling::Auto, count, true, lanes);
+      const std::string where = (lanes.is_default() ? "" : ", lane threads " + lanes.describe()) +
+                                (count > 0 ? ", " + std::to_string(count) + " lane thread" + (count == 1 ? "" : "s") : "");
       std::printf("  live path at %.0f frames/s (batch of 1, growing up to %d while frames wait%s): p50 %8.1f us  p99 %8.1f us  max %8.1f us;\n"
-                  "    largest batch %d, %llu switches to batching, %llu back, %llu of %llu frames dropped, at most %llu frames waiting;\n    %s\n",
-                  live_rate, defaults.live_max_batch, where.c_str(), r.p50, r.p99, r.max, r.live.largest_batch,
+                  "    p90 %.1f us, p99.9 %.1f us; largest batch %d, %llu switches to batching, %llu back, %llu of %llu frames dropped (%llu after "
+                  "the first tenth), at most %llu frames waiting;\n    %s\n",
+                  live_rate, defaults.live_max_batch, where.c_str(), r.p50, r.p99, r.max, r.p90, r.p999, r.live.largest_batch,
                   static_cast<unsigned long long>(r.live.to_batching), static_cast<unsigned long long>(r.live.caught_up),
-                  static_cast<unsigned long long>(r.dropped), static_cast<unsigned long long>(n), static_cast<unsigned long long>(r.backlog),
+                  static_cast<unsigned long long>(r.dropped), static_cast<unsigned long long>(n), static_cast<unsigned long long>(r.dropped_timed),
+                  static_cast<unsigned long long>(r.backlog),
                   r.host.text().c_str());
       Json j = r.latency_json();
       j.field("rate_fps", live_rate);
@@ -837,11 +880,14 @@ void live_path_runs(const Shape& frame_shape, const BenchOptions& o, Backend bac
       j.field("to_batching", static_cast<double>(r.live.to_batching));
       j.field("caught_up", static_cast<double>(r.live.caught_up));
       j.field("dropped", static_cast<double>(r.dropped));
+      j.field("dropped_after_first_tenth", static_cast<double>(r.dropped_timed));
       j.field("largest_backlog", static_cast<double>(r.backlog));
       j.field("host_steal_ms", r.host.steal_ms);
       j.field("involuntary_context_switches", static_cast<double>(r.host.preemptions));
       if (!lanes.is_default()) j.field("lane_threads", lanes.describe());
-      const std::string key = std::string("live") + (lanes.is_default() ? "" : "_lanes_scheduled") + (i > 0 ? "_" + std::to_string(i + 1) : "");
+      if (count > 0) j.field("lane_thread_count", count);
+      const std::string key = std::string("live") + (lanes.is_default() ? "" : "_lanes_scheduled") + (count > 0 ? "_lanes_" + std::to_string(count) : "") +
+                              (i > 0 ? "_" + std::to_string(i + 1) : "");
       all.object(key, j);
     }
   }
@@ -999,6 +1045,12 @@ Subcommand add_bench(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--live-only", o->live_only, "Only the live path's latency run, this many times (with --lane-cpus or --lane-realtime-priority, as many again with the lane threads so scheduled), and the sustained rate")
       ->check(CLI::Range(1, 100));
+  sub->add_flag("--copy-ahead-ab", o->copy_ahead_ab,
+                "With --live-only: also the copy kernel against the chain's own copy at --rate on two dedicated threads, interleaved as many times");
+  sub->add_option("--live-lanes", o->live_lanes, "The live path's runs with each of these lane thread counts (e.g. 4,2,1; 0 = automatic)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   sub->add_option("--lane-cpus", o->lane_cpus, "The live path's run again with its lane threads on these CPUs (e.g. 2-5), beside the default's");
   sub->add_option("--lane-realtime-priority", o->lane_fifo, "The live path's run again with its lane threads at SCHED_FIFO at this priority (with --lane-cpus: both)")
       ->check(CLI::Range(0, 99));
@@ -1057,6 +1109,11 @@ Subcommand add_bench(CLI::App& app) {
                           shapes[0].frame_height, o->rate);
               Json live;
               live_path_runs(shapes[0], *o, Backend::Cuda, o->live_only, live);
+              if (o->copy_ahead_ab) {
+#if STRIPELINE_HAVE_CUDA
+                copy_ahead_runs(shapes[0], *o, o->latency_frames > 0 ? o->latency_frames : static_cast<std::uint64_t>(o->rate), o->live_only, live);
+#endif
+              }
               live.object("batch_1_sustained", sustained_rate(shapes[0], *o, Backend::Cuda));
               root.object("live_only", live);
               if (!o->json.empty()) io::write_file_atomically(o->json, root.str() + "\n");

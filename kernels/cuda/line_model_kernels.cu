@@ -304,13 +304,19 @@ __device__ __noinline__ void walk_again(const LineModelView& v, const LineModelP
 // 16-byte asynchronous copies took ~2.9 us a frame for the 2,048-column
 // frame's 116 KiB (call 3 of session 14), the bulk copy 2.4 us (call 4).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The barrier counting the bulk copies' bytes in: set up once per block (a
+// block of the live model takes a copy every frame, its phase flipping:
+// waiters pass the frame's parity), seen by the copy engine after the fence.
+__device__ void init_staged_barrier(std::uint64_t* arrived) {
+  const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(arrived));
+  asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bar) : "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
 __device__ void issue_staged_copy(const LineStageAhead& ahead, int f, unsigned char* to, std::uint64_t* arrived) {
   const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(arrived));
   const unsigned bulk = static_cast<unsigned>((ahead.end - ahead.begin) / 16 * 16);  // 16-byte multiples: the bulk copy's unit
   std::uint64_t from = 0;
   asm volatile("cvta.to.global.u64 %0, %1;" : "=l"(from) : "l"(ahead.bytes + static_cast<std::size_t>(f) * ahead.frame_bytes));
-  asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bar) : "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the barrier's initialisation seen by the copy engine
   asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(bar), "r"(bulk) : "memory");
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                    static_cast<unsigned>(__cvta_generic_to_shared(to))),
@@ -318,12 +324,22 @@ __device__ void issue_staged_copy(const LineStageAhead& ahead, int f, unsigned c
                : "memory");
 }
 #endif
+// Every thread that wrote the shared memory a bulk copy will write over,
+// before the block's barrier that precedes the copy's issue: the copy
+// engine (the async proxy) then writes after those writes (the PTX memory
+// model's order between proxies; racecheck reported the live model's copies
+// as write-write hazards with only the issuing thread's fence).
+__device__ __forceinline__ void fence_before_bulk_copy() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
 // Then, every thread (after a barrier since the issue; the kernel's follows):
 // the bytes past the bulk copy's, the masks cleared, and the wait for it.
 // Elsewhere than sm_90 the whole copy here (lane_take_staged). Compiled on
 // its own (inlined, the kernel spilled).
 __device__ __noinline__ void take_staged_ahead(const LineModelView& v, const LineStageAhead& ahead, int f, int lane, const LineModelLaneScratch& s,
-                                               std::uint64_t* arrived) {
+                                               std::uint64_t* arrived, unsigned parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   unsigned char* to = reinterpret_cast<unsigned char*>(s.link_pair);
   const unsigned char* from = ahead.bytes + static_cast<std::size_t>(f) * ahead.frame_bytes;
@@ -332,9 +348,9 @@ __device__ __noinline__ void take_staged_ahead(const LineModelView& v, const Lin
   lm::lane_clear_masks(v, kBlockLanes, lane, s);
   const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(arrived));
   for (unsigned done = 0; done == 0;)
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar) : "memory");
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
 #else
-  (void)arrived;
+  (void)arrived, (void)parity;
   lm::lane_take_staged(v, ahead, f, kBlockLanes, lane, s);
 #endif
 }
@@ -396,14 +412,15 @@ __device__ LineModelLaneScratch block_scratch(const LineModelParams& p, int widt
 // pass dropped a segment). Every thread of the block.
 template <bool kTimed>
 __device__ __forceinline__ int model_frame(const LineModelView& v, const LineModelParams& p, int f, const LineModelLaneScratch& s, BlockScan& scan,
-                                           bool staged_ahead, const LineStageAhead& ahead, std::uint64_t* staged_arrived, PhaseClock<kTimed>& clock) {
+                                           bool staged_ahead, const LineStageAhead& ahead, std::uint64_t* staged_arrived, unsigned staged_parity,
+                                           PhaseClock<kTimed>& clock) {
   const int lane_id = static_cast<int>(threadIdx.x), warp = lane_id / kWarp, lane = lane_id % kWarp;
   const int used = lm::lanes_used(v.width, kBlockLanes);
   int pass = 0;
   for (; pass < kLinePasses; ++pass) {
     // The speculative forward pass (kernels/line_model_lanes.h), in rounds.
     if (pass == 0 && staged_ahead)
-      take_staged_ahead(v, ahead, f, lane_id, s, staged_arrived);
+      take_staged_ahead(v, ahead, f, lane_id, s, staged_arrived, staged_parity);
     else
       lm::lane_stage(v, p, f, pass, kBlockLanes, lane_id, s);
     __syncthreads();
@@ -469,11 +486,14 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
   const bool staged_ahead = ahead.bytes != nullptr && g_link_table;
   __shared__ __align__(8) std::uint64_t staged_arrived;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (staged_ahead && lane_id == kWarp) issue_staged_copy(ahead, f, shared + ahead.begin, &staged_arrived);
+  if (staged_ahead && lane_id == kWarp) {
+    init_staged_barrier(&staged_arrived);
+    issue_staged_copy(ahead, f, shared + ahead.begin, &staged_arrived);
+  }
 #endif
   if (lane_id == 0) scratch = block_scratch(p, v.width, f, shared, global_columns, columns_shared);
   __syncthreads();
-  const int pass = model_frame<kTimed>(v, p, f, scratch, scan, staged_ahead, ahead, &staged_arrived, clock);
+  const int pass = model_frame<kTimed>(v, p, f, scratch, scan, staged_ahead, ahead, &staged_arrived, 0, clock);
   clock.mark(kLinePasses, 0);
   if constexpr (kTimed)
     if (threadIdx.x == 0) atomicAdd(&g_phase_cycles[kLinePasses][1], static_cast<unsigned long long>(pass < kLinePasses ? pass + 1 : pass));
@@ -525,10 +545,15 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     atomicAdd(&a.state->alive, 1u);
     ok = all_started(a);
   }
-  if (__syncthreads_or(!ok)) return;
   __shared__ __align__(8) std::uint64_t staged_arrived;
   const bool staged_ahead = a.ahead.bytes != nullptr && g_link_table;
-  for (std::uint64_t n = 1 + blockIdx.x;; n += gridDim.x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (staged_ahead && threadIdx.x == 0) init_staged_barrier(&staged_arrived);
+#endif
+  if (__syncthreads_or(!ok)) return;
+  unsigned staged_parity = 0;  // the barrier's phase: one a frame of this block
+  for (std::uint64_t n = 1 + blockIdx.x;; n += gridDim.x, staged_parity ^= 1u) {
+    fence_before_bulk_copy();  // the last frame's (or the set-up's) writes before this frame's copy over them
     if (threadIdx.x == 0) {
       ok = live::wait_at_least(&a.state->staged, static_cast<std::uint64_t>(a.chain_blocks) * n, a.state, /*idle=*/true);
       if (ok) {
@@ -545,9 +570,8 @@ __global__ void __launch_bounds__(kBlockLanes, 1)
     if (__syncthreads_or(!ok)) return;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (staged_ahead && threadIdx.x == 0) issue_staged_copy(ahead, 0, shared + ahead.begin, &staged_arrived);
-    __syncthreads();  // the barrier's initialisation before any thread waits on it
 #endif
-    model_frame<false>(frame_view, p, 0, scratch, scan, staged_ahead, ahead, &staged_arrived, clock);
+    model_frame<false>(frame_view, p, 0, scratch, scan, staged_ahead, ahead, &staged_arrived, staged_parity, clock);
     __syncthreads();
     if (threadIdx.x == 0) {
       live::store_release_gpu(&a.state->modelled[blockIdx.x], n);  // the candidates read: the chain may store over them

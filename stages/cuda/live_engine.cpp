@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <cstdio>
 #include <new>
@@ -286,6 +287,7 @@ void LiveEngine::record_phases(std::uint64_t ticket) {
   std::array<std::uint32_t, kPhases>& p = phases_[ticket % kPhaseFrames];
   for (std::size_t k = 0; k < kPhases; ++k) p[k] = static_cast<std::uint32_t>(t[k + 1] - t[k]);
   const std::uint64_t device_ns = m.finished[slot].device_ns;
+  device_ns_[ticket % kPhaseFrames] = static_cast<std::uint32_t>(std::min<std::uint64_t>(device_ns, UINT32_MAX));
   waited_.fetch_add(1, std::memory_order_relaxed);
   if (device_ns > kSlowDeviceNs) slow_on_device_.fetch_add(1, std::memory_order_relaxed);
   std::uint64_t longest = device_ns_max_.load(std::memory_order_relaxed);
@@ -307,8 +309,13 @@ std::string LiveEngine::phase_report() const {
     std::snprintf(part, sizeof part, "%s%s %.1f us", out.empty() ? "" : ", ", kNames[k], v[n / 2] * 1e-3);
     out += part;
   }
-  char tail[160];
-  std::snprintf(tail, sizeof tail, " (medians of the last %zu frames); of all %llu, %llu over %.0f us on the device, the longest %.1f us", n,
+  std::vector<std::uint32_t> whole(device_ns_.begin(), device_ns_.begin() + static_cast<std::ptrdiff_t>(n));
+  std::sort(whole.begin(), whole.end());
+  char tail[240];
+  std::snprintf(tail, sizeof tail,
+                " (medians of the last %zu frames; a frame's whole time on the device there: p50 %.1f us, p99 %.1f us); of all %llu, %llu over %.0f us on the "
+                "device, the longest %.1f us",
+                n, whole[n / 2] * 1e-3, whole[std::min(n - 1, n * 99 / 100)] * 1e-3,
                 static_cast<unsigned long long>(waited_.load(std::memory_order_relaxed)),
                 static_cast<unsigned long long>(slow_on_device_.load(std::memory_order_relaxed)), kSlowDeviceNs * 1e-3,
                 device_ns_max_.load(std::memory_order_relaxed) * 1e-3);

@@ -150,6 +150,7 @@ class LiveEngine {
   // threads waiting for their own tickets write apart), for phase_report().
   static constexpr std::size_t kPhaseFrames = 4096, kPhases = kernels::cuda::kLiveStamps - 1;
   std::vector<std::array<std::uint32_t, kPhases>> phases_ = std::vector<std::array<std::uint32_t, kPhases>>(kPhaseFrames);
+  std::vector<std::uint32_t> device_ns_ = std::vector<std::uint32_t>(kPhaseFrames);  // each one's whole time on the device (its tail beside the host's)
   std::atomic<std::uint64_t> waited_{0};
   // Every frame's device time, for the report's tail: whether a late frame
   // was late on the device or on the host.
