@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <thread>
 
 #include "core/errors.h"
@@ -35,7 +37,25 @@ int apply(const ThreadScheduling& s) {
   return 0;
 }
 
+// The integer in a /proc/sys file; none when unreadable.
+std::optional<long long> read_sysctl(const std::string& path) {
+  std::ifstream in(path);
+  long long v = 0;
+  if (!(in >> v)) return std::nullopt;
+  return v;
+}
+
 }  // namespace
+
+std::string fifo_spin_throttling(const ThreadScheduling& s, const std::string& proc_sys_kernel) {
+  if (s.fifo_priority <= 0) return {};
+  const std::optional<long long> runtime = read_sysctl(proc_sys_kernel + "/sched_rt_runtime_us");
+  const std::optional<long long> period = read_sysctl(proc_sys_kernel + "/sched_rt_period_us");
+  if (!runtime || !period || *runtime < 0 || *period <= 0 || *runtime >= *period) return {};
+  return "SCHED_FIFO threads that spin are stopped " + std::to_string((*period - *runtime) / 1000) + " ms of every " + std::to_string(*period / 1000) +
+         " ms by the kernel's real-time throttling (kernel.sched_rt_runtime_us = " + std::to_string(*runtime) + " of sched_rt_period_us = " +
+         std::to_string(*period) + "): set it to -1 (sysctl kernel.sched_rt_runtime_us=-1) on a host whose lane CPUs run nothing else (docs/daemon.md)";
+}
 
 std::string cpu_list_text(const std::vector<int>& cpus) {
   std::string out;

@@ -27,6 +27,14 @@ struct ThreadScheduling {
   std::string describe() const;
 };
 
+// What the kernel's real-time throttling does to a thread that spins at
+// SCHED_FIFO (the live path's lane threads): one line saying how long of
+// each period it is stopped and how to turn that off, or "" when `s` is
+// not FIFO, the throttling is off (kernel.sched_rt_runtime_us = -1) or
+// cannot be read. Read from `proc_sys_kernel` (tests point elsewhere).
+// Measured (session 20, docs/cuda.md): 50 ms a second, p99 15.7-43.6 ms.
+std::string fifo_spin_throttling(const ThreadScheduling& s, const std::string& proc_sys_kernel = "/proc/sys/kernel");
+
 // Applies `s` to the calling thread; RuntimeFailure naming `what` if the
 // kernel refuses (check_permitted first gives the user's error instead).
 void apply_to_current_thread(const ThreadScheduling& s, const std::string& what);

@@ -436,6 +436,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
       steps.process = [&](Slot* slot, int lane) { ProcessFilter::process_on(*processors[static_cast<std::size_t>(lane)], slot, pool); };
       steps.sink = [&](Slot* slot) { sink(slot); };
       steps.abandon = [&](Slot* slot) { pool.release(slot); };
+      if (const std::string note = fifo_spin_throttling(options_.lane_thread_scheduling); !note.empty()) spdlog::warn("lane threads: {}", note);
       run_in_turns(lanes, steps, options_.lane_thread_scheduling);
     } else {
       tbb::parallel_pipeline(static_cast<std::size_t>(pool.size()), tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, acquire) &

@@ -120,6 +120,28 @@ TEST(ThreadScheduling, WithoutTheRightFifoIsRefusedWithOneLine) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit failed, 12: no ConfigError or not the expected line";
 }
 
+// Spinning FIFO threads (the live path's lanes) under the kernel's
+// real-time throttling: one line with the stop a period and the sysctl that
+// ends it; nothing when the throttling is off, the thread is not FIFO or
+// the files cannot be read. The files in a directory of the test's own.
+TEST(ThreadScheduling, SpinningFifoThreadsAreToldOfTheThrottling) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("stripeline-rt-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const char* name, const char* value) { std::ofstream(dir / name) << value << "\n"; };
+  const ThreadScheduling fifo{10, {2, 3}};
+  EXPECT_EQ(fifo_spin_throttling(fifo, dir.string()), "");  // no files: nothing to tell
+  write("sched_rt_period_us", "1000000");
+  write("sched_rt_runtime_us", "950000");
+  const std::string note = fifo_spin_throttling(fifo, dir.string());
+  EXPECT_NE(note.find("stopped 50 ms of every 1000 ms"), std::string::npos) << note;
+  EXPECT_NE(note.find("kernel.sched_rt_runtime_us=-1"), std::string::npos) << note;
+  EXPECT_EQ(note.find('\n'), std::string::npos);
+  EXPECT_EQ(fifo_spin_throttling(ThreadScheduling{0, {2, 3}}, dir.string()), "");  // not FIFO
+  write("sched_rt_runtime_us", "-1");
+  EXPECT_EQ(fifo_spin_throttling(fifo, dir.string()), "");  // the throttling off
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ThreadScheduling, AppliedToTheCallingThreadWhenPermitted) {
   std::string why;
   if (!fifo_permitted(why)) GTEST_SKIP() << "this process may not use SCHED_FIFO: " << why;
