@@ -208,9 +208,8 @@ class ProcessFilter {
 // 3. Every sink, in acquisition order; then the slot goes back to the pool.
 class SinkFilter {
  public:
-  SinkFilter(const std::vector<ProfileSink*>& sinks, BufferPool& pool, PipelineStats& stats, StageTimes& stages, clock::time_point start,
-             const ProgressCallback& progress)
-      : sinks_(sinks), pool_(pool), stats_(stats), stages_(stages), start_(start), progress_(progress) {}
+  SinkFilter(const std::vector<ProfileSink*>& sinks, PipelineStats& stats, StageTimes& stages, clock::time_point start, const ProgressCallback& progress)
+      : sinks_(sinks), stats_(stats), stages_(stages), start_(start), progress_(progress) {}
   void operator()(Slot* slot) const {
     // The sink stage holds the slot; so does every sink that keeps the span
     // (a file writer on its own thread): it returns to the pool after the last.
@@ -254,7 +253,6 @@ class SinkFilter {
     for (int f = 0; f < slot.batch.frames; ++f) stats_.live.latency.observe(static_cast<double>(now - slot.arrival_ns[static_cast<std::size_t>(f)]) / 1e3);
   }
   const std::vector<ProfileSink*>& sinks_;
-  BufferPool& pool_;
   PipelineStats& stats_;
   StageTimes& stages_;  // stats_.stages, writable (one writer: this serial stage)
   clock::time_point start_;
@@ -429,7 +427,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::vector<ProfileSink*>
                                 live_batcher ? &*live_batcher : nullptr);
     auto stages = std::make_shared<StageTimes>();
     stats.stages = stages;
-    const SinkFilter sink(sinks, pool, stats, *stages, start, progress);
+    const SinkFilter sink(sinks, stats, *stages, start, progress);
     if (stats.lane_threads) {
       TurnSteps steps;
       steps.acquire = [&] { return acquire.next(); };
