@@ -837,11 +837,18 @@ std::vector<std::pair<ThreadScheduling, int>> live_run_kinds(const BenchOptions&
   if (!o.lane_cpus.empty()) pinned.cpus = parse_cpu_list(o.lane_cpus, "--lane-cpus");
   pinned.fifo_priority = o.lane_fifo;
   std::vector<std::pair<ThreadScheduling, int>> kinds;
-  for (const ThreadScheduling& lanes : {ThreadScheduling{}, pinned}) {
-    if (!kinds.empty() && lanes.is_default()) break;
-    for (int count : o.live_lanes) kinds.emplace_back(lanes, count);
-  }
+  for (int count : o.live_lanes) kinds.emplace_back(ThreadScheduling{}, count);
+  if (!pinned.is_default())
+    for (int count : o.live_lanes) kinds.emplace_back(pinned, count);
   return kinds;
+}
+
+// Frames of each live-path run at the camera's rate (--latency-frames, else
+// one second's; --quick at most 4,000).
+std::uint64_t live_run_frames(const BenchOptions& o) {
+  if (o.latency_frames > 0) return o.latency_frames;
+  const auto one_second = static_cast<std::uint64_t>(o.rate);
+  return o.quick ? std::min<std::uint64_t>(4000, one_second) : one_second;
 }
 
 // The live path at the camera's rate (o.rate, not clamped): batch of 1
@@ -850,9 +857,7 @@ std::vector<std::pair<ThreadScheduling, int>> live_run_kinds(const BenchOptions&
 // scheduled after them. Each run's line says what the host took meanwhile.
 void live_path_runs(const Shape& frame_shape, const BenchOptions& o, Backend backend, int repeats, Json& all) {
   const double live_rate = o.rate;
-  const std::uint64_t n = o.latency_frames > 0 ? o.latency_frames
-                          : o.quick            ? std::min<std::uint64_t>(4000, static_cast<std::uint64_t>(live_rate))
-                                               : static_cast<std::uint64_t>(live_rate);
+  const std::uint64_t n = live_run_frames(o);
   const PipelineOptions defaults;
   for (const auto& [lanes, count] : live_run_kinds(o)) {
     try {
@@ -1111,7 +1116,7 @@ Subcommand add_bench(CLI::App& app) {
               live_path_runs(shapes[0], *o, Backend::Cuda, o->live_only, live);
               if (o->copy_ahead_ab) {
 #if STRIPELINE_HAVE_CUDA
-                copy_ahead_runs(shapes[0], *o, o->latency_frames > 0 ? o->latency_frames : static_cast<std::uint64_t>(o->rate), o->live_only, live);
+                copy_ahead_runs(shapes[0], *o, live_run_frames(*o), o->live_only, live);
 #endif
               }
               live.object("batch_1_sustained", sustained_rate(shapes[0], *o, Backend::Cuda));

@@ -27,9 +27,10 @@
 // the staged pass 0 are double-buffered (frame n in buffer n & 1), so the
 // chain of frame n + 1 overlaps the model of frame n whole (and the other
 // model block's frame n - 1), and its warps wait for frame n - 1's model
-// (the buffer's last user) only before they store their columns. The pixels are triple-buffered (n % 3): the
-// copy of frame n waits for the model's frame n - 3, by which every chain
-// block had loaded frame n - 3's pixels.
+// (the buffer's last user) only before they store their columns. The
+// pixels are triple-buffered (n % 3): the copy of frame n waits for the
+// model's frame n - 3, by which every chain block had loaded frame n - 3's
+// pixels.
 //
 // Every wait polls a counter that only grows (frame n: "at least n"), so no
 // counter is ever reset; each also watches the stop flag (device memory, set
@@ -100,11 +101,12 @@ static_assert(sizeof(LiveFinished) == 64, "a ticket's write-back is one 64-byte 
 struct LiveMailbox {
   LiveRequest request[kLiveSlots];      // ticket t in slot t % kLiveSlots
   LiveFinished finished[kLiveSlots];    // ticket t's, in slot t % kLiveSlots
-  // The copy kernel's (or the chain's) block 0 writes t here when it ends for want of ticket t (no
-  // request for LiveChainArgs::idle_ns), then reads the slot once more; the
-  // host writes ticket t's seq, then reads this (each a store, a full fence,
-  // a load: one of them sees the other). The host that sees t here starts
-  // the kernels again; the kernel that sees the request writes 0 and goes on.
+  // The copy kernel's (or the chain's) block 0 writes t here when it ends
+  // for want of ticket t (no request for LiveChainArgs::idle_ns), then
+  // reads the slot once more; the host writes ticket t's seq, then reads
+  // this (each a store, a full fence, a load: one of them sees the other).
+  // The host that sees t here starts the kernels again; the kernel that
+  // sees the request writes 0 and goes on.
   std::uint64_t parked = 0;
 };
 
